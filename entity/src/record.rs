@@ -1,0 +1,38 @@
+//! The per-version records tables (`records_v{N}`) and the columns they all share.
+//!
+//! Each import creates `records_v{N}` with `pos` (1-based position in the imported file, the
+//! natural order and tie-breaker), `_id` (the record identifier), `doc` (the record as JSONB on
+//! PostgreSQL, JSON text on SQLite), and one typed column per filterable field, plus
+//! `text_v{N}`, the dictionary of distinct lower-cased text values that full-text search scans
+//! through a trigram index. See the project's ARCHITECTURE.md for why.
+
+use sea_orm::FromQueryResult;
+
+/// The shared columns of a records table row.
+#[derive(Clone, Debug, PartialEq, FromQueryResult)]
+pub struct Model {
+    pub pos: i64,
+    #[sea_orm(from_col = "_id")]
+    pub id: String,
+    pub doc: serde_json::Value,
+}
+
+/// Name of the records table of a version.
+pub fn records_table(version_id: i64) -> String {
+    format!("records_v{version_id}")
+}
+
+/// Name of the text dictionary of a version.
+pub fn text_table(version_id: i64) -> String {
+    format!("text_v{version_id}")
+}
+
+/// Column holding the typed value of the `n`-th filterable field.
+pub fn value_column(n: usize) -> String {
+    format!("c{n}")
+}
+
+/// Column holding the text-dictionary id of the `n`-th text field.
+pub fn text_column(n: usize) -> String {
+    format!("t{n}")
+}

@@ -1,0 +1,23 @@
+//! Migrations of the odqs store, for SQLite and PostgreSQL alike.
+//!
+//! They create the catalog and account tables. The per-version records tables are not here:
+//! the import creates them, because their typed columns follow each dataset's schema
+//! (see `entity::record`).
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261121_000001_catalog;
+mod m20261121_000002_accounts;
+
+/// Every migration, oldest first; `odqs migrate` and `odqs serve` apply the pending ones.
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(m20261121_000001_catalog::Migration),
+            Box::new(m20261121_000002_accounts::Migration),
+        ]
+    }
+}

@@ -1,0 +1,119 @@
+//! The HTTP application: shared state, the router with its layers, and serving with a graceful
+//! shutdown. Tests build the same router and drive it in-process or on a bound socket.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::Request;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tower_http::trace::TraceLayer;
+
+use crate::error::ApiError;
+use crate::store::{Store, gc};
+
+/// What every handler can reach.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub store: Store,
+    /// `{site_url}`, without a trailing slash.
+    pub public_url: Arc<str>,
+}
+
+impl AppState {
+    /// `{base_url}` = `{site_url}/api/v1`.
+    pub fn base_url(&self) -> String {
+        format!("{}/api/v1", self.public_url)
+    }
+}
+
+/// The whole HTTP surface.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(not_found)
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                tracing::info_span!(
+                    "request",
+                    method = %request.method(),
+                    path = %request.uri().path(),
+                )
+            }),
+        )
+        .with_state(state)
+}
+
+/// Process alive.
+async fn healthz() -> impl IntoResponse {
+    Json(json!({"status": "ok"}))
+}
+
+/// Store reachable.
+async fn readyz(State(state): State<AppState>) -> axum::response::Response {
+    if state.store.ping().await {
+        Json(json!({"status": "ready"})).into_response()
+    } else {
+        ApiError::unavailable().into_response()
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found()
+}
+
+/// Serves `state` on `listener` until `shutdown` resolves, then lets in-flight requests finish.
+/// Retired dataset versions are dropped in the background meanwhile.
+pub async fn serve(
+    state: AppState,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let store = state.store.clone();
+    let collector = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(30));
+        loop {
+            tick.tick().await;
+            match gc::collect(&store, gc::RETIRED_GRACE).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(versions = n, "dropped retired dataset versions"),
+                Err(e) => tracing::warn!(error = %e, "garbage collection failed"),
+            }
+        }
+    });
+    let result = axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await;
+    collector.abort();
+    result
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
+

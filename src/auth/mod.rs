@@ -1,0 +1,3 @@
+//! Authentication: API tokens. (The device flow and the account pages build on this.)
+
+pub mod token;

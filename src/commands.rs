@@ -1,0 +1,199 @@
+//! One function per sub-command (contract §1). Each error ends as one line on standard error
+//! and a non-zero exit: 2 for a configuration mistake, 1 for anything else.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tracing_subscriber::EnvFilter;
+
+use crate::app::{self, AppState};
+use crate::auth::token;
+use crate::config::{
+    Cli, Command, ConfigError, DatasetsCommand, ImportArgs, ServeArgs, ServeConfig, StoreArgs,
+    StoreUrl, TokenCommand,
+};
+use crate::import::{self, ImportRequest, reader::Source, schema::SchemaFile};
+use crate::store::{Store, catalog};
+
+/// A failed command: what to print, and whether it was the configuration's fault.
+#[derive(Debug)]
+pub enum Failure {
+    Config(String),
+    Runtime(String),
+}
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure::Runtime(e.to_string())
+    }
+}
+
+fn config_failure(e: ConfigError) -> Failure {
+    Failure::Config(e.0)
+}
+
+/// Runs the parsed command line to completion.
+pub fn run(cli: Cli) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("odqs: error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            None => serve(cli.serve).await,
+            Some(Command::Serve(args)) => serve(args).await,
+            Some(Command::Import(args)) => import(args).await,
+            Some(Command::Migrate(args)) => migrate(args).await,
+            Some(Command::Datasets { command }) => datasets(command).await,
+            Some(Command::Token { command }) => token(command).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Config(message)) => {
+            eprintln!("odqs: configuration error: {message}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(message)) => {
+            eprintln!("odqs: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(json: bool, default_level: &str) {
+    let filter =
+        EnvFilter::try_from_env("ODQS_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder.json().flatten_event(true).try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// Opens the store and applies pending migrations: every command starts this way, so each
+/// works on a fresh store.
+async fn open(args: &StoreArgs) -> Result<Store, Failure> {
+    let url = StoreUrl::parse(&args.database_url).map_err(config_failure)?;
+    let store = Store::connect(&url).await?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+async fn serve(args: ServeArgs) -> Result<(), Failure> {
+    let config = ServeConfig::from_args(&args).map_err(config_failure)?;
+    init_logging(config.json_logs, "info,sqlx=warn,sea_orm=warn");
+    let store = open(&args.store).await?;
+    if config.demo_data {
+        import_demo(&store).await?;
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| Failure::Runtime(format!("cannot listen on {}: {e}", config.listen)))?;
+    tracing::info!(
+        listen = %config.listen,
+        public_url = %config.public_url,
+        store = ?config.store,
+        "odqs is serving"
+    );
+    let state = AppState {
+        store,
+        public_url: config.public_url.into(),
+    };
+    app::serve(state, listener, app::shutdown_signal()).await?;
+    Ok(())
+}
+
+async fn import_demo(store: &Store) -> Result<(), Failure> {
+    let loaded = crate::demo::load_if_empty(store).await?;
+    if loaded > 0 {
+        tracing::info!(datasets = loaded, "the store was empty: loaded the demo datasets");
+    }
+    Ok(())
+}
+
+async fn import(args: ImportArgs) -> Result<(), Failure> {
+    init_logging(false, "warn");
+    let schema = match &args.schema {
+        Some(path) => SchemaFile::load(path)?,
+        None => SchemaFile::default(),
+    };
+    let store = open(&args.store).await?;
+    let source = Source::File(args.file.clone());
+    let progress = Arc::new(import::progress::Stderr::new(&args.slug, source.size()));
+    let request = ImportRequest {
+        source,
+        slug: args.slug,
+        schema,
+        id_field: args.id_field,
+        title: args.title,
+        description: args.description,
+    };
+    let summary = import::import(&store, request, progress).await?;
+    println!(
+        "imported {}: {} records, {} fields in {:.1} s",
+        summary.slug, summary.records, summary.fields, summary.seconds
+    );
+    Ok(())
+}
+
+async fn migrate(args: StoreArgs) -> Result<(), Failure> {
+    init_logging(false, "warn");
+    open(&args).await?;
+    println!("migrations applied");
+    Ok(())
+}
+
+async fn datasets(command: DatasetsCommand) -> Result<(), Failure> {
+    init_logging(false, "warn");
+    match command {
+        DatasetsCommand::List(args) => {
+            let store = open(&args).await?;
+            let datasets = catalog::list(&store).await?;
+            println!("{:<32} {:>10} {:>7}  {:<25} TITLE", "SLUG", "RECORDS", "FIELDS", "UPDATED");
+            for dataset in datasets {
+                let fields = catalog::fields(&store, dataset.version_id).await?.len();
+                let updated = dataset
+                    .updated_at
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default();
+                println!(
+                    "{:<32} {:>10} {:>7}  {:<25} {}",
+                    dataset.slug, dataset.record_count, fields, updated, dataset.title
+                );
+            }
+            Ok(())
+        }
+        DatasetsCommand::Remove { slug, store } => {
+            let store = open(&store).await?;
+            if catalog::remove(&store, &slug).await? {
+                println!("removed {slug}");
+                Ok(())
+            } else {
+                Err(Failure::Runtime(format!("no dataset is published as {slug:?}")))
+            }
+        }
+    }
+}
+
+async fn token(command: TokenCommand) -> Result<(), Failure> {
+    init_logging(false, "warn");
+    match command {
+        TokenCommand::Create { email, name, store } => {
+            let email = token::normalize_email(&email).ok_or_else(|| {
+                Failure::Config(format!("{email:?} is not an e-mail address"))
+            })?;
+            let store = open(&store).await?;
+            let user = token::find_or_create_user(&store, &email).await?;
+            let (secret, _) = token::mint(&store, user.id, &name, "cli", None).await?;
+            println!("{}", secret.expose());
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! Configuration: one clap struct per sub-command, every flag backed by an environment variable
+//! (contract §0), checked once into [`StoreUrl`] and [`ServeConfig`] so a mistake is one clear
+//! line at start-up instead of a failure later.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Open Dataset Query Service: a read-only REST API over published open datasets.
+#[derive(Debug, Parser)]
+#[command(name = "odqs", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Flags of `serve`, also accepted when no sub-command is given (plain `odqs`).
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// The sub-commands of contract §1.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply pending migrations, load the demo datasets into an empty store, and serve HTTP.
+    Serve(ServeArgs),
+    /// Publish a CSV, JSON (array of objects) or NDJSON file, optionally gzipped, as a dataset.
+    Import(ImportArgs),
+    /// List or remove published datasets.
+    Datasets {
+        #[command(subcommand)]
+        command: DatasetsCommand,
+    },
+    /// Manage API tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+    /// Apply pending migrations and exit.
+    Migrate(StoreArgs),
+}
+
+/// Where the store is.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// The store: `sqlite://PATH` (created on first start) or `postgres://USER@HOST/DB`.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "sqlite://data/odqs.db",
+        hide_env_values = true
+    )]
+    pub database_url: String,
+}
+
+/// Flags of `odqs serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Socket address to bind.
+    #[arg(long, env = "ODQS_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// The public address of the site (`{site_url}`); the API lives under `{site_url}/api/v1`.
+    #[arg(long, env = "ODQS_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
+    pub public_url: String,
+    /// Load the bundled demo datasets when the store holds no dataset.
+    #[arg(long, env = "ODQS_DEMO_DATA", default_value_t = true, action = clap::ArgAction::Set)]
+    pub demo_data: bool,
+    /// Log format: `text` for people, `json` for log collectors. Default: text on a terminal,
+    /// json otherwise.
+    #[arg(long, env = "ODQS_LOG_FORMAT")]
+    pub log_format: Option<String>,
+}
+
+/// Flags of `odqs import`.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The file to publish: `.csv`, `.json`, `.ndjson` or `.jsonl`, optionally ending in `.gz`.
+    pub file: PathBuf,
+    /// The dataset's slug (one URL path segment; letters, digits, `-`, `_`, `.`, `~`).
+    #[arg(long)]
+    pub slug: String,
+    /// A schema file (contract §1) with title, description, licence, id field and field types.
+    #[arg(long)]
+    pub schema: Option<PathBuf>,
+    /// The field whose values become `_id`; default: the schema's `id_field`, else the row number.
+    #[arg(long)]
+    pub id_field: Option<String>,
+    /// Title; default: the schema's, else the slug.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Description; default: the schema's, else empty.
+    #[arg(long)]
+    pub description: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `odqs datasets …`
+#[derive(Debug, Subcommand)]
+pub enum DatasetsCommand {
+    /// What the store holds: slug, records, fields, last import.
+    List(StoreArgs),
+    /// Unpublish a dataset.
+    Remove {
+        slug: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// `odqs token …`
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create the account if it is missing, mint a long-lived API token, print it alone on stdout.
+    Create {
+        #[arg(long)]
+        email: String,
+        /// A label for the token, shown on the account page.
+        #[arg(long, default_value = "cli")]
+        name: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// A checked `DATABASE_URL`.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// The embedded store at this path.
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection URL.
+    Postgres(String),
+}
+
+impl std::fmt::Debug for StoreUrl {
+    /// Never prints a PostgreSQL password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreUrl::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
+            StoreUrl::Postgres(url) => write!(f, "{}", redact_url(url)),
+        }
+    }
+}
+
+impl StoreUrl {
+    /// Parses `sqlite://PATH`, `sqlite:PATH`, `postgres://…` or `postgresql://…`.
+    pub fn parse(url: &str) -> Result<Self, ConfigError> {
+        if let Some(rest) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            let path = rest.split('?').next().unwrap_or_default();
+            if path.is_empty() {
+                return Err(ConfigError(
+                    "DATABASE_URL sqlite:// needs a file path, e.g. sqlite://data/odqs.db".into(),
+                ));
+            }
+            return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(StoreUrl::Postgres(url.to_string()));
+        }
+        Err(ConfigError(format!(
+            "DATABASE_URL must start with sqlite:// or postgres://, got {:?}",
+            redact_url(url)
+        )))
+    }
+}
+
+/// Replaces the password of a URL with `***`, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            if userinfo.contains(':') {
+                format!("{scheme}://{user}:***@{host}{tail}")
+            } else {
+                url.to_string()
+            }
+        }
+        None => url.to_string(),
+    }
+}
+
+/// Everything `serve` needs, checked.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub store: StoreUrl,
+    pub listen: SocketAddr,
+    /// `{site_url}` without a trailing slash.
+    pub public_url: String,
+    pub demo_data: bool,
+    pub json_logs: bool,
+}
+
+impl ServeConfig {
+    /// Checks the flags; the error is one line that names the variable and what is wrong.
+    pub fn from_args(args: &ServeArgs) -> Result<Self, ConfigError> {
+        let store = StoreUrl::parse(&args.store.database_url)?;
+        let listen = args.listen.parse().map_err(|_| {
+            ConfigError(format!(
+                "ODQS_LISTEN must be a socket address like 127.0.0.1:8080, got {:?}",
+                args.listen
+            ))
+        })?;
+        let public_url = parse_public_url(&args.public_url)?;
+        let json_logs = match args.log_format.as_deref() {
+            None => !std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            Some("json") => true,
+            Some("text") => false,
+            Some(other) => {
+                return Err(ConfigError(format!(
+                    "ODQS_LOG_FORMAT must be text or json, got {other:?}"
+                )));
+            }
+        };
+        Ok(ServeConfig {
+            store,
+            listen,
+            public_url,
+            demo_data: args.demo_data,
+            json_logs,
+        })
+    }
+}
+
+/// `ODQS_PUBLIC_URL` must be an absolute http(s) URL; a trailing slash is dropped so that
+/// `{site_url}/path` never has two.
+pub fn parse_public_url(url: &str) -> Result<String, ConfigError> {
+    let trimmed = url.trim_end_matches('/');
+    let rest = trimmed
+        .strip_prefix("http://")
+        .or_else(|| trimmed.strip_prefix("https://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.contains(char::is_whitespace) => {
+            Ok(trimmed.to_string())
+        }
+        _ => Err(ConfigError(format!(
+            "ODQS_PUBLIC_URL must be an http:// or https:// URL, got {url:?}"
+        ))),
+    }
+}
+
+/// A configuration mistake, reported as one line before anything starts.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_urls() {
+        assert_eq!(
+            StoreUrl::parse("sqlite://data/odqs.db").unwrap(),
+            StoreUrl::Sqlite("data/odqs.db".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("sqlite:/tmp/x.db?mode=rwc").unwrap(),
+            StoreUrl::Sqlite("/tmp/x.db".into())
+        );
+        assert!(matches!(
+            StoreUrl::parse("postgres://u@h/db").unwrap(),
+            StoreUrl::Postgres(_)
+        ));
+        let err = StoreUrl::parse("mysql://root:secret@h/db").unwrap_err();
+        assert!(!err.0.contains("secret"), "{err}");
+        assert!(StoreUrl::parse("sqlite://").is_err());
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact_url("postgres://odqs:hunter2@db:5432/odqs"),
+            "postgres://odqs:***@db:5432/odqs"
+        );
+        assert_eq!(
+            redact_url("postgres://odqs@db/odqs"),
+            "postgres://odqs@db/odqs"
+        );
+        let debug = format!(
+            "{:?}",
+            StoreUrl::parse("postgres://a:pw@h/d").unwrap()
+        );
+        assert!(!debug.contains("pw@"), "{debug}");
+    }
+
+    #[test]
+    fn public_url() {
+        assert_eq!(
+            parse_public_url("https://data.example.org/").unwrap(),
+            "https://data.example.org"
+        );
+        assert!(parse_public_url("data.example.org").is_err());
+    }
+}

@@ -1,0 +1,278 @@
+//! `odqs import`: publish a CSV, JSON or NDJSON file as a dataset version, atomically.
+//!
+//! The work runs as a pipeline: a blocking thread reads and converts records (`reader`,
+//! `schema`) and hands batches over a bounded channel to the store's bulk loader (`sqlite`,
+//! `postgres`), so memory stays flat. The new version's tables are invisible until `activate`
+//! points the dataset at them in one transaction; any failure drops them and leaves the old
+//! version as it was.
+
+mod activate;
+mod pipeline;
+mod postgres;
+pub mod progress;
+pub mod reader;
+pub mod schema;
+mod sqlite;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use entity::dataset_version;
+use sea_orm::{ActiveModelTrait, DatabaseBackend, Set};
+use time::OffsetDateTime;
+
+use crate::store::{Store, StoreError, gc};
+pub use progress::Progress;
+use reader::{Format, Source};
+use schema::{Inference, Plan, SchemaFile};
+
+/// Where in the file something went wrong.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    Line(u64),
+    Record(u64),
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Line(n) => write!(f, "line {n}"),
+            Location::Record(n) => write!(f, "record {n}"),
+        }
+    }
+}
+
+/// Why an import failed. Every variant reads as one sentence naming the place and the reason.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{location} {message}")]
+    Malformed { location: Location, message: String },
+    #[error("{0}")]
+    Schema(String),
+    #[error(
+        "invalid slug {0:?}: use letters, digits, '-', '_', '.' and '~' (at most 100), starting with a letter or digit"
+    )]
+    InvalidSlug(String),
+    #[error("{0}: the file name must end in .csv, .json, .ndjson or .jsonl, optionally followed by .gz")]
+    UnknownFormat(String),
+    #[error("duplicate _id {id:?} at records {first} and {second}")]
+    DuplicateId { id: String, first: i64, second: i64 },
+    #[error("the file holds no records")]
+    Empty,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sea_orm::DbErr> for ImportError {
+    fn from(e: sea_orm::DbErr) -> Self {
+        ImportError::Store(e.into())
+    }
+}
+
+impl From<sqlx::Error> for ImportError {
+    fn from(e: sqlx::Error) -> Self {
+        ImportError::Store(e.into())
+    }
+}
+
+/// What to publish.
+#[derive(Debug)]
+pub struct ImportRequest {
+    pub source: Source,
+    pub slug: String,
+    pub schema: SchemaFile,
+    /// Overrides the schema's `id_field`.
+    pub id_field: Option<String>,
+    /// Overrides the schema's title.
+    pub title: Option<String>,
+    /// Overrides the schema's description.
+    pub description: Option<String>,
+}
+
+/// What an import did.
+#[derive(Debug, Clone)]
+pub struct ImportSummary {
+    pub slug: String,
+    pub version_id: i64,
+    pub records: u64,
+    pub fields: usize,
+    pub seconds: f64,
+}
+
+/// Whether `slug` can be one URL path segment (contract §3: dots and tildes allowed).
+pub fn valid_slug(slug: &str) -> bool {
+    slug.len() <= 100
+        && slug.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && slug
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~'))
+}
+
+/// Publishes `request` as the new live version of its slug.
+pub async fn import(
+    store: &Store,
+    request: ImportRequest,
+    progress: Arc<dyn Progress>,
+) -> Result<ImportSummary, ImportError> {
+    let started = Instant::now();
+    if !valid_slug(&request.slug) {
+        return Err(ImportError::InvalidSlug(request.slug));
+    }
+    let name = request.source.name();
+    let (format, gzip) =
+        Format::from_name(&name).ok_or_else(|| ImportError::UnknownFormat(name.clone()))?;
+    let id_field = request
+        .id_field
+        .clone()
+        .or_else(|| request.schema.id_field.clone());
+
+    let inferred = if needs_inference(&request, format, gzip)? {
+        progress.phase("reading the file to infer field types");
+        infer(&request.source, format, gzip, id_field.clone(), progress.clone()).await?
+    } else {
+        Vec::new()
+    };
+    let plan = Plan::new(&request.schema, &inferred, id_field.as_deref())?;
+
+    let version = dataset_version::ActiveModel {
+        slug: Set(request.slug.clone()),
+        state: Set("loading".into()),
+        record_count: Set(0),
+        created_at: Set(OffsetDateTime::now_utc()),
+        retired_at: Set(None),
+        ..Default::default()
+    }
+    .insert(&store.db)
+    .await?;
+
+    match load(store, &request, &plan, version.id, format, gzip, progress.clone()).await {
+        Ok(records) => {
+            let summary = ImportSummary {
+                slug: request.slug.clone(),
+                version_id: version.id,
+                records,
+                fields: plan.fields.len(),
+                seconds: started.elapsed().as_secs_f64(),
+            };
+            if let Err(e) = gc::collect(store, gc::RETIRED_GRACE).await {
+                tracing::warn!(error = %e, "could not drop retired dataset versions");
+            }
+            Ok(summary)
+        }
+        Err(error) => {
+            if let Err(e) = gc::drop_version(store, version.id).await {
+                tracing::warn!(error = %e, version = version.id, "could not clean up a failed import");
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Inference is needed unless a schema file lists every column of a CSV header.
+fn needs_inference(
+    request: &ImportRequest,
+    format: Format,
+    gzip: bool,
+) -> Result<bool, ImportError> {
+    if request.schema.fields.is_empty() || format != Format::Csv {
+        return Ok(true);
+    }
+    let headers = reader::csv_headers(request.source.open(gzip, Arc::default())?)?;
+    Ok(headers
+        .iter()
+        .any(|h| !request.schema.fields.iter().any(|f| &f.name == h)))
+}
+
+async fn infer(
+    source: &Source,
+    format: Format,
+    gzip: bool,
+    id_field: Option<String>,
+    progress: Arc<dyn Progress>,
+) -> Result<Vec<(String, entity::FieldType)>, ImportError> {
+    let source = source.clone();
+    tokio::task::spawn_blocking(move || {
+        let consumed = Arc::default();
+        let input = source.open(gzip, Arc::clone(&consumed))?;
+        let mut inference = Inference::default();
+        let mut count = 0u64;
+        reader::read_records(input, format, |record| {
+            inference.observe(&record.object, record.untyped);
+            count += 1;
+            if count.is_multiple_of(4096) {
+                progress.records(count, &consumed);
+            }
+            Ok(())
+        })?;
+        Ok(inference.finish(id_field.as_deref()))
+    })
+    .await
+    .expect("the inference thread does not panic")
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn load(
+    store: &Store,
+    request: &ImportRequest,
+    plan: &Plan,
+    version_id: i64,
+    format: Format,
+    gzip: bool,
+    progress: Arc<dyn Progress>,
+) -> Result<u64, ImportError> {
+    progress.phase("loading records");
+    let (producer, batches) = pipeline::start(
+        request.source.clone(),
+        format,
+        gzip,
+        plan.clone(),
+        progress.clone(),
+    );
+    let loaded = match store.backend() {
+        DatabaseBackend::Postgres => {
+            postgres::load(store.db.get_postgres_connection_pool(), version_id, plan, batches).await
+        }
+        _ => sqlite::load(store.db.get_sqlite_connection_pool(), version_id, plan, batches).await,
+    };
+    // The reader's error explains a closed channel better than the loader's, so it comes first.
+    let records = producer
+        .await
+        .expect("the reader thread does not panic")?;
+    let loaded = loaded?;
+    debug_assert_eq!(records, loaded);
+    if records == 0 {
+        return Err(ImportError::Empty);
+    }
+    progress.phase("building indexes");
+    match store.backend() {
+        DatabaseBackend::Postgres => {
+            postgres::build_indexes(store.db.get_postgres_connection_pool(), version_id, plan)
+                .await?
+        }
+        _ => sqlite::build_indexes(store.db.get_sqlite_connection_pool(), version_id, plan).await?,
+    }
+    activate::activate(store, request, plan, version_id, records).await?;
+    Ok(records)
+}
+
+/// SQL that finds the first duplicated `_id` of a loaded records table with two of its record
+/// positions. Run before the unique index is built, so the error can name the records.
+fn duplicate_id_sql(version_id: i64) -> String {
+    let table = entity::record::records_table(version_id);
+    format!(
+        "SELECT \"_id\", MIN(\"pos\"), MAX(\"pos\") FROM \"{table}\" GROUP BY \"_id\" \
+         HAVING COUNT(*) > 1 ORDER BY MIN(\"pos\") LIMIT 1"
+    )
+}
+
+fn duplicate_error(found: Option<(String, i64, i64)>) -> Result<(), ImportError> {
+    match found {
+        Some((id, first, second)) => Err(ImportError::DuplicateId { id, first, second }),
+        None => Ok(()),
+    }
+}

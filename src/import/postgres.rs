@@ -1,0 +1,160 @@
+//! Bulk loading into PostgreSQL: `COPY … FROM STDIN` streams for the records and the text
+//! dictionary, side by side on two connections; keys and indexes built after the load. The
+//! dictionary gets a `pg_trgm` GIN index, so substring search in any script avoids a scan.
+
+use entity::FieldType;
+use entity::record::{records_table, text_table};
+use sqlx::PgPool;
+use sqlx::AssertSqlSafe;
+use tokio::sync::mpsc;
+
+use super::pipeline::Batch;
+use super::schema::{Cell, Plan};
+use super::{ImportError, duplicate_error, duplicate_id_sql};
+
+fn column_type(field_type: FieldType) -> &'static str {
+    match field_type {
+        FieldType::Number => "double precision",
+        FieldType::Text => "bigint",
+        _ => "text",
+    }
+}
+
+/// Creates the version's tables and streams every batch into them; returns the record count.
+pub async fn load(
+    pool: &PgPool,
+    version_id: i64,
+    plan: &Plan,
+    mut batches: mpsc::Receiver<Batch>,
+) -> Result<u64, ImportError> {
+    let records = records_table(version_id);
+    let texts = text_table(version_id);
+    let mut columns = vec![
+        "\"pos\" bigint NOT NULL".to_string(),
+        "\"_id\" text NOT NULL".into(),
+        "\"doc\" jsonb NOT NULL".into(),
+    ];
+    let mut names = vec!["\"pos\"".to_string(), "\"_id\"".into(), "\"doc\"".into()];
+    for field in plan.columns() {
+        let column = field.column.as_deref().expect("columns() has columns");
+        columns.push(format!("\"{column}\" {}", column_type(field.field_type)));
+        names.push(format!("\"{column}\""));
+    }
+    exec(pool, format!("CREATE TABLE \"{records}\" ({})", columns.join(", "))).await?;
+    exec(pool, format!(
+        "CREATE TABLE \"{texts}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)"
+    )).await?;
+
+    let mut record_conn = pool.acquire().await?;
+    let mut text_conn = pool.acquire().await?;
+    let mut record_copy = record_conn
+        .copy_in_raw(&format!(
+            "COPY \"{records}\" ({}) FROM STDIN",
+            names.join(", ")
+        ))
+        .await?;
+    let mut text_copy = text_conn
+        .copy_in_raw(&format!("COPY \"{texts}\" (\"tid\", \"value\") FROM STDIN"))
+        .await?;
+    let mut count = 0u64;
+    let mut buffer = Vec::with_capacity(1 << 20);
+    while let Some(batch) = batches.recv().await {
+        buffer.clear();
+        for row in &batch.rows {
+            buffer.extend_from_slice(row.pos.to_string().as_bytes());
+            buffer.push(b'\t');
+            escape(&mut buffer, &row.id);
+            buffer.push(b'\t');
+            escape(&mut buffer, &row.doc);
+            for cell in &row.cells {
+                buffer.push(b'\t');
+                match cell {
+                    Cell::Null => buffer.extend_from_slice(b"\\N"),
+                    Cell::Str(s) | Cell::Text(s) => escape(&mut buffer, s),
+                    Cell::Num(n) => buffer.extend_from_slice(n.to_string().as_bytes()),
+                    Cell::TextId(id) => buffer.extend_from_slice(id.to_string().as_bytes()),
+                }
+            }
+            buffer.push(b'\n');
+        }
+        record_copy.send(buffer.as_slice()).await?;
+        count += batch.rows.len() as u64;
+        if !batch.texts.is_empty() {
+            buffer.clear();
+            for (id, text) in &batch.texts {
+                buffer.extend_from_slice(id.to_string().as_bytes());
+                buffer.push(b'\t');
+                escape(&mut buffer, text);
+                buffer.push(b'\n');
+            }
+            text_copy.send(buffer.as_slice()).await?;
+        }
+    }
+    record_copy.finish().await?;
+    text_copy.finish().await?;
+    Ok(count)
+}
+
+/// Escapes a value for COPY's text format.
+fn escape(out: &mut Vec<u8>, value: &str) {
+    for &b in value.as_bytes() {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            _ => out.push(b),
+        }
+    }
+}
+
+/// Primary keys, the unique `_id` index (after naming any duplicate), one `(column, pos)`
+/// index per typed column, the trigram index of the text dictionary, and planner statistics.
+pub async fn build_indexes(
+    pool: &PgPool,
+    version_id: i64,
+    plan: &Plan,
+) -> Result<(), ImportError> {
+    let records = records_table(version_id);
+    let texts = text_table(version_id);
+    let mut conn = pool.acquire().await?;
+    sqlx::query("SET maintenance_work_mem = '256MB'")
+        .execute(&mut *conn)
+        .await?;
+    let found: Option<(String, i64, i64)> = sqlx::query_as(AssertSqlSafe(duplicate_id_sql(version_id)))
+        .fetch_optional(&mut *conn)
+        .await?;
+    duplicate_error(found)?;
+    let mut statements = vec![
+        format!("ALTER TABLE \"{records}\" ADD PRIMARY KEY (\"pos\")"),
+        format!("CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"),
+        format!("ALTER TABLE \"{texts}\" ADD PRIMARY KEY (\"tid\")"),
+        format!(
+            "CREATE INDEX \"{texts}_trgm\" ON \"{texts}\" USING gin (\"value\" gin_trgm_ops)"
+        ),
+    ];
+    for field in plan.columns() {
+        let column = field.column.as_deref().expect("columns() has columns");
+        statements.push(format!(
+            "CREATE INDEX \"{records}_{column}\" ON \"{records}\" (\"{column}\", \"pos\")"
+        ));
+    }
+    statements.push(format!("ANALYZE \"{records}\""));
+    statements.push(format!("ANALYZE \"{texts}\""));
+    for statement in statements {
+        exec(&mut *conn, statement).await?;
+    }
+    sqlx::query("RESET maintenance_work_mem")
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Runs one statement whose SQL this module generated from checked names (no user input).
+async fn exec<'c>(
+    executor: impl sqlx::Executor<'c, Database = sqlx::Postgres>,
+    sql: String,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(AssertSqlSafe(sql)).execute(executor).await?;
+    Ok(())
+}

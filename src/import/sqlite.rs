@@ -1,0 +1,160 @@
+//! Bulk loading into SQLite: multi-row inserts through prepared statements, committed every few
+//! batches so other writers of the file are not locked out for a whole import; indexes built
+//! after the load, when it is cheapest. Text values go into an FTS5 table with the trigram
+//! tokenizer, which finds substrings in any script, Chinese included.
+
+use entity::FieldType;
+use entity::record::{records_table, text_table};
+use sqlx::SqlitePool;
+use sqlx::sqlite::{Sqlite, SqliteArguments};
+use sqlx::Arguments;
+use sqlx::AssertSqlSafe;
+use tokio::sync::mpsc;
+
+use super::pipeline::Batch;
+use super::schema::{Cell, Plan};
+use super::{ImportError, duplicate_error, duplicate_id_sql};
+
+/// SQLite's default limit of bound parameters per statement is 32766.
+const MAX_PARAMS: usize = 32_000;
+/// Batches per write transaction.
+const BATCHES_PER_COMMIT: usize = 50;
+
+fn column_type(field_type: FieldType) -> &'static str {
+    match field_type {
+        FieldType::Number => "REAL",
+        FieldType::Text => "INTEGER",
+        _ => "TEXT",
+    }
+}
+
+/// Creates the version's tables and loads every batch; returns the number of records.
+pub async fn load(
+    pool: &SqlitePool,
+    version_id: i64,
+    plan: &Plan,
+    mut batches: mpsc::Receiver<Batch>,
+) -> Result<u64, ImportError> {
+    let records = records_table(version_id);
+    let texts = text_table(version_id);
+    let mut columns = vec!["\"pos\" INTEGER PRIMARY KEY".to_string(), "\"_id\" TEXT NOT NULL".into(), "\"doc\" TEXT NOT NULL".into()];
+    let mut names = vec!["\"pos\"".to_string(), "\"_id\"".into(), "\"doc\"".into()];
+    for field in plan.columns() {
+        let column = field.column.as_deref().expect("columns() has columns");
+        columns.push(format!("\"{column}\" {}", column_type(field.field_type)));
+        names.push(format!("\"{column}\""));
+    }
+    let mut tx = pool.begin().await?;
+    exec(&mut *tx, format!("CREATE TABLE \"{records}\" ({})", columns.join(", "))).await?;
+    exec(&mut *tx, format!(
+        "CREATE VIRTUAL TABLE \"{texts}\" USING fts5(value, tokenize = 'trigram case_sensitive 1')"
+    )).await?;
+
+    let per_row = names.len();
+    let rows_per_statement = (MAX_PARAMS / per_row).clamp(1, 500);
+    let insert = |n: usize| {
+        let tuple = format!("({})", vec!["?"; per_row].join(","));
+        format!(
+            "INSERT INTO \"{records}\" ({}) VALUES {}",
+            names.join(","),
+            vec![tuple; n].join(",")
+        )
+    };
+    let insert_texts =
+        |n: usize| format!("INSERT INTO \"{texts}\" (rowid, value) VALUES {}", vec!["(?,?)"; n].join(","));
+    let full_insert = insert(rows_per_statement);
+    let full_text_insert = insert_texts(500);
+
+    let mut count = 0u64;
+    let mut since_commit = 0;
+    while let Some(batch) = batches.recv().await {
+        for chunk in batch.rows.chunks(rows_per_statement) {
+            let mut args = SqliteArguments::default();
+            for row in chunk {
+                args.add(row.pos).map_err(sqlx::Error::Encode)?;
+                args.add(row.id.clone()).map_err(sqlx::Error::Encode)?;
+                args.add(row.doc.clone()).map_err(sqlx::Error::Encode)?;
+                for cell in &row.cells {
+                    bind(&mut args, cell)?;
+                }
+            }
+            let sql = if chunk.len() == rows_per_statement {
+                full_insert.clone()
+            } else {
+                insert(chunk.len())
+            };
+            sqlx::query_with::<Sqlite, _>(AssertSqlSafe(sql), args).execute(&mut *tx).await?;
+            count += chunk.len() as u64;
+        }
+        for chunk in batch.texts.chunks(500) {
+            let mut args = SqliteArguments::default();
+            for (id, text) in chunk {
+                args.add(*id).map_err(sqlx::Error::Encode)?;
+                args.add(text.clone()).map_err(sqlx::Error::Encode)?;
+            }
+            let sql = if chunk.len() == 500 {
+                full_text_insert.clone()
+            } else {
+                insert_texts(chunk.len())
+            };
+            sqlx::query_with::<Sqlite, _>(AssertSqlSafe(sql), args).execute(&mut *tx).await?;
+        }
+        since_commit += 1;
+        if since_commit == BATCHES_PER_COMMIT {
+            tx.commit().await?;
+            tx = pool.begin().await?;
+            since_commit = 0;
+        }
+    }
+    tx.commit().await?;
+    Ok(count)
+}
+
+fn bind(args: &mut SqliteArguments, cell: &Cell) -> Result<(), sqlx::Error> {
+    match cell {
+        Cell::Null => args.add(Option::<String>::None),
+        Cell::Str(s) | Cell::Text(s) => args.add(s.clone()),
+        Cell::Num(n) => args.add(*n),
+        Cell::TextId(id) => args.add(*id),
+    }
+    .map_err(sqlx::Error::Encode)
+}
+
+/// The unique `_id` index (after naming any duplicate), one index per typed column, and
+/// planner statistics.
+pub async fn build_indexes(
+    pool: &SqlitePool,
+    version_id: i64,
+    plan: &Plan,
+) -> Result<(), ImportError> {
+    let records = records_table(version_id);
+    let found: Option<(String, i64, i64)> = sqlx::query_as(AssertSqlSafe(duplicate_id_sql(version_id)))
+        .fetch_optional(pool)
+        .await?;
+    duplicate_error(found)?;
+    let mut tx = pool.begin().await?;
+    exec(&mut *tx, format!(
+        "CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"
+    )).await?;
+    for field in plan.columns() {
+        let column = field.column.as_deref().expect("columns() has columns");
+        exec(&mut *tx, format!(
+            "CREATE INDEX \"{records}_{column}\" ON \"{records}\" (\"{column}\")"
+        )).await?;
+    }
+    tx.commit().await?;
+    let mut conn = pool.acquire().await?;
+    sqlx::query("PRAGMA analysis_limit = 1000").execute(&mut *conn).await?;
+    exec(&mut *conn, format!("ANALYZE \"{records}\"")).await?;
+    sqlx::query("PRAGMA analysis_limit = 0").execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// Runs one statement whose SQL this module generated from checked names (no user input).
+async fn exec<'c>(
+    executor: impl sqlx::Executor<'c, Database = sqlx::Sqlite>,
+    sql: String,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(AssertSqlSafe(sql)).execute(executor).await?;
+    Ok(())
+}

@@ -1,0 +1,23 @@
+//! odqs, the Open Dataset Query Service, as a library: `main.rs` and the integration tests call
+//! the same functions.
+//!
+//! Module map:
+//! - [`config`]: the command line and its environment variables, validated into one struct.
+//! - [`store`]: connecting to SQLite or PostgreSQL, migrations under a cross-instance lock, the
+//!   catalog of datasets, and the garbage collection of retired dataset versions.
+//! - [`import`]: reading CSV/JSON/NDJSON (gzip too) as a stream, schema files and inference, and
+//!   the bulk load that publishes a dataset version atomically.
+//! - [`demo`]: the slices of real open data bundled into the binary for a first start.
+//! - [`auth`]: API tokens (minting, hashing).
+//! - [`app`]: the HTTP application: state, router, layers, graceful serving.
+//! - [`error`]: the contract's JSON error shape.
+//! - [`commands`]: one function per sub-command.
+
+pub mod app;
+pub mod auth;
+pub mod commands;
+pub mod config;
+pub mod demo;
+pub mod error;
+pub mod import;
+pub mod store;

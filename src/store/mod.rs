@@ -1,0 +1,111 @@
+//! The store: one SeaORM connection over SQLite or PostgreSQL, opened with the settings each
+//! needs (WAL and a busy timeout for SQLite, quick acquire time-outs for PostgreSQL), migrations
+//! serialized across instances, and the catalog queries the rest of the service shares.
+
+pub mod catalog;
+pub mod gc;
+pub mod lock;
+pub mod records;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use migration::MigratorTrait;
+use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::config::StoreUrl;
+
+/// A connected store. Cloning is cheap (the pool is shared).
+#[derive(Clone, Debug)]
+pub struct Store {
+    pub db: DatabaseConnection,
+}
+
+/// Why the store could not be opened or prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create the directory for the SQLite store {path}: {source}")]
+    CreateDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot open the store {url}: {source}")]
+    Connect { url: String, source: sqlx::Error },
+    #[error("store error: {0}")]
+    Db(#[from] DbErr),
+    #[error("store error: {0}")]
+    Sqlx(#[from] sqlx::Error),
+}
+
+impl Store {
+    /// Opens the store at `url`, creating an SQLite file (and its directory) when missing.
+    pub async fn connect(url: &StoreUrl) -> Result<Self, StoreError> {
+        let db = match url {
+            StoreUrl::Sqlite(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                        path: path.display().to_string(),
+                        source,
+                    })?;
+                }
+                let options = SqliteConnectOptions::new()
+                    .filename(path)
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal)
+                    .busy_timeout(Duration::from_secs(30))
+                    .foreign_keys(true)
+                    .pragma("temp_store", "memory")
+                    .pragma("cache_size", "-65536");
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(8)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .connect_with(options)
+                    .await
+                    .map_err(|source| StoreError::Connect {
+                        url: format!("{url:?}"),
+                        source,
+                    })?;
+                sea_orm::SqlxSqliteConnector::from_sqlx_sqlite_pool(pool)
+            }
+            StoreUrl::Postgres(raw) => {
+                let options =
+                    PgConnectOptions::from_str(raw).map_err(|source| StoreError::Connect {
+                        url: format!("{url:?}"),
+                        source,
+                    })?;
+                let pool = PgPoolOptions::new()
+                    .max_connections(16)
+                    .acquire_timeout(Duration::from_secs(5))
+                    .connect_with(options)
+                    .await
+                    .map_err(|source| StoreError::Connect {
+                        url: format!("{url:?}"),
+                        source,
+                    })?;
+                sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(pool)
+            }
+        };
+        Ok(Store { db })
+    }
+
+    /// Which SQL dialect the store speaks.
+    pub fn backend(&self) -> DatabaseBackend {
+        self.db.get_database_backend()
+    }
+
+    /// Applies pending migrations. Several instances may start at once against one PostgreSQL
+    /// database; the migration lock makes them take turns.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let _guard = lock::StoreLock::acquire(self, lock::MIGRATIONS).await?;
+        migration::Migrator::up(&self.db, None).await?;
+        Ok(())
+    }
+
+    /// Whether the store answers (`/readyz`).
+    pub async fn ping(&self) -> bool {
+        self.db.execute_unprepared("SELECT 1").await.is_ok()
+    }
+}

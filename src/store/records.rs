@@ -1,0 +1,71 @@
+//! Reading the records of a dataset version by position and by identifier: the primitives the
+//! query layer and the CLI build on.
+
+use entity::record::{self, records_table};
+use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult, Statement};
+
+use super::{Store, StoreError};
+
+/// Selects `doc` so that both stores hand back JSON text.
+fn doc_column(backend: DatabaseBackend) -> &'static str {
+    match backend {
+        DatabaseBackend::Postgres => "\"doc\"",
+        _ => "json(\"doc\") AS \"doc\"",
+    }
+}
+
+/// Number of records in a version.
+pub async fn count(store: &Store, version_id: i64) -> Result<i64, StoreError> {
+    let table = records_table(version_id);
+    let row = store
+        .db
+        .query_one_raw(Statement::from_string(
+            store.backend(),
+            format!("SELECT COUNT(*) AS n FROM \"{table}\""),
+        ))
+        .await?
+        .expect("COUNT returns a row");
+    Ok(row.try_get::<i64>("", "n")?)
+}
+
+/// The record with identifier `id`, if any.
+pub async fn by_id(
+    store: &Store,
+    version_id: i64,
+    id: &str,
+) -> Result<Option<record::Model>, StoreError> {
+    let backend = store.backend();
+    let table = records_table(version_id);
+    let placeholder = if backend == DatabaseBackend::Postgres { "$1" } else { "?" };
+    let sql = format!(
+        "SELECT \"pos\", \"_id\", {} FROM \"{table}\" WHERE \"_id\" = {placeholder}",
+        doc_column(backend)
+    );
+    Ok(record::Model::find_by_statement(Statement::from_sql_and_values(
+        backend,
+        sql,
+        [id.into()],
+    ))
+    .one(&store.db)
+    .await?)
+}
+
+/// `limit` records from position `offset` on, in file order.
+pub async fn in_order(
+    store: &Store,
+    version_id: i64,
+    offset: u64,
+    limit: u64,
+) -> Result<Vec<record::Model>, StoreError> {
+    let backend = store.backend();
+    let table = records_table(version_id);
+    let sql = format!(
+        "SELECT \"pos\", \"_id\", {} FROM \"{table}\" ORDER BY \"pos\" LIMIT {limit} OFFSET {offset}",
+        doc_column(backend)
+    );
+    Ok(
+        record::Model::find_by_statement(Statement::from_string(backend, sql))
+            .all(&store.db)
+            .await?,
+    )
+}

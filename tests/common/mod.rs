@@ -1,0 +1,186 @@
+//! Test fixtures: a real store on a fresh SQLite file or a fresh PostgreSQL database, and a
+//! macro that runs one test body on both.
+//!
+//! PostgreSQL comes from `ODQS_TEST_PG_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`),
+//! used only to create and drop one scratch database per test. If it cannot be reached, the
+//! PostgreSQL half of every test fails, loudly: it is never skipped.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use odqs::config::StoreUrl;
+use odqs::import::{self, ImportRequest, ImportSummary, reader::Source, schema::SchemaFile};
+use odqs::store::Store;
+use sqlx::Connection;
+
+/// The two stores every behaviour is tested on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+/// A migrated store that cleans up after itself.
+pub struct TestStore {
+    pub kind: Kind,
+    pub store: Store,
+    /// The `DATABASE_URL` of this store, for running the binary against it.
+    pub url: String,
+    pub dir: tempfile::TempDir,
+    pg_database: Option<String>,
+}
+
+/// The admin URL used to create scratch databases.
+pub fn pg_admin_url() -> String {
+    std::env::var("ODQS_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+}
+
+fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let base = base.rsplit_once('/').map(|(b, _)| b).unwrap_or(base);
+    format!("{base}/{database}{query}")
+}
+
+impl TestStore {
+    /// A fresh, migrated store of `kind`.
+    pub async fn new(kind: Kind) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (url, pg_database) = match kind {
+            Kind::Sqlite => (
+                format!("sqlite://{}", dir.path().join("odqs.db").display()),
+                None,
+            ),
+            Kind::Postgres => {
+                let name = format!("odqs_t_{:016x}", rand_suffix());
+                let admin = pg_admin_url();
+                let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap_or_else(|e| {
+                    panic!("PostgreSQL is required for the tests and is not reachable at {admin}: {e}")
+                });
+                sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create scratch database");
+                (with_database(&admin, &name), Some(name))
+            }
+        };
+        let store = Store::connect(&StoreUrl::parse(&url).unwrap())
+            .await
+            .expect("connect");
+        store.migrate().await.expect("migrate");
+        TestStore {
+            kind,
+            store,
+            url,
+            dir,
+            pg_database,
+        }
+    }
+}
+
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos(),
+    );
+    h.finish()
+}
+
+impl Drop for TestStore {
+    fn drop(&mut self) {
+        let Some(name) = self.pg_database.take() else {
+            return;
+        };
+        let admin = pg_admin_url();
+        // Drop runs outside any runtime we may block, so the clean-up gets its own thread.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                if let Ok(mut conn) = sqlx::PgConnection::connect(&admin).await {
+                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                        .execute(&mut conn)
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// Runs `async fn $name(store: TestStore)` on SQLite and on PostgreSQL.
+#[macro_export]
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::common::TestStore::new($crate::common::Kind::Sqlite).await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name($crate::common::TestStore::new($crate::common::Kind::Postgres).await).await
+            }
+        }
+    )*};
+}
+
+/// The repository's shared data folder (`../shared/data` beside the checkout).
+pub fn shared_data(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(file)
+}
+
+/// Writes `contents` to `name` in the store's temp dir and returns the path.
+pub fn write_file(store: &TestStore, name: &str, contents: &[u8]) -> PathBuf {
+    let path = store.dir.path().join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+/// Gzips bytes.
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(data).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// Imports a file with an optional schema JSON text.
+pub async fn import_file(
+    store: &TestStore,
+    path: &Path,
+    slug: &str,
+    schema: Option<&str>,
+    id_field: Option<&str>,
+) -> Result<ImportSummary, import::ImportError> {
+    let schema = match schema {
+        Some(text) => SchemaFile::parse(text)?,
+        None => SchemaFile::default(),
+    };
+    import::import(
+        &store.store,
+        ImportRequest {
+            source: Source::File(path.to_path_buf()),
+            slug: slug.to_string(),
+            schema,
+            id_field: id_field.map(str::to_string),
+            title: None,
+            description: None,
+        },
+        Arc::new(import::progress::Silent),
+    )
+    .await
+}
