@@ -96,8 +96,9 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| Failure::Runtime(format!("cannot listen on {}: {e}", config.listen)))?;
+    let bound = listener.local_addr()?;
     tracing::info!(
-        listen = %config.listen,
+        listen = %bound,
         public_url = %config.public_url,
         store = ?config.store,
         "odqs is serving"

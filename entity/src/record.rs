@@ -8,11 +8,10 @@
 
 use sea_orm::FromQueryResult;
 
-/// The shared columns of a records table row.
+/// The shared columns of a records table row (select `_id` as `id`).
 #[derive(Clone, Debug, PartialEq, FromQueryResult)]
 pub struct Model {
     pub pos: i64,
-    #[sea_orm(from_col = "_id")]
     pub id: String,
     pub doc: serde_json::Value,
 }

@@ -38,7 +38,7 @@ pub async fn by_id(
     let table = records_table(version_id);
     let placeholder = if backend == DatabaseBackend::Postgres { "$1" } else { "?" };
     let sql = format!(
-        "SELECT \"pos\", \"_id\", {} FROM \"{table}\" WHERE \"_id\" = {placeholder}",
+        "SELECT \"pos\", \"_id\" AS \"id\", {} FROM \"{table}\" WHERE \"_id\" = {placeholder}",
         doc_column(backend)
     );
     Ok(record::Model::find_by_statement(Statement::from_sql_and_values(
@@ -60,7 +60,7 @@ pub async fn in_order(
     let backend = store.backend();
     let table = records_table(version_id);
     let sql = format!(
-        "SELECT \"pos\", \"_id\", {} FROM \"{table}\" ORDER BY \"pos\" LIMIT {limit} OFFSET {offset}",
+        "SELECT \"pos\", \"_id\" AS \"id\", {} FROM \"{table}\" ORDER BY \"pos\" LIMIT {limit} OFFSET {offset}",
         doc_column(backend)
     );
     Ok(

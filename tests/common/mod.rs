@@ -62,7 +62,7 @@ impl TestStore {
                 let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap_or_else(|e| {
                     panic!("PostgreSQL is required for the tests and is not reachable at {admin}: {e}")
                 });
-                sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
                     .execute(&mut conn)
                     .await
                     .expect("create scratch database");
@@ -109,7 +109,7 @@ impl Drop for TestStore {
                 .unwrap();
             runtime.block_on(async move {
                 if let Ok(mut conn) = sqlx::PgConnection::connect(&admin).await {
-                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")))
                         .execute(&mut conn)
                         .await;
                 }
