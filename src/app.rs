@@ -116,4 +116,3 @@ pub async fn shutdown_signal() {
     }
     tracing::info!("shutting down: finishing in-flight requests");
 }
-

@@ -34,7 +34,10 @@ fn config_failure(e: ConfigError) -> Failure {
 
 /// Runs the parsed command line to completion.
 pub fn run(cli: Cli) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("odqs: error: cannot start the async runtime: {e}");
@@ -114,7 +117,10 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
 async fn import_demo(store: &Store) -> Result<(), Failure> {
     let loaded = crate::demo::load_if_empty(store).await?;
     if loaded > 0 {
-        tracing::info!(datasets = loaded, "the store was empty: loaded the demo datasets");
+        tracing::info!(
+            datasets = loaded,
+            "the store was empty: loaded the demo datasets"
+        );
     }
     Ok(())
 }
@@ -157,7 +163,10 @@ async fn datasets(command: DatasetsCommand) -> Result<(), Failure> {
         DatasetsCommand::List(args) => {
             let store = open(&args).await?;
             let datasets = catalog::list(&store).await?;
-            println!("{:<32} {:>10} {:>7}  {:<25} TITLE", "SLUG", "RECORDS", "FIELDS", "UPDATED");
+            println!(
+                "{:<32} {:>10} {:>7}  {:<25} TITLE",
+                "SLUG", "RECORDS", "FIELDS", "UPDATED"
+            );
             for dataset in datasets {
                 let fields = catalog::fields(&store, dataset.version_id).await?.len();
                 let updated = dataset
@@ -177,7 +186,9 @@ async fn datasets(command: DatasetsCommand) -> Result<(), Failure> {
                 println!("removed {slug}");
                 Ok(())
             } else {
-                Err(Failure::Runtime(format!("no dataset is published as {slug:?}")))
+                Err(Failure::Runtime(format!(
+                    "no dataset is published as {slug:?}"
+                )))
             }
         }
     }
@@ -187,9 +198,8 @@ async fn token(command: TokenCommand) -> Result<(), Failure> {
     init_logging(false, "warn");
     match command {
         TokenCommand::Create { email, name, store } => {
-            let email = token::normalize_email(&email).ok_or_else(|| {
-                Failure::Config(format!("{email:?} is not an e-mail address"))
-            })?;
+            let email = token::normalize_email(&email)
+                .ok_or_else(|| Failure::Config(format!("{email:?} is not an e-mail address")))?;
             let store = open(&store).await?;
             let user = token::find_or_create_user(&store, &email).await?;
             let (secret, _) = token::mint(&store, user.id, &name, "cli", None).await?;

@@ -287,10 +287,7 @@ mod tests {
             redact_url("postgres://odqs@db/odqs"),
             "postgres://odqs@db/odqs"
         );
-        let debug = format!(
-            "{:?}",
-            StoreUrl::parse("postgres://a:pw@h/d").unwrap()
-        );
+        let debug = format!("{:?}", StoreUrl::parse("postgres://a:pw@h/d").unwrap());
         assert!(!debug.contains("pw@"), "{debug}");
     }
 

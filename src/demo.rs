@@ -51,7 +51,11 @@ pub async fn load_if_empty(store: &Store) -> Result<usize, ImportError> {
             description: None,
         };
         let summary = import::import(store, request, Arc::new(import::progress::Silent)).await?;
-        tracing::info!(slug = demo.slug, records = summary.records, "loaded demo dataset");
+        tracing::info!(
+            slug = demo.slug,
+            records = summary.records,
+            "loaded demo dataset"
+        );
     }
     Ok(DATASETS.len())
 }

@@ -29,9 +29,17 @@ const FLIGHTS_SCHEMA: &str = r#"{
   ]
 }"#;
 
-async fn live(store: &TestStore, slug: &str) -> (entity::dataset::Model, Vec<entity::dataset_field::Model>) {
-    let dataset = catalog::find(&store.store, slug).await.unwrap().expect("published");
-    let fields = catalog::fields(&store.store, dataset.version_id).await.unwrap();
+async fn live(
+    store: &TestStore,
+    slug: &str,
+) -> (entity::dataset::Model, Vec<entity::dataset_field::Model>) {
+    let dataset = catalog::find(&store.store, slug)
+        .await
+        .unwrap()
+        .expect("published");
+    let fields = catalog::fields(&store.store, dataset.version_id)
+        .await
+        .unwrap();
     (dataset, fields)
 }
 
@@ -45,7 +53,10 @@ async fn docs(store: &TestStore, version_id: i64) -> Vec<Value> {
 }
 
 fn types(fields: &[entity::dataset_field::Model]) -> Vec<(String, FieldType)> {
-    fields.iter().map(|f| (f.name.clone(), f.field_type)).collect()
+    fields
+        .iter()
+        .map(|f| (f.name.clone(), f.field_type))
+        .collect()
 }
 
 async fn csv_with_schema_gzipped(store: TestStore) {
@@ -80,9 +91,16 @@ async fn csv_with_schema_gzipped(store: TestStore) {
                "origin": {"code": "EWR", "city": "Newark"}, "note": "late, \"very\" late",
                "when": "2013-01-01T10:00:00Z"})
     );
-    assert_eq!(docs[1].get("dep_delay"), None, "an empty cell is a missing value");
+    assert_eq!(
+        docs[1].get("dep_delay"),
+        None,
+        "an empty cell is a missing value"
+    );
     assert_eq!(docs[2]["dep_delay"], json!(-2.5));
-    let by_id = records::by_id(&store.store, dataset.version_id, "3").await.unwrap().unwrap();
+    let by_id = records::by_id(&store.store, dataset.version_id, "3")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(by_id.pos, 3);
     assert_eq!(by_id.doc["note"], "early");
 }
@@ -103,8 +121,14 @@ async fn json_array_with_inference(store: TestStore) {
             })
         })
         .collect();
-    let path = write_file(&store, "spots.json", serde_json::to_string_pretty(&rows).unwrap().as_bytes());
-    let summary = import_file(&store, &path, "spots", None, None).await.unwrap();
+    let path = write_file(
+        &store,
+        "spots.json",
+        serde_json::to_string_pretty(&rows).unwrap().as_bytes(),
+    );
+    let summary = import_file(&store, &path, "spots", None, None)
+        .await
+        .unwrap();
     assert_eq!(summary.records, 40);
     let (dataset, fields) = live(&store, "spots").await;
     assert_eq!(dataset.id_field, None);
@@ -122,7 +146,10 @@ async fn json_array_with_inference(store: TestStore) {
         ]
     );
     let docs = docs(&store, dataset.version_id).await;
-    assert_eq!(docs[0]["_id"], "1", "without an id field, _id is the row number");
+    assert_eq!(
+        docs[0]["_id"], "1",
+        "without an id field, _id is the row number"
+    );
     assert_eq!(docs[39]["_id"], "40");
     assert_eq!(docs[0]["position"]["geo"]["hash"], "wsm1");
     assert_eq!(docs[0]["tags"], json!(["a", "b"]));
@@ -135,24 +162,45 @@ async fn ndjson_gzipped_with_nested_and_missing(store: TestStore) {
 {\"ID\":\"A2\",\"Name\":\"清水岩遊樂區\",\"Position\":{\"PositionLat\":24.1,\"GeoHash\":\"wsmc\"},\"Class1\":\"廟宇\"}
 ";
     let path = write_file(&store, "spots.ndjson.gz", &gzip(text.as_bytes()));
-    let summary = import_file(&store, &path, "tw", None, Some("ID")).await.unwrap();
+    let summary = import_file(&store, &path, "tw", None, Some("ID"))
+        .await
+        .unwrap();
     assert_eq!(summary.records, 2);
     let (dataset, fields) = live(&store, "tw").await;
     let names: Vec<_> = fields.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(
         names,
-        ["ID", "Name", "City", "Position.PositionLat", "Position.GeoHash", "Class1"]
+        [
+            "ID",
+            "Name",
+            "City",
+            "Position.PositionLat",
+            "Position.GeoHash",
+            "Class1"
+        ]
     );
-    let a2 = records::by_id(&store.store, dataset.version_id, "A2").await.unwrap().unwrap();
+    let a2 = records::by_id(&store.store, dataset.version_id, "A2")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(a2.doc["Position"]["PositionLat"], json!(24.1));
     assert_eq!(a2.doc.get("City"), None);
-    let a1 = records::by_id(&store.store, dataset.version_id, "A1").await.unwrap().unwrap();
-    assert_eq!(a1.doc["Picture"], json!({}), "JSON records are kept as they were");
+    let a1 = records::by_id(&store.store, dataset.version_id, "A1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        a1.doc["Picture"],
+        json!({}),
+        "JSON records are kept as they were"
+    );
 }
 
 async fn duplicate_ids_are_rejected(store: TestStore) {
     let path = write_file(&store, "dup.csv", b"code,n\nA,1\nB,2\nA,3\n");
-    let err = import_file(&store, &path, "dup", None, Some("code")).await.unwrap_err();
+    let err = import_file(&store, &path, "dup", None, Some("code"))
+        .await
+        .unwrap_err();
     match &err {
         ImportError::DuplicateId { id, first, second } => {
             assert_eq!((id.as_str(), *first, *second), ("A", 1, 3));
@@ -167,7 +215,10 @@ async fn duplicate_ids_are_rejected(store: TestStore) {
 /// No version is left loading and no table of a failed import remains.
 async fn assert_no_leftovers(store: &TestStore) {
     use sea_orm::EntityTrait;
-    let versions = entity::dataset_version::Entity::find().all(&store.store.db).await.unwrap();
+    let versions = entity::dataset_version::Entity::find()
+        .all(&store.store.db)
+        .await
+        .unwrap();
     assert!(
         versions.iter().all(|v| v.state != "loading"),
         "left behind: {versions:?}"
@@ -201,7 +252,11 @@ async fn table_names(store: &TestStore) -> Vec<String> {
 }
 
 async fn malformed_line_leaves_old_version(store: TestStore) {
-    let good = write_file(&store, "v1.ndjson", b"{\"k\":\"a\",\"n\":1}\n{\"k\":\"b\",\"n\":2}\n");
+    let good = write_file(
+        &store,
+        "v1.ndjson",
+        b"{\"k\":\"a\",\"n\":1}\n{\"k\":\"b\",\"n\":2}\n",
+    );
     import_file(&store, &good, "ds", None, None).await.unwrap();
     let (before, before_fields) = live(&store, "ds").await;
 
@@ -210,13 +265,20 @@ async fn malformed_line_leaves_old_version(store: TestStore) {
         "v2.ndjson",
         b"{\"k\":\"a\",\"n\":1}\n{\"k\":\"b\",\"n\":2}\n\n{\"k\":\"c\",\"n\":\n{\"k\":\"d\"}\n",
     );
-    let err = import_file(&store, &bad, "ds", None, None).await.unwrap_err();
+    let err = import_file(&store, &bad, "ds", None, None)
+        .await
+        .unwrap_err();
     assert!(err.to_string().starts_with("line 4 "), "{err}");
 
     let bad_type = write_file(&store, "v3.csv", b"k,n\na,1\nb,two\n");
     let schema = r#"{"fields":[{"name":"k","type":"keyword"},{"name":"n","type":"number"}]}"#;
-    let err = import_file(&store, &bad_type, "ds", Some(schema), None).await.unwrap_err();
-    assert_eq!(err.to_string(), "line 3 field \"n\" expects a number, got \"two\"");
+    let err = import_file(&store, &bad_type, "ds", Some(schema), None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 3 field \"n\" expects a number, got \"two\""
+    );
 
     let (after, after_fields) = live(&store, "ds").await;
     assert_eq!(after, before);
@@ -226,7 +288,9 @@ async fn malformed_line_leaves_old_version(store: TestStore) {
 }
 
 async fn reimport_replaces_atomically(store: TestStore) {
-    let v1: String = (1..=300).map(|i| format!("{{\"k\":\"a{i}\",\"n\":{i}}}\n")).collect();
+    let v1: String = (1..=300)
+        .map(|i| format!("{{\"k\":\"a{i}\",\"n\":{i}}}\n"))
+        .collect();
     let v1 = write_file(&store, "v1.ndjson", v1.as_bytes());
     import_file(&store, &v1, "swap", None, None).await.unwrap();
     let (old, _) = live(&store, "swap").await;
@@ -240,8 +304,12 @@ async fn reimport_replaces_atomically(store: TestStore) {
         let mut seen = std::collections::BTreeSet::new();
         while !reader_stop.load(std::sync::atomic::Ordering::Relaxed) {
             let dataset = catalog::find(&reader_store, "swap").await.unwrap().unwrap();
-            let fields = catalog::fields(&reader_store, dataset.version_id).await.unwrap();
-            let count = records::count(&reader_store, dataset.version_id).await.unwrap();
+            let fields = catalog::fields(&reader_store, dataset.version_id)
+                .await
+                .unwrap();
+            let count = records::count(&reader_store, dataset.version_id)
+                .await
+                .unwrap();
             assert_eq!(count, dataset.record_count, "records of another version");
             let expected = if count == 300 { 2 } else { 3 };
             assert_eq!(fields.len(), expected, "schema of another version");
@@ -267,40 +335,78 @@ async fn reimport_replaces_atomically(store: TestStore) {
 
     let (new, fields) = live(&store, "swap").await;
     assert_ne!(new.version_id, old.version_id);
-    assert_eq!(new.created_at, old.created_at, "a re-import keeps the creation time");
+    assert_eq!(
+        new.created_at, old.created_at,
+        "a re-import keeps the creation time"
+    );
     assert_eq!(fields.len(), 3);
     // The old version stays readable for in-flight requests, then the collector drops it.
-    assert_eq!(records::count(&store.store, old.version_id).await.unwrap(), 300);
-    assert_eq!(gc::collect(&store.store, std::time::Duration::ZERO).await.unwrap(), 1);
-    assert!(!table_names(&store).await.contains(&format!("records_v{}", old.version_id)));
-    assert_eq!(records::count(&store.store, new.version_id).await.unwrap(), 5000);
+    assert_eq!(
+        records::count(&store.store, old.version_id).await.unwrap(),
+        300
+    );
+    assert_eq!(
+        gc::collect(&store.store, std::time::Duration::ZERO)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(
+        !table_names(&store)
+            .await
+            .contains(&format!("records_v{}", old.version_id))
+    );
+    assert_eq!(
+        records::count(&store.store, new.version_id).await.unwrap(),
+        5000
+    );
 }
 
 async fn remove_unpublishes(store: TestStore) {
     let path = write_file(&store, "r.csv", b"a\n1\n");
-    import_file(&store, &path, "gone", None, None).await.unwrap();
+    import_file(&store, &path, "gone", None, None)
+        .await
+        .unwrap();
     let (dataset, _) = live(&store, "gone").await;
     assert!(catalog::remove(&store.store, "gone").await.unwrap());
     assert!(!catalog::remove(&store.store, "gone").await.unwrap());
     assert!(catalog::find(&store.store, "gone").await.unwrap().is_none());
-    gc::collect(&store.store, std::time::Duration::ZERO).await.unwrap();
-    assert!(!table_names(&store).await.contains(&format!("records_v{}", dataset.version_id)));
+    gc::collect(&store.store, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(
+        !table_names(&store)
+            .await
+            .contains(&format!("records_v{}", dataset.version_id))
+    );
 }
 
 async fn bad_requests_are_refused_before_loading(store: TestStore) {
     let path = write_file(&store, "x.csv", b"a\n1\n");
-    let err = import_file(&store, &path, "has/slash", None, None).await.unwrap_err();
+    let err = import_file(&store, &path, "has/slash", None, None)
+        .await
+        .unwrap_err();
     assert!(matches!(err, ImportError::InvalidSlug(_)), "{err}");
-    let err = import_file(&store, &path, "x", None, Some("nope")).await.unwrap_err();
-    assert_eq!(err.to_string(), "the id field \"nope\" is not a field of the file");
+    let err = import_file(&store, &path, "x", None, Some("nope"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the id field \"nope\" is not a field of the file"
+    );
     let txt = write_file(&store, "x.txt", b"a\n1\n");
-    let err = import_file(&store, &txt, "x", None, None).await.unwrap_err();
+    let err = import_file(&store, &txt, "x", None, None)
+        .await
+        .unwrap_err();
     assert!(matches!(err, ImportError::UnknownFormat(_)), "{err}");
     let empty = write_file(&store, "empty.csv", b"a,b\n");
-    let err = import_file(&store, &empty, "x", None, None).await.unwrap_err();
-    assert!(matches!(err, ImportError::Empty), "{err}");
-    let err = odqs::import::schema::SchemaFile::parse(r#"{"fields":[{"name":"a","type":"float"}]}"#)
+    let err = import_file(&store, &empty, "x", None, None)
+        .await
         .unwrap_err();
+    assert!(matches!(err, ImportError::Empty), "{err}");
+    let err =
+        odqs::import::schema::SchemaFile::parse(r#"{"fields":[{"name":"a","type":"float"}]}"#)
+            .unwrap_err();
     assert!(err.to_string().contains("unknown type \"float\""), "{err}");
     assert!(catalog::list(&store.store).await.unwrap().is_empty());
     assert_no_leftovers(&store).await;

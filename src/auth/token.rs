@@ -135,7 +135,10 @@ mod tests {
 
     #[test]
     fn emails() {
-        assert_eq!(normalize_email(" Ada@Example.org ").as_deref(), Some("ada@example.org"));
+        assert_eq!(
+            normalize_email(" Ada@Example.org ").as_deref(),
+            Some("ada@example.org")
+        );
         assert!(normalize_email("ada").is_none());
         assert!(normalize_email("ada@localhost").is_none());
     }

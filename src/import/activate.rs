@@ -3,9 +3,7 @@
 //! through the dataset row, so they see the old version or the new one, never a mix.
 
 use entity::{dataset, dataset_field, dataset_version};
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set, TransactionTrait,
-};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set, TransactionTrait};
 use time::OffsetDateTime;
 
 use super::schema::Plan;

@@ -58,7 +58,9 @@ pub enum ImportError {
         "invalid slug {0:?}: use letters, digits, '-', '_', '.' and '~' (at most 100), starting with a letter or digit"
     )]
     InvalidSlug(String),
-    #[error("{0}: the file name must end in .csv, .json, .ndjson or .jsonl, optionally followed by .gz")]
+    #[error(
+        "{0}: the file name must end in .csv, .json, .ndjson or .jsonl, optionally followed by .gz"
+    )]
     UnknownFormat(String),
     #[error("duplicate _id {id:?} at records {first} and {second}")]
     DuplicateId { id: String, first: i64, second: i64 },
@@ -107,7 +109,10 @@ pub struct ImportSummary {
 /// Whether `slug` can be one URL path segment (contract §3: dots and tildes allowed).
 pub fn valid_slug(slug: &str) -> bool {
     slug.len() <= 100
-        && slug.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && slug
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
         && slug
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~'))
@@ -133,7 +138,14 @@ pub async fn import(
 
     let inferred = if needs_inference(&request, format, gzip)? {
         progress.phase("reading the file to infer field types");
-        infer(&request.source, format, gzip, id_field.clone(), progress.clone()).await?
+        infer(
+            &request.source,
+            format,
+            gzip,
+            id_field.clone(),
+            progress.clone(),
+        )
+        .await?
     } else {
         Vec::new()
     };
@@ -150,7 +162,17 @@ pub async fn import(
     .insert(&store.db)
     .await?;
 
-    match load(store, &request, &plan, version.id, format, gzip, progress.clone()).await {
+    match load(
+        store,
+        &request,
+        &plan,
+        version.id,
+        format,
+        gzip,
+        progress.clone(),
+    )
+    .await
+    {
         Ok(records) => {
             let summary = ImportSummary {
                 slug: request.slug.clone(),
@@ -235,14 +257,26 @@ async fn load(
     );
     let loaded = match store.backend() {
         DatabaseBackend::Postgres => {
-            postgres::load(store.db.get_postgres_connection_pool(), version_id, plan, batches).await
+            postgres::load(
+                store.db.get_postgres_connection_pool(),
+                version_id,
+                plan,
+                batches,
+            )
+            .await
         }
-        _ => sqlite::load(store.db.get_sqlite_connection_pool(), version_id, plan, batches).await,
+        _ => {
+            sqlite::load(
+                store.db.get_sqlite_connection_pool(),
+                version_id,
+                plan,
+                batches,
+            )
+            .await
+        }
     };
     // The reader's error explains a closed channel better than the loader's, so it comes first.
-    let records = producer
-        .await
-        .expect("the reader thread does not panic")?;
+    let records = producer.await.expect("the reader thread does not panic")?;
     let loaded = loaded?;
     debug_assert_eq!(records, loaded);
     if records == 0 {

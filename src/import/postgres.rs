@@ -4,8 +4,8 @@
 
 use entity::FieldType;
 use entity::record::{records_table, text_table};
-use sqlx::PgPool;
 use sqlx::AssertSqlSafe;
+use sqlx::PgPool;
 use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
@@ -40,10 +40,16 @@ pub async fn load(
         columns.push(format!("\"{column}\" {}", column_type(field.field_type)));
         names.push(format!("\"{column}\""));
     }
-    exec(pool, format!("CREATE TABLE \"{records}\" ({})", columns.join(", "))).await?;
-    exec(pool, format!(
-        "CREATE TABLE \"{texts}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)"
-    )).await?;
+    exec(
+        pool,
+        format!("CREATE TABLE \"{records}\" ({})", columns.join(", ")),
+    )
+    .await?;
+    exec(
+        pool,
+        format!("CREATE TABLE \"{texts}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)"),
+    )
+    .await?;
 
     let mut record_conn = pool.acquire().await?;
     let mut text_conn = pool.acquire().await?;
@@ -110,28 +116,23 @@ fn escape(out: &mut Vec<u8>, value: &str) {
 
 /// Primary keys, the unique `_id` index (after naming any duplicate), one `(column, pos)`
 /// index per typed column, the trigram index of the text dictionary, and planner statistics.
-pub async fn build_indexes(
-    pool: &PgPool,
-    version_id: i64,
-    plan: &Plan,
-) -> Result<(), ImportError> {
+pub async fn build_indexes(pool: &PgPool, version_id: i64, plan: &Plan) -> Result<(), ImportError> {
     let records = records_table(version_id);
     let texts = text_table(version_id);
     let mut conn = pool.acquire().await?;
     sqlx::query("SET maintenance_work_mem = '256MB'")
         .execute(&mut *conn)
         .await?;
-    let found: Option<(String, i64, i64)> = sqlx::query_as(AssertSqlSafe(duplicate_id_sql(version_id)))
-        .fetch_optional(&mut *conn)
-        .await?;
+    let found: Option<(String, i64, i64)> =
+        sqlx::query_as(AssertSqlSafe(duplicate_id_sql(version_id)))
+            .fetch_optional(&mut *conn)
+            .await?;
     duplicate_error(found)?;
     let mut statements = vec![
         format!("ALTER TABLE \"{records}\" ADD PRIMARY KEY (\"pos\")"),
         format!("CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"),
         format!("ALTER TABLE \"{texts}\" ADD PRIMARY KEY (\"tid\")"),
-        format!(
-            "CREATE INDEX \"{texts}_trgm\" ON \"{texts}\" USING gin (\"value\" gin_trgm_ops)"
-        ),
+        format!("CREATE INDEX \"{texts}_trgm\" ON \"{texts}\" USING gin (\"value\" gin_trgm_ops)"),
     ];
     for field in plan.columns() {
         let column = field.column.as_deref().expect("columns() has columns");

@@ -58,7 +58,12 @@ impl Progress for Stderr {
         let percent = self
             .total_bytes
             .filter(|&t| t > 0)
-            .map(|t| format!(" ({:.0}%)", consumed.load(Ordering::Relaxed) as f64 * 100.0 / t as f64))
+            .map(|t| {
+                format!(
+                    " ({:.0}%)",
+                    consumed.load(Ordering::Relaxed) as f64 * 100.0 / t as f64
+                )
+            })
             .unwrap_or_default();
         let mut err = std::io::stderr().lock();
         if self.terminal {

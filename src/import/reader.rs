@@ -236,10 +236,12 @@ fn read_ndjson(
     let mut number = 0;
     loop {
         line.clear();
-        let read = input.read_line(&mut line).map_err(|e| ImportError::Malformed {
-            location: Location::Line(line_number + 1),
-            message: format!("cannot be read: {e}"),
-        })?;
+        let read = input
+            .read_line(&mut line)
+            .map_err(|e| ImportError::Malformed {
+                location: Location::Line(line_number + 1),
+                message: format!("cannot be read: {e}"),
+            })?;
         if read == 0 {
             return Ok(());
         }
@@ -285,7 +287,9 @@ fn read_json_array(
         each,
         failure: &mut failure,
     };
-    let result = seed.deserialize(&mut deserializer).and_then(|()| deserializer.end());
+    let result = seed
+        .deserialize(&mut deserializer)
+        .and_then(|()| deserializer.end());
     match (failure, result) {
         (Some(error), _) => Err(error),
         (None, Ok(())) => Ok(()),
@@ -361,7 +365,10 @@ mod tests {
     #[test]
     fn formats_from_names() {
         assert_eq!(Format::from_name("a.CSV"), Some((Format::Csv, false)));
-        assert_eq!(Format::from_name("a.ndjson.gz"), Some((Format::Ndjson, true)));
+        assert_eq!(
+            Format::from_name("a.ndjson.gz"),
+            Some((Format::Ndjson, true))
+        );
         assert_eq!(Format::from_name("a.jsonl"), Some((Format::Ndjson, false)));
         assert_eq!(Format::from_name("a.json.gz"), Some((Format::Json, true)));
         assert_eq!(Format::from_name("a.txt"), None);
@@ -370,7 +377,10 @@ mod tests {
     #[test]
     fn csv_nests_dotted_headers_and_skips_empty_cells() {
         let rows = read("x.csv", b"id,origin.city,n\n1,NYC,\n").unwrap();
-        assert_eq!(rows, vec![serde_json::json!({"id": "1", "origin": {"city": "NYC"}})]);
+        assert_eq!(
+            rows,
+            vec![serde_json::json!({"id": "1", "origin": {"city": "NYC"}})]
+        );
     }
 
     #[test]

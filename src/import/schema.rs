@@ -282,7 +282,10 @@ fn coerce(
             Value::Number(n) => Ok((Cell::Num(n.as_f64().unwrap_or(f64::NAN)), None)),
             Value::String(s) if s.trim().is_empty() => Ok((Cell::Null, None)),
             Value::String(s) => match parse_number(s) {
-                Some(n) => Ok((Cell::Num(n.as_f64().unwrap_or(f64::NAN)), Some(Value::Number(n)))),
+                Some(n) => Ok((
+                    Cell::Num(n.as_f64().unwrap_or(f64::NAN)),
+                    Some(Value::Number(n)),
+                )),
                 None => Err(format!("expects a number, got {s:?}")),
             },
             other => Err(format!("expects a number, got {}", kind(other))),
@@ -538,7 +541,11 @@ mod tests {
         assert_eq!(types["when"], FieldType::Date);
         assert_eq!(types["pos.lat"], FieldType::Number);
         assert_eq!(types["tags"], FieldType::Json);
-        assert_eq!(types["zip"], FieldType::Keyword, "JSON strings stay strings");
+        assert_eq!(
+            types["zip"],
+            FieldType::Keyword,
+            "JSON strings stay strings"
+        );
     }
 
     #[test]
@@ -568,7 +575,11 @@ mod tests {
         );
         assert_eq!(
             row.cells,
-            vec![Cell::Str("a1".into()), Cell::Num(42.0), Cell::Text("Hi".into())]
+            vec![
+                Cell::Str("a1".into()),
+                Cell::Num(42.0),
+                Cell::Text("Hi".into())
+            ]
         );
         let bad = json!({"id": "a2", "n": "many"});
         let err = plan
@@ -576,9 +587,10 @@ mod tests {
             .unwrap_err();
         assert!(err.contains("\"n\" expects a number"), "{err}");
         let missing = json!({"n": 1});
-        assert!(plan
-            .convert(3, missing.as_object().unwrap().clone(), false)
-            .is_err());
+        assert!(
+            plan.convert(3, missing.as_object().unwrap().clone(), false)
+                .is_err()
+        );
     }
 
     #[test]

@@ -5,10 +5,10 @@
 
 use entity::FieldType;
 use entity::record::{records_table, text_table};
-use sqlx::SqlitePool;
-use sqlx::sqlite::{Sqlite, SqliteArguments};
 use sqlx::Arguments;
 use sqlx::AssertSqlSafe;
+use sqlx::SqlitePool;
+use sqlx::sqlite::{Sqlite, SqliteArguments};
 use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
@@ -37,7 +37,11 @@ pub async fn load(
 ) -> Result<u64, ImportError> {
     let records = records_table(version_id);
     let texts = text_table(version_id);
-    let mut columns = vec!["\"pos\" INTEGER PRIMARY KEY".to_string(), "\"_id\" TEXT NOT NULL".into(), "\"doc\" TEXT NOT NULL".into()];
+    let mut columns = vec![
+        "\"pos\" INTEGER PRIMARY KEY".to_string(),
+        "\"_id\" TEXT NOT NULL".into(),
+        "\"doc\" TEXT NOT NULL".into(),
+    ];
     let mut names = vec!["\"pos\"".to_string(), "\"_id\"".into(), "\"doc\"".into()];
     for field in plan.columns() {
         let column = field.column.as_deref().expect("columns() has columns");
@@ -45,7 +49,11 @@ pub async fn load(
         names.push(format!("\"{column}\""));
     }
     let mut tx = pool.begin().await?;
-    exec(&mut *tx, format!("CREATE TABLE \"{records}\" ({})", columns.join(", "))).await?;
+    exec(
+        &mut *tx,
+        format!("CREATE TABLE \"{records}\" ({})", columns.join(", ")),
+    )
+    .await?;
     exec(&mut *tx, format!(
         "CREATE VIRTUAL TABLE \"{texts}\" USING fts5(value, tokenize = 'trigram case_sensitive 1')"
     )).await?;
@@ -60,8 +68,12 @@ pub async fn load(
             vec![tuple; n].join(",")
         )
     };
-    let insert_texts =
-        |n: usize| format!("INSERT INTO \"{texts}\" (rowid, value) VALUES {}", vec!["(?,?)"; n].join(","));
+    let insert_texts = |n: usize| {
+        format!(
+            "INSERT INTO \"{texts}\" (rowid, value) VALUES {}",
+            vec!["(?,?)"; n].join(",")
+        )
+    };
     let full_insert = insert(rows_per_statement);
     let full_text_insert = insert_texts(500);
 
@@ -83,7 +95,9 @@ pub async fn load(
             } else {
                 insert(chunk.len())
             };
-            sqlx::query_with::<Sqlite, _>(AssertSqlSafe(sql), args).execute(&mut *tx).await?;
+            sqlx::query_with::<Sqlite, _>(AssertSqlSafe(sql), args)
+                .execute(&mut *tx)
+                .await?;
             count += chunk.len() as u64;
         }
         for chunk in batch.texts.chunks(500) {
@@ -97,7 +111,9 @@ pub async fn load(
             } else {
                 insert_texts(chunk.len())
             };
-            sqlx::query_with::<Sqlite, _>(AssertSqlSafe(sql), args).execute(&mut *tx).await?;
+            sqlx::query_with::<Sqlite, _>(AssertSqlSafe(sql), args)
+                .execute(&mut *tx)
+                .await?;
         }
         since_commit += 1;
         if since_commit == BATCHES_PER_COMMIT {
@@ -128,25 +144,34 @@ pub async fn build_indexes(
     plan: &Plan,
 ) -> Result<(), ImportError> {
     let records = records_table(version_id);
-    let found: Option<(String, i64, i64)> = sqlx::query_as(AssertSqlSafe(duplicate_id_sql(version_id)))
-        .fetch_optional(pool)
-        .await?;
+    let found: Option<(String, i64, i64)> =
+        sqlx::query_as(AssertSqlSafe(duplicate_id_sql(version_id)))
+            .fetch_optional(pool)
+            .await?;
     duplicate_error(found)?;
     let mut tx = pool.begin().await?;
-    exec(&mut *tx, format!(
-        "CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"
-    )).await?;
+    exec(
+        &mut *tx,
+        format!("CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"),
+    )
+    .await?;
     for field in plan.columns() {
         let column = field.column.as_deref().expect("columns() has columns");
-        exec(&mut *tx, format!(
-            "CREATE INDEX \"{records}_{column}\" ON \"{records}\" (\"{column}\")"
-        )).await?;
+        exec(
+            &mut *tx,
+            format!("CREATE INDEX \"{records}_{column}\" ON \"{records}\" (\"{column}\")"),
+        )
+        .await?;
     }
     tx.commit().await?;
     let mut conn = pool.acquire().await?;
-    sqlx::query("PRAGMA analysis_limit = 1000").execute(&mut *conn).await?;
+    sqlx::query("PRAGMA analysis_limit = 1000")
+        .execute(&mut *conn)
+        .await?;
     exec(&mut *conn, format!("ANALYZE \"{records}\"")).await?;
-    sqlx::query("PRAGMA analysis_limit = 0").execute(&mut *conn).await?;
+    sqlx::query("PRAGMA analysis_limit = 0")
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 

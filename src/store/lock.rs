@@ -2,8 +2,8 @@
 //! (migrations, the demo load): a PostgreSQL session advisory lock held on a dedicated
 //! connection. SQLite needs none: its write lock already serializes writers of one file.
 
-use sqlx::pool::PoolConnection;
 use sqlx::Postgres;
+use sqlx::pool::PoolConnection;
 
 use super::{Store, StoreError};
 

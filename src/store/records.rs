@@ -36,18 +36,20 @@ pub async fn by_id(
 ) -> Result<Option<record::Model>, StoreError> {
     let backend = store.backend();
     let table = records_table(version_id);
-    let placeholder = if backend == DatabaseBackend::Postgres { "$1" } else { "?" };
+    let placeholder = if backend == DatabaseBackend::Postgres {
+        "$1"
+    } else {
+        "?"
+    };
     let sql = format!(
         "SELECT \"pos\", \"_id\" AS \"id\", {} FROM \"{table}\" WHERE \"_id\" = {placeholder}",
         doc_column(backend)
     );
-    Ok(record::Model::find_by_statement(Statement::from_sql_and_values(
-        backend,
-        sql,
-        [id.into()],
-    ))
-    .one(&store.db)
-    .await?)
+    Ok(
+        record::Model::find_by_statement(Statement::from_sql_and_values(backend, sql, [id.into()]))
+            .one(&store.db)
+            .await?,
+    )
 }
 
 /// `limit` records from position `offset` on, in file order.

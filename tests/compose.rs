@@ -1,0 +1,275 @@
+//! The deployment files (`docker-compose.yml`, `Dockerfile`) against the real command line: every
+//! environment variable they set or interpolate must be one `odqs` actually reads, so a typo or a
+//! renamed flag fails here instead of being silently ignored in production.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use clap::CommandFactory;
+use serde_yaml::Value;
+
+/// The variable that is not a clap flag: the tracing filter, read in `src/commands.rs`.
+const EXTRA_KNOWN: &[&str] = &["ODQS_LOG"];
+
+fn repo_file(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+fn read(name: &str) -> String {
+    let path = repo_file(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// Every `env = "…"` of the clap definition, over all sub-commands, plus [`EXTRA_KNOWN`].
+fn known_env_vars() -> BTreeSet<String> {
+    fn walk(cmd: &clap::Command, out: &mut BTreeSet<String>) {
+        for arg in cmd.get_arguments() {
+            if let Some(env) = arg.get_env() {
+                out.insert(env.to_str().expect("env var names are UTF-8").to_string());
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, out);
+        }
+    }
+    let mut known = BTreeSet::new();
+    walk(&odqs::config::Cli::command(), &mut known);
+    known.extend(EXTRA_KNOWN.iter().map(|s| s.to_string()));
+    known
+}
+
+fn compose() -> Value {
+    serde_yaml::from_str(&read("docker-compose.yml")).expect("docker-compose.yml is valid YAML")
+}
+
+fn service<'a>(compose: &'a Value, name: &str) -> &'a Value {
+    compose
+        .get("services")
+        .and_then(|s| s.get(name))
+        .unwrap_or_else(|| panic!("docker-compose.yml has no service {name:?}"))
+}
+
+/// The names set by a service's `environment`, written as a map or as a list of `KEY=VALUE`
+/// (or bare `KEY`, which passes the host's value through).
+fn environment_names(service: &Value) -> Vec<String> {
+    match service.get("environment") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Mapping(map)) => map
+            .keys()
+            .map(|k| {
+                k.as_str()
+                    .unwrap_or_else(|| panic!("environment key {k:?} is not a string"))
+                    .to_string()
+            })
+            .collect(),
+        Some(Value::Sequence(items)) => items
+            .iter()
+            .map(|item| {
+                let s = item
+                    .as_str()
+                    .unwrap_or_else(|| panic!("environment entry {item:?} is not a string"));
+                s.split_once('=').map_or(s, |(k, _)| k).trim().to_string()
+            })
+            .collect(),
+        Some(other) => panic!("environment must be a map or a list, got {other:?}"),
+    }
+}
+
+/// The names a service depends on (`depends_on` as a list or as a map with conditions).
+fn depends_on(service: &Value) -> Vec<String> {
+    match service.get("depends_on") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Sequence(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        Some(Value::Mapping(map)) => map
+            .keys()
+            .filter_map(|k| k.as_str().map(str::to_string))
+            .collect(),
+        Some(other) => panic!("depends_on must be a map or a list, got {other:?}"),
+    }
+}
+
+/// The variable names interpolated in one string: `${VAR}`, `${VAR:-default}`, `${VAR?err}`, …
+/// and bare `$VAR`; `$$` is an escaped dollar. Defaults are scanned too, so nested `${A:-${B}}`
+/// yields both names.
+fn interpolated_names(s: &str) -> Vec<String> {
+    fn is_start(c: u8) -> bool {
+        c.is_ascii_alphabetic() || c == b'_'
+    }
+    fn is_name(c: u8) -> bool {
+        c.is_ascii_alphanumeric() || c == b'_'
+    }
+    let bytes = s.as_bytes();
+    let mut names = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'$' {
+            i += 1;
+            continue;
+        }
+        match bytes.get(i + 1) {
+            Some(b'$') => i += 2,
+            Some(b'{') => {
+                let start = i + 2;
+                let mut end = start;
+                while end < bytes.len() && is_name(bytes[end]) {
+                    end += 1;
+                }
+                assert!(
+                    end > start && is_start(bytes[start]),
+                    "malformed interpolation in docker-compose.yml: {s:?}"
+                );
+                names.push(s[start..end].to_string());
+                i = end;
+            }
+            Some(&c) if is_start(c) => {
+                let start = i + 1;
+                let mut end = start;
+                while end < bytes.len() && is_name(bytes[end]) {
+                    end += 1;
+                }
+                names.push(s[start..end].to_string());
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    names
+}
+
+/// Every string in the document (keys and values; comments are not part of the parsed YAML,
+/// and Compose does not interpolate them).
+fn all_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::String(s) => out.push(s),
+        Value::Sequence(items) => items.iter().for_each(|v| all_strings(v, out)),
+        Value::Mapping(map) => {
+            for (k, v) in map {
+                all_strings(k, out);
+                all_strings(v, out);
+            }
+        }
+        Value::Tagged(tagged) => all_strings(&tagged.value, out),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+#[test]
+fn the_known_variables_come_from_the_clap_definition() {
+    let known = known_env_vars();
+    for name in [
+        "DATABASE_URL",
+        "ODQS_LISTEN",
+        "ODQS_PUBLIC_URL",
+        "ODQS_DEMO_DATA",
+        "ODQS_LOG_FORMAT",
+        "ODQS_LOG",
+    ] {
+        assert!(known.contains(name), "{name} missing from {known:?}");
+    }
+}
+
+#[test]
+fn compose_has_postgres_and_odqs() {
+    let compose = compose();
+    service(&compose, "postgres");
+    let odqs = service(&compose, "odqs");
+    let deps = depends_on(odqs);
+    assert!(
+        deps.iter().any(|d| d == "postgres"),
+        "service odqs must depend on postgres, depends_on = {deps:?}"
+    );
+}
+
+#[test]
+fn compose_sets_only_variables_odqs_reads() {
+    let known = known_env_vars();
+    let compose = compose();
+    let names = environment_names(service(&compose, "odqs"));
+    assert!(!names.is_empty(), "service odqs sets no environment");
+    for name in &names {
+        assert!(
+            known.contains(name),
+            "docker-compose.yml sets unknown variable {name} on service odqs; \
+             odqs reads only {known:?}"
+        );
+    }
+}
+
+#[test]
+fn compose_interpolates_only_known_variables() {
+    let known = known_env_vars();
+    let compose = compose();
+    let mut strings = Vec::new();
+    all_strings(&compose, &mut strings);
+    for s in strings {
+        for name in interpolated_names(s) {
+            assert!(
+                known.contains(&name),
+                "docker-compose.yml interpolates unknown variable {name} in {s:?}; \
+                 odqs reads only {known:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn interpolation_scanner() {
+    assert_eq!(
+        interpolated_names("${A:-x} $B $$C ${D:-${E}} ${F?err} $"),
+        ["A", "B", "D", "E", "F"]
+    );
+}
+
+#[test]
+fn dockerfile_runs_odqs() {
+    let dockerfile = read("Dockerfile");
+    let entrypoint = dockerfile
+        .lines()
+        .map(str::trim)
+        .rev()
+        .find(|l| l.to_ascii_uppercase().starts_with("ENTRYPOINT"))
+        .expect("Dockerfile has an ENTRYPOINT");
+    let rest = entrypoint["ENTRYPOINT".len()..].trim();
+    let program = if rest.starts_with('[') {
+        let args: Vec<String> = serde_json::from_str(rest)
+            .unwrap_or_else(|e| panic!("ENTRYPOINT exec form is not a JSON array ({e}): {rest}"));
+        args.into_iter().next().unwrap_or_default()
+    } else {
+        rest.split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        program == "odqs" || program.ends_with("/odqs"),
+        "Dockerfile ENTRYPOINT must run odqs, runs {program:?}"
+    );
+}
+
+#[test]
+fn dockerfile_sets_only_variables_odqs_reads() {
+    let known = known_env_vars();
+    let dockerfile = read("Dockerfile");
+    for line in dockerfile.lines().map(str::trim) {
+        let Some(rest) = line.strip_prefix("ENV ") else {
+            continue;
+        };
+        // `ENV KEY=VALUE [KEY=VALUE …]` (values here never contain spaces) or `ENV KEY VALUE`.
+        let names: Vec<&str> = if rest.contains('=') {
+            rest.split_whitespace()
+                .filter_map(|kv| kv.split_once('=').map(|(k, _)| k))
+                .collect()
+        } else {
+            rest.split_whitespace().take(1).collect()
+        };
+        for name in names {
+            assert!(
+                known.contains(name),
+                "Dockerfile sets unknown variable {name}; odqs reads only {known:?}"
+            );
+        }
+    }
+}
