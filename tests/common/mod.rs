@@ -50,6 +50,13 @@ fn with_database(url: &str, database: &str) -> String {
 impl TestStore {
     /// A fresh, migrated store of `kind`.
     pub async fn new(kind: Kind) -> Self {
+        let store = Self::unmigrated(kind).await;
+        store.store.migrate().await.expect("migrate");
+        store
+    }
+
+    /// A fresh store of `kind` with nothing in it, not even the migrations' tables.
+    pub async fn unmigrated(kind: Kind) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let (url, pg_database) = match kind {
             Kind::Sqlite => (
@@ -72,7 +79,6 @@ impl TestStore {
         let store = Store::connect(&StoreUrl::parse(&url).unwrap())
             .await
             .expect("connect");
-        store.migrate().await.expect("migrate");
         TestStore {
             kind,
             store,

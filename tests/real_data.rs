@@ -1,0 +1,89 @@
+//! The real open datasets of `shared/data`, imported whole with their schema files on both
+//! stores: every record arrives, counted independently from the files.
+
+mod common;
+
+use std::io::BufRead;
+
+use common::{TestStore, import_file, shared_data};
+use odqs::store::{catalog, records};
+
+fn lines_of(file: &str) -> usize {
+    let reader = std::io::BufReader::new(flate2::read::MultiGzDecoder::new(
+        std::fs::File::open(shared_data(file)).unwrap(),
+    ));
+    reader
+        .lines()
+        .map(Result::unwrap)
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
+async fn flights_and_scenic_spots(store: TestStore) {
+    let schema = std::fs::read_to_string(shared_data("flights.schema.json")).unwrap();
+    let flights = import_file(
+        &store,
+        &shared_data("flights.csv.gz"),
+        "flights",
+        Some(&schema),
+        None,
+    )
+    .await
+    .unwrap();
+    let expected = lines_of("flights.csv.gz") - 1; // the header
+    assert_eq!(flights.records as usize, expected);
+    assert_eq!(expected, 336_776);
+    let dataset = catalog::find(&store.store, "flights")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        records::count(&store.store, dataset.version_id)
+            .await
+            .unwrap() as usize,
+        expected
+    );
+    let last = records::by_id(&store.store, dataset.version_id, "336776")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(last.pos, 336_776);
+    assert_eq!(last.doc["time_hour"], "2013-09-30T12:00:00Z");
+
+    let schema = std::fs::read_to_string(shared_data("tw-scenic-spots.schema.json")).unwrap();
+    let spots = import_file(
+        &store,
+        &shared_data("tw-scenic-spots.ndjson.gz"),
+        "tw-scenic-spots",
+        Some(&schema),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        spots.records as usize,
+        lines_of("tw-scenic-spots.ndjson.gz")
+    );
+    assert_eq!(spots.records, 5063);
+    let dataset = catalog::find(&store.store, "tw-scenic-spots")
+        .await
+        .unwrap()
+        .unwrap();
+    let fields = catalog::fields(&store.store, dataset.version_id)
+        .await
+        .unwrap();
+    // Fields the schema file does not list are kept, with inferred types, after its own.
+    assert_eq!(fields[0].name, "ID");
+    assert!(
+        fields
+            .iter()
+            .any(|f| f.name == "ParkingPosition.PositionLat")
+    );
+    let first = records::in_order(&store.store, dataset.version_id, 0, 1)
+        .await
+        .unwrap();
+    assert_eq!(first[0].id, "C1_315081200H_000080");
+    assert_eq!(first[0].doc["Position"]["GeoHash"], "wsmb103ny");
+}
+
+both_stores!(flights_and_scenic_spots);
