@@ -57,7 +57,6 @@ impl Store {
                     .synchronous(SqliteSynchronous::Normal)
                     .busy_timeout(Duration::from_secs(30))
                     .foreign_keys(true)
-                    .pragma("temp_store", "memory")
                     .pragma("cache_size", "-65536");
                 let pool = SqlitePoolOptions::new()
                     .max_connections(8)
