@@ -12,7 +12,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 use tokio::net::TcpListener;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::Level;
 
 use crate::error::ApiError;
 use crate::store::{Store, gc};
@@ -39,13 +40,16 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .fallback(not_found)
         .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
-                tracing::info_span!(
-                    "request",
-                    method = %request.method(),
-                    path = %request.uri().path(),
-                )
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request<_>| {
+                    tracing::info_span!(
+                        "request",
+                        method = %request.method(),
+                        path = %request.uri().path(),
+                    )
+                })
+                // One event per request, with status and latency, at the default log level.
+                .on_response(DefaultOnResponse::new().level(Level::INFO)),
         )
         .with_state(state)
 }
@@ -94,25 +98,38 @@ pub async fn serve(
     result
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, not when
+/// the future is first polled, so a signal that arrives right after start-up is not lost (and
+/// does not kill the process without draining).
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate()).ok();
+        let mut interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            let terminate = async {
+                match terminate.as_mut() {
+                    Some(s) => drop(s.recv().await),
+                    None => std::future::pending().await,
+                }
+            };
+            let interrupt = async {
+                match interrupt.as_mut() {
+                    Some(s) => drop(s.recv().await),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = terminate => {},
+                () = interrupt => {},
             }
-            Err(_) => std::future::pending::<()>().await,
+            tracing::info!("shutting down: finishing in-flight requests");
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
     }
-    tracing::info!("shutting down: finishing in-flight requests");
+    #[cfg(not(unix))]
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutting down: finishing in-flight requests");
+    }
 }

@@ -99,6 +99,7 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| Failure::Runtime(format!("cannot listen on {}: {e}", config.listen)))?;
+    let shutdown = app::shutdown_signal();
     let bound = listener.local_addr()?;
     tracing::info!(
         listen = %bound,
@@ -110,7 +111,7 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         store,
         public_url: config.public_url.into(),
     };
-    app::serve(state, listener, app::shutdown_signal()).await?;
+    app::serve(state, listener, shutdown).await?;
     Ok(())
 }
 

@@ -138,6 +138,18 @@ async fn serve_on_an_empty_directory() {
     let (clean, log) = server.terminate();
     assert!(clean, "graceful shutdown exits 0; log: {log:?}");
     assert!(log.iter().any(|l| l.contains("shutting down")), "{log:?}");
+    // Structured request logs: one JSON event per request, with its path and status.
+    let requests: Vec<Value> = log
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["message"] == "finished processing request")
+        .collect();
+    assert!(
+        requests
+            .iter()
+            .any(|e| e["span"]["path"] == "/nope" && e["status"] == 404),
+        "{log:?}"
+    );
 
     // The demo datasets were loaded into the empty store, and only once.
     let list = run(odqs(dir.path()).args(["datasets", "list"]));
