@@ -150,8 +150,40 @@ pub fn read_records(
 /// The column names of a CSV file, read from its header alone.
 pub fn csv_headers(input: Box<dyn BufRead + Send>) -> Result<Vec<String>, ImportError> {
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(input);
-    let headers = reader.headers().map_err(|e| csv_error(&e))?;
-    Ok(headers.iter().map(str::to_string).collect())
+    header_names(reader.headers().map_err(|e| csv_error(&e))?)
+}
+
+/// Checked column names: trimmed, without the UTF-8 byte-order mark spreadsheets write, none
+/// empty (nor with an empty dotted part), none twice.
+fn header_names(headers: &csv::StringRecord) -> Result<Vec<String>, ImportError> {
+    let mut names: Vec<String> = Vec::with_capacity(headers.len());
+    for (i, header) in headers.iter().enumerate() {
+        let name = header.trim_start_matches('\u{feff}').trim().to_string();
+        let problem = if name.split('.').any(str::is_empty) {
+            Some("has an empty name")
+        } else if names.contains(&name) {
+            Some("repeats an earlier column's name")
+        } else if names.iter().any(|other| {
+            let (short, long) = if other.len() < name.len() {
+                (other, &name)
+            } else {
+                (&name, other)
+            };
+            long.starts_with(short.as_str()) && long[short.len()..].starts_with('.')
+        }) {
+            Some("and another column are one value and an object at once (a and a.b)")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(ImportError::Malformed {
+                location: Location::Line(1),
+                message: format!("column {} ({name:?}) {problem}", i + 1),
+            });
+        }
+        names.push(name);
+    }
+    Ok(names)
 }
 
 fn csv_error(error: &csv::Error) -> ImportError {
@@ -174,21 +206,11 @@ fn read_csv(
     each: &mut dyn FnMut(SourceRecord) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(input);
-    let headers: Vec<Vec<String>> = reader
-        .headers()
-        .map_err(|e| csv_error(&e))?
+    let names = header_names(reader.headers().map_err(|e| csv_error(&e))?)?;
+    let headers: Vec<Vec<String>> = names
         .iter()
-        .map(|h| h.trim().split('.').map(str::to_string).collect())
+        .map(|h| h.split('.').map(str::to_string).collect())
         .collect();
-    if let Some(empty) = headers
-        .iter()
-        .position(|h| h.iter().any(|part| part.is_empty()))
-    {
-        return Err(ImportError::Malformed {
-            location: Location::Line(1),
-            message: format!("column {} has an empty name in the header", empty + 1),
-        });
-    }
     let mut record = csv::StringRecord::new();
     let mut number = 0;
     while reader.read_record(&mut record).map_err(|e| csv_error(&e))? {
@@ -381,6 +403,24 @@ mod tests {
             rows,
             vec![serde_json::json!({"id": "1", "origin": {"city": "NYC"}})]
         );
+    }
+
+    #[test]
+    fn headers_are_checked() {
+        let rows = read("x.csv", "\u{feff}id,n\n1,2\n".as_bytes()).unwrap();
+        assert_eq!(rows, vec![serde_json::json!({"id": "1", "n": "2"})]);
+        let err = read("x.csv", b"a,b,a\n1,2,3\n").unwrap_err();
+        assert!(
+            err.to_string().contains("line 1 column 3 (\"a\") repeats"),
+            "{err}"
+        );
+        let err = read("x.csv", b"a.b,a\n1,2\n").unwrap_err();
+        assert!(
+            err.to_string().contains("column 2 (\"a\") and another"),
+            "{err}"
+        );
+        let err = read("x.csv", b"a,,c\n1,2,3\n").unwrap_err();
+        assert!(err.to_string().contains("column 2"), "{err}");
     }
 
     #[test]

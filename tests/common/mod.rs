@@ -89,6 +89,43 @@ impl TestStore {
     }
 }
 
+impl TestStore {
+    /// The scratch PostgreSQL database's name (`None` on SQLite).
+    pub fn pg_database(&self) -> Option<&str> {
+        self.pg_database.as_deref()
+    }
+
+    /// The HTTP application over this store, as `odqs serve` builds it.
+    pub fn router(&self) -> axum::Router {
+        odqs::app::router(odqs::app::AppState {
+            store: self.store.clone(),
+            public_url: "http://odqs.test".into(),
+        })
+    }
+}
+
+/// Sends one request through the router; returns status and JSON body.
+pub async fn get_json(router: &axum::Router, path: &str) -> (u16, serde_json::Value) {
+    use tower::ServiceExt;
+    let response = router
+        .clone()
+        .oneshot(
+            axum::http::Request::get(path)
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    )
+}
+
 fn rand_suffix() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
