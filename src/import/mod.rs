@@ -294,6 +294,35 @@ async fn load(
     Ok(records)
 }
 
+/// The columns of a `records_v{N}` table in one store's dialect: the definitions for
+/// `CREATE TABLE` and the quoted names for `INSERT`/`COPY`, in the order rows carry their cells.
+struct RecordColumns {
+    definitions: Vec<String>,
+    names: Vec<String>,
+}
+
+impl RecordColumns {
+    /// `shared` declares `pos`, `_id` and `doc`; `column_type` gives each typed column's type.
+    fn new(
+        plan: &Plan,
+        shared: [&str; 3],
+        column_type: fn(entity::FieldType) -> &'static str,
+    ) -> Self {
+        let mut definitions: Vec<String> = ["pos", "_id", "doc"]
+            .iter()
+            .zip(shared)
+            .map(|(name, declaration)| format!("\"{name}\" {declaration}"))
+            .collect();
+        let mut names: Vec<String> = ["\"pos\"", "\"_id\"", "\"doc\""].map(String::from).into();
+        for field in plan.columns() {
+            let column = field.column.as_deref().expect("columns() has columns");
+            definitions.push(format!("\"{column}\" {}", column_type(field.field_type)));
+            names.push(format!("\"{column}\""));
+        }
+        RecordColumns { definitions, names }
+    }
+}
+
 /// SQL that finds the first duplicated `_id` of a loaded records table with two of its record
 /// positions. Run before the unique index is built, so the error can name the records.
 fn duplicate_id_sql(version_id: i64) -> String {

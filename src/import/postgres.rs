@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
 use super::schema::{Cell, Plan};
-use super::{ImportError, duplicate_error, duplicate_id_sql};
+use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
 
 fn column_type(field_type: FieldType) -> &'static str {
     match field_type {
@@ -29,17 +29,14 @@ pub async fn load(
 ) -> Result<u64, ImportError> {
     let records = records_table(version_id);
     let texts = text_table(version_id);
-    let mut columns = vec![
-        "\"pos\" bigint NOT NULL".to_string(),
-        "\"_id\" text NOT NULL".into(),
-        "\"doc\" jsonb NOT NULL".into(),
-    ];
-    let mut names = vec!["\"pos\"".to_string(), "\"_id\"".into(), "\"doc\"".into()];
-    for field in plan.columns() {
-        let column = field.column.as_deref().expect("columns() has columns");
-        columns.push(format!("\"{column}\" {}", column_type(field.field_type)));
-        names.push(format!("\"{column}\""));
-    }
+    let RecordColumns {
+        definitions: columns,
+        names,
+    } = RecordColumns::new(
+        plan,
+        ["bigint NOT NULL", "text NOT NULL", "jsonb NOT NULL"],
+        column_type,
+    );
     exec(
         pool,
         format!("CREATE TABLE \"{records}\" ({})", columns.join(", ")),

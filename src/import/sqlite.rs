@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
 use super::schema::{Cell, Plan};
-use super::{ImportError, duplicate_error, duplicate_id_sql};
+use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
 
 /// SQLite's default limit of bound parameters per statement is 32766.
 const MAX_PARAMS: usize = 32_000;
@@ -37,17 +37,14 @@ pub async fn load(
 ) -> Result<u64, ImportError> {
     let records = records_table(version_id);
     let texts = text_table(version_id);
-    let mut columns = vec![
-        "\"pos\" INTEGER PRIMARY KEY".to_string(),
-        "\"_id\" TEXT NOT NULL".into(),
-        "\"doc\" TEXT NOT NULL".into(),
-    ];
-    let mut names = vec!["\"pos\"".to_string(), "\"_id\"".into(), "\"doc\"".into()];
-    for field in plan.columns() {
-        let column = field.column.as_deref().expect("columns() has columns");
-        columns.push(format!("\"{column}\" {}", column_type(field.field_type)));
-        names.push(format!("\"{column}\""));
-    }
+    let RecordColumns {
+        definitions: columns,
+        names,
+    } = RecordColumns::new(
+        plan,
+        ["INTEGER PRIMARY KEY", "TEXT NOT NULL", "TEXT NOT NULL"],
+        column_type,
+    );
     let mut tx = pool.begin().await?;
     exec(
         &mut *tx,

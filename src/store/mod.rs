@@ -42,6 +42,10 @@ pub enum StoreError {
 impl Store {
     /// Opens the store at `url`, creating an SQLite file (and its directory) when missing.
     pub async fn connect(url: &StoreUrl) -> Result<Self, StoreError> {
+        let failed = |source| StoreError::Connect {
+            url: format!("{url:?}"),
+            source,
+        };
         let db = match url {
             StoreUrl::Sqlite(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -63,27 +67,17 @@ impl Store {
                     .acquire_timeout(Duration::from_secs(30))
                     .connect_with(options)
                     .await
-                    .map_err(|source| StoreError::Connect {
-                        url: format!("{url:?}"),
-                        source,
-                    })?;
+                    .map_err(failed)?;
                 sea_orm::SqlxSqliteConnector::from_sqlx_sqlite_pool(pool)
             }
             StoreUrl::Postgres(raw) => {
-                let options =
-                    PgConnectOptions::from_str(raw).map_err(|source| StoreError::Connect {
-                        url: format!("{url:?}"),
-                        source,
-                    })?;
+                let options = PgConnectOptions::from_str(raw).map_err(failed)?;
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(5))
                     .connect_with(options)
                     .await
-                    .map_err(|source| StoreError::Connect {
-                        url: format!("{url:?}"),
-                        source,
-                    })?;
+                    .map_err(failed)?;
                 sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(pool)
             }
         };
