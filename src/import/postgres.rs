@@ -117,9 +117,7 @@ pub async fn build_indexes(pool: &PgPool, version_id: i64, plan: &Plan) -> Resul
     let records = records_table(version_id);
     let texts = text_table(version_id);
     let mut conn = pool.acquire().await?;
-    sqlx::query("SET maintenance_work_mem = '256MB'")
-        .execute(&mut *conn)
-        .await?;
+    exec(&mut *conn, "SET maintenance_work_mem = '256MB'".into()).await?;
     let found: Option<(String, i64, i64)> =
         sqlx::query_as(AssertSqlSafe(duplicate_id_sql(version_id)))
             .fetch_optional(&mut *conn)
@@ -137,14 +135,29 @@ pub async fn build_indexes(pool: &PgPool, version_id: i64, plan: &Plan) -> Resul
             "CREATE INDEX \"{records}_{column}\" ON \"{records}\" (\"{column}\", \"pos\")"
         ));
     }
-    statements.push(format!("ANALYZE \"{records}\""));
-    statements.push(format!("ANALYZE \"{texts}\""));
-    for statement in statements {
+    // Index builds are CPU-bound and independent: two sessions build two at a time.
+    let mut other = pool.acquire().await?;
+    exec(&mut *other, "SET maintenance_work_mem = '256MB'".into()).await?;
+    let (even, odd): (Vec<_>, Vec<_>) = statements
+        .into_iter()
+        .enumerate()
+        .partition(|(i, _)| i % 2 == 0);
+    tokio::try_join!(run_all(&mut conn, even), run_all(&mut other, odd))?;
+    exec(&mut *conn, format!("ANALYZE \"{records}\"")).await?;
+    exec(&mut *conn, format!("ANALYZE \"{texts}\"")).await?;
+    exec(&mut *conn, "RESET maintenance_work_mem".into()).await?;
+    exec(&mut *other, "RESET maintenance_work_mem".into()).await?;
+    Ok(())
+}
+
+/// Runs statements one after the other on one session.
+async fn run_all(
+    conn: &mut sqlx::PgConnection,
+    statements: Vec<(usize, String)>,
+) -> Result<(), sqlx::Error> {
+    for (_, statement) in statements {
         exec(&mut *conn, statement).await?;
     }
-    sqlx::query("RESET maintenance_work_mem")
-        .execute(&mut *conn)
-        .await?;
     Ok(())
 }
 
