@@ -92,14 +92,16 @@ async fn open(args: &StoreArgs) -> Result<Store, Failure> {
 async fn serve(args: ServeArgs) -> Result<(), Failure> {
     let config = ServeConfig::from_args(&args).map_err(config_failure)?;
     init_logging(config.json_logs, "info,sqlx=warn,sea_orm=warn");
-    let store = open(&args.store).await?;
-    if config.demo_data {
-        import_demo(&store).await?;
-    }
+    // Bind and take over the signals first: a taken port fails at once, and a SIGTERM during
+    // the start-up work below shuts down cleanly once serving begins.
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| Failure::Runtime(format!("cannot listen on {}: {e}", config.listen)))?;
     let shutdown = app::shutdown_signal();
+    let store = open(&args.store).await?;
+    if config.demo_data {
+        import_demo(&store).await?;
+    }
     let bound = listener.local_addr()?;
     tracing::info!(
         listen = %bound,

@@ -378,6 +378,17 @@ fn configuration_errors_are_one_line() {
     }
     let output = run(odqs(dir.path()).args(["serve"]).env("ODQS_LISTEN", "bad"));
     assert!(stderr(&output).contains("ODQS_LISTEN"));
+    // A port that is taken is one line too, before the store is touched.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let output = run(odqs(dir.path()).args(["serve", "--listen", &address]));
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(
+        message.contains(&format!("cannot listen on {address}")),
+        "{message}"
+    );
     assert!(
         !dir.path().join("data").exists(),
         "nothing starts on a configuration error"
