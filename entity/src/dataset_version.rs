@@ -2,9 +2,11 @@
 
 use sea_orm::entity::prelude::*;
 
-/// Lifecycle of a version. `loading` only exists inside the import's transaction; a version is
-/// `retired` when a newer one (or a removal) replaces it, and its tables are dropped once no
-/// reader can still be using it (see `odqs::store::gc`).
+/// Lifecycle of a version: `loading` while its import runs (no reader can see it), `live`
+/// once the dataset points at it, `retired` when a newer one (or a removal) replaces it; its
+/// tables are dropped once no reader can still be using it (see `odqs::store::gc`).
+pub const STATE_LOADING: &str = "loading";
+/// See [`STATE_LOADING`].
 pub const STATE_LIVE: &str = "live";
 /// See [`STATE_LIVE`].
 pub const STATE_RETIRED: &str = "retired";

@@ -153,7 +153,7 @@ pub async fn import(
 
     let version = dataset_version::ActiveModel {
         slug: Set(request.slug.clone()),
-        state: Set("loading".into()),
+        state: Set(dataset_version::STATE_LOADING.into()),
         record_count: Set(0),
         created_at: Set(OffsetDateTime::now_utc()),
         retired_at: Set(None),
