@@ -26,13 +26,6 @@ pub struct AppState {
     pub public_url: Arc<str>,
 }
 
-impl AppState {
-    /// `{base_url}` = `{site_url}/api/v1`.
-    pub fn base_url(&self) -> String {
-        format!("{}/api/v1", self.public_url)
-    }
-}
-
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
     Router::new()

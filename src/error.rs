@@ -28,12 +28,6 @@ impl ApiError {
         }
     }
 
-    /// Adds a member to the body.
-    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
-        self.extra.insert(key.to_string(), value.into());
-        self
-    }
-
     /// 404 for a path nothing answers.
     pub fn not_found() -> Self {
         Self::new(
@@ -49,16 +43,6 @@ impl ApiError {
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",
             "The data store cannot be reached right now; try again shortly.",
-        )
-    }
-
-    /// A failure that is ours, not the client's: logged with its detail, answered without it.
-    pub fn internal(detail: &dyn std::fmt::Display) -> Self {
-        tracing::error!(error = %detail, "internal error");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            "Something went wrong on our side; it has been logged.",
         )
     }
 }

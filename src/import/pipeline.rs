@@ -48,7 +48,7 @@ pub fn start(
         reader::read_records(input, format, |record| {
             count += 1;
             let mut row = plan
-                .convert(record.number as i64, record.object, record.untyped)
+                .convert(record.number as i64, record.object)
                 .map_err(|message| ImportError::Malformed {
                     location: record.location,
                     message,

@@ -2,6 +2,8 @@
 //! dictionary, side by side on two connections; keys and indexes built after the load. The
 //! dictionary gets a `pg_trgm` GIN index, so substring search in any script avoids a scan.
 
+use std::io::Write;
+
 use entity::FieldType;
 use entity::record::{records_table, text_table};
 use sqlx::AssertSqlSafe;
@@ -64,7 +66,7 @@ pub async fn load(
     while let Some(batch) = batches.recv().await {
         buffer.clear();
         for row in &batch.rows {
-            buffer.extend_from_slice(row.pos.to_string().as_bytes());
+            write!(buffer, "{}", row.pos).expect("writing to a Vec cannot fail");
             buffer.push(b'\t');
             escape(&mut buffer, &row.id);
             buffer.push(b'\t');
@@ -74,8 +76,10 @@ pub async fn load(
                 match cell {
                     Cell::Null => buffer.extend_from_slice(b"\\N"),
                     Cell::Str(s) | Cell::Text(s) => escape(&mut buffer, s),
-                    Cell::Num(n) => buffer.extend_from_slice(n.to_string().as_bytes()),
-                    Cell::TextId(id) => buffer.extend_from_slice(id.to_string().as_bytes()),
+                    Cell::Num(n) => write!(buffer, "{n}").expect("writing to a Vec cannot fail"),
+                    Cell::TextId(id) => {
+                        write!(buffer, "{id}").expect("writing to a Vec cannot fail")
+                    }
                 }
             }
             buffer.push(b'\n');
@@ -85,7 +89,7 @@ pub async fn load(
         if !batch.texts.is_empty() {
             buffer.clear();
             for (id, text) in &batch.texts {
-                buffer.extend_from_slice(id.to_string().as_bytes());
+                write!(buffer, "{id}").expect("writing to a Vec cannot fail");
                 buffer.push(b'\t');
                 escape(&mut buffer, text);
                 buffer.push(b'\n');

@@ -194,12 +194,7 @@ impl Plan {
     }
 
     /// Converts one source record; the error says which field and why.
-    pub fn convert(
-        &self,
-        pos: i64,
-        mut object: Map<String, Value>,
-        untyped: bool,
-    ) -> Result<Row, String> {
+    pub fn convert(&self, pos: i64, mut object: Map<String, Value>) -> Result<Row, String> {
         let mut cells = Vec::with_capacity(self.fields.len());
         let mut id = None;
         for (i, field) in self.fields.iter().enumerate() {
@@ -208,7 +203,7 @@ impl Plan {
             }
             let (cell, replacement) = match lookup(&object, &field.path) {
                 None => (Cell::Null, None),
-                Some(value) => coerce(value, field.field_type, untyped)
+                Some(value) => coerce(value, field.field_type)
                     .map_err(|why| format!("field {:?} {why}", field.name))?,
             };
             if self.id_field == Some(i) {
@@ -265,11 +260,7 @@ fn set_path(object: &mut Map<String, Value>, path: &[String], value: Value) {
 
 /// Coerces a value to a field type: the cell for its column, and the value to write back into
 /// the record when the record should show the typed value (a CSV `"42"` becomes `42`).
-fn coerce(
-    value: &Value,
-    field_type: FieldType,
-    untyped: bool,
-) -> Result<(Cell, Option<Value>), String> {
+fn coerce(value: &Value, field_type: FieldType) -> Result<(Cell, Option<Value>), String> {
     let text = |s: &str| -> Cell {
         if s.is_empty() {
             Cell::Null
@@ -318,10 +309,7 @@ fn coerce(
             Value::Bool(b) => Ok((Cell::Text(b.to_string()), None)),
             other => Err(format!("expects text, got {}", kind(other))),
         },
-        FieldType::Json => {
-            let _ = untyped;
-            Ok((Cell::Null, None))
-        }
+        FieldType::Json => Ok((Cell::Null, None)),
     }
 }
 
@@ -566,7 +554,7 @@ mod tests {
         let plan = Plan::new(&schema, &[("extra".into(), FieldType::Json)], Some("id")).unwrap();
         let object = json!({"id": "a1", "n": "42", "o": {"c": "Hi"}, "extra": [1]});
         let row = plan
-            .convert(1, object.as_object().unwrap().clone(), true)
+            .convert(1, object.as_object().unwrap().clone())
             .unwrap();
         assert_eq!(row.id, "a1");
         assert_eq!(
@@ -583,12 +571,12 @@ mod tests {
         );
         let bad = json!({"id": "a2", "n": "many"});
         let err = plan
-            .convert(2, bad.as_object().unwrap().clone(), true)
+            .convert(2, bad.as_object().unwrap().clone())
             .unwrap_err();
         assert!(err.contains("\"n\" expects a number"), "{err}");
         let missing = json!({"n": 1});
         assert!(
-            plan.convert(3, missing.as_object().unwrap().clone(), false)
+            plan.convert(3, missing.as_object().unwrap().clone())
                 .is_err()
         );
     }

@@ -17,6 +17,8 @@ use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
 
 /// SQLite's default limit of bound parameters per statement is 32766.
 const MAX_PARAMS: usize = 32_000;
+/// Text-dictionary rows per insert statement.
+const TEXTS_PER_STATEMENT: usize = 500;
 /// Batches per write transaction.
 const BATCHES_PER_COMMIT: usize = 50;
 
@@ -72,41 +74,48 @@ pub async fn load(
         )
     };
     let full_insert = insert(rows_per_statement);
-    let full_text_insert = insert_texts(500);
+    let full_text_insert = insert_texts(TEXTS_PER_STATEMENT);
 
     let mut count = 0u64;
     let mut since_commit = 0;
     while let Some(batch) = batches.recv().await {
-        for chunk in batch.rows.chunks(rows_per_statement) {
+        // Rows are moved into the statement's arguments: a record's JSON is never copied.
+        let mut rows = batch.rows.into_iter().peekable();
+        while rows.peek().is_some() {
             let mut args = SqliteArguments::default();
-            for row in chunk {
+            let mut n = 0;
+            for row in rows.by_ref().take(rows_per_statement) {
                 args.add(row.pos).map_err(sqlx::Error::Encode)?;
-                args.add(row.id.clone()).map_err(sqlx::Error::Encode)?;
-                args.add(row.doc.clone()).map_err(sqlx::Error::Encode)?;
-                for cell in &row.cells {
+                args.add(row.id).map_err(sqlx::Error::Encode)?;
+                args.add(row.doc).map_err(sqlx::Error::Encode)?;
+                for cell in row.cells {
                     bind(&mut args, cell)?;
                 }
+                n += 1;
             }
-            let sql = if chunk.len() == rows_per_statement {
+            let sql = if n == rows_per_statement {
                 full_insert.clone()
             } else {
-                insert(chunk.len())
+                insert(n)
             };
             sqlx::query_with::<Sqlite, _>(AssertSqlSafe(sql), args)
                 .execute(&mut *tx)
                 .await?;
-            count += chunk.len() as u64;
+            count += n as u64;
         }
-        for chunk in batch.texts.chunks(500) {
+        let mut texts = batch.texts.into_iter().peekable();
+        while texts.peek().is_some() {
             let mut args = SqliteArguments::default();
-            for (id, text) in chunk {
-                args.add(*id).map_err(sqlx::Error::Encode)?;
-                args.add(text.clone()).map_err(sqlx::Error::Encode)?;
+            let mut n = 0;
+            for (id, text) in texts.by_ref().take(TEXTS_PER_STATEMENT) {
+                args.add(id).map_err(sqlx::Error::Encode)?;
+                args.add(text).map_err(sqlx::Error::Encode)?;
+                n += 1;
             }
-            let sql = if chunk.len() == 500 {
+            let sql = if n == TEXTS_PER_STATEMENT {
                 full_text_insert.clone()
             } else {
-                insert_texts(chunk.len())
+                insert_texts(n)
             };
             sqlx::query_with::<Sqlite, _>(AssertSqlSafe(sql), args)
                 .execute(&mut *tx)
@@ -123,12 +132,12 @@ pub async fn load(
     Ok(count)
 }
 
-fn bind(args: &mut SqliteArguments, cell: &Cell) -> Result<(), sqlx::Error> {
+fn bind(args: &mut SqliteArguments, cell: Cell) -> Result<(), sqlx::Error> {
     match cell {
         Cell::Null => args.add(Option::<String>::None),
-        Cell::Str(s) | Cell::Text(s) => args.add(s.clone()),
-        Cell::Num(n) => args.add(*n),
-        Cell::TextId(id) => args.add(*id),
+        Cell::Str(s) | Cell::Text(s) => args.add(s),
+        Cell::Num(n) => args.add(n),
+        Cell::TextId(id) => args.add(id),
     }
     .map_err(sqlx::Error::Encode)
 }
