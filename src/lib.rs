@@ -8,7 +8,8 @@
 //! - [`import`]: reading CSV/JSON/NDJSON (gzip too) as a stream, schema files and inference, and
 //!   the bulk load that publishes a dataset version atomically.
 //! - [`demo`]: the slices of real open data bundled into the binary for a first start.
-//! - [`auth`]: API tokens (minting, hashing).
+//! - [`auth`]: API tokens (minting, hashing) and the bearer check of the API.
+//! - [`rest`]: the REST API under `/api/v1`, thin handlers over `graphql::query`.
 //! - [`app`]: the HTTP application: state, router, layers, graceful serving.
 //! - [`error`]: the contract's JSON error shape.
 //! - [`commands`]: one function per sub-command.
@@ -20,4 +21,5 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod import;
+pub mod rest;
 pub mod store;
