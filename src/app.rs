@@ -107,6 +107,8 @@ pub async fn serve(
             }
         }
     });
+    // Raw `<`/`>` in queries (`sort=name<`) reach the router (contract §5).
+    let listener = crate::request_line::RawQueryListener::new(listener);
     let result = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await;

@@ -11,6 +11,7 @@
 //! - [`auth`]: API tokens (minting, hashing) and the bearer check of the API.
 //! - [`rest`]: the REST API under `/api/v1`, thin handlers over `graphql::query`.
 //! - [`app`]: the HTTP application: state, router, layers, graceful serving.
+//! - [`request_line`]: lets raw `<`, `>` and `"` in query strings through hyper (contract §5).
 //! - [`error`]: the contract's JSON error shape.
 //! - [`commands`]: one function per sub-command.
 
@@ -21,5 +22,6 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod import;
+pub mod request_line;
 pub mod rest;
 pub mod store;

@@ -125,6 +125,10 @@ impl ApiError {
             ApiError::TextFieldExactMatch { field } => format!(
                 "{field} is a text field and cannot be matched exactly; search it with q[{field}]=… instead."
             ),
+            ApiError::InvalidGroupBy { field, .. } if field == "_id" => {
+                "_id identifies single records and cannot be grouped by; group by a keyword field."
+                    .into()
+            }
             ApiError::InvalidGroupBy { field, field_type } => {
                 format!("group_by needs a keyword field, and {field} is a {field_type} field.")
             }

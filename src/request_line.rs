@@ -1,0 +1,564 @@
+//! Raw `<`, `>` and `"` in query strings, as `curl 'http://…/records?sort=dep_delay<'` sends them.
+//!
+//! Contract §5 says `sort=name<` and `sort=name>` work raw as well as percent-encoded. hyper
+//! reads the request line with `httparse`, which accepts every visible ASCII byte (and every
+//! byte from 0x80) in the request-target, and then builds an `http::Uri`, whose query table
+//! (http 1.x, `src/uri/path.rs`, `build_query_map`, after the WHATWG query state) allows only
+//! 0x21, 0x24..=0x3B, 0x3D, 0x3F..=0x7E and 0x80..=0xFF. Of the bytes httparse lets through,
+//! that leaves out `"` (0x22), `<` (0x3C) and `>` (0x3E) (`#`, 0x23, starts the fragment), so a
+//! raw `<` or `>` got an empty `400 Bad Request` before the router saw the request. No hyper or
+//! axum option relaxes this.
+//!
+//! [`RawQueryListener`] wraps every accepted connection in a [`RawQueryStream`], which
+//! percent-encodes exactly those three bytes (`%22`, `%3C`, `%3E`) in the query part of the
+//! request-target of HTTP/1.x request lines before hyper reads them; the handlers decode them
+//! back, so a raw and an encoded request are the same request. `{`, `}`, `|`, `\`, `^` and `` ` ``
+//! are valid in a query already and stay as they are, as do `%`, `+`, `&`, `=` and the rest. The
+//! path, the headers and the bodies are never changed, and writes pass straight through.
+//!
+//! To find each request line on a keep-alive connection the stream follows the message framing:
+//! header lines up to the blank line, then exactly `Content-Length` body bytes (requests without
+//! `Content-Length` or `Transfer-Encoding` have no body). Whatever it does not follow turns it
+//! into a plain pass-through for the rest of the connection, where hyper answers exactly as it
+//! would without it:
+//! - `Transfer-Encoding` (a chunked body): following chunks is not worth it on a read API, and
+//!   passing the rest of the connection through is always correct;
+//! - `CONNECT` or an `Upgrade` header: what follows may not be HTTP;
+//! - anything unparseable: a request line that is not `METHOD SP TARGET SP HTTP/1.x` (an HTTP/2
+//!   preface, for one), a header line without `:` or folded onto the next line, an invalid or
+//!   conflicting `Content-Length`, a line longer than 64 KiB (the http crate refuses targets
+//!   that long anyway).
+//!
+//! Like httparse, lines may end in `\r\n` or a bare `\n`, and blank lines before a request line
+//! are skipped.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use axum::serve::Listener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpListener;
+
+/// Lines longer than this (terminator included) turn the connection into a pass-through.
+const MAX_LINE: usize = 64 * 1024;
+
+/// A [`Listener`] whose connections percent-encode raw `<`, `>` and `"` in request queries (see
+/// the [module documentation](self)). Accept errors are handled by the wrapped listener, for a
+/// [`TcpListener`] as `axum::serve` does without the wrapper.
+#[derive(Debug)]
+pub struct RawQueryListener<L = TcpListener> {
+    inner: L,
+}
+
+impl<L> RawQueryListener<L> {
+    /// Wraps `inner`.
+    pub fn new(inner: L) -> Self {
+        RawQueryListener { inner }
+    }
+}
+
+impl<L: Listener> Listener for RawQueryListener<L> {
+    type Io = RawQueryStream<L::Io>;
+    type Addr = L::Addr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (io, addr) = self.inner.accept().await;
+        (RawQueryStream::new(io), addr)
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// One server-side connection whose reads have raw `<`, `>` and `"` in the query of each
+/// HTTP/1.x request-target percent-encoded; writes pass straight through.
+#[derive(Debug)]
+pub struct RawQueryStream<S> {
+    inner: S,
+    mode: Mode,
+    /// The unfinished line of a request head (request line or header line).
+    line: Vec<u8>,
+    /// Bytes ready for the reader, from `out_pos` on.
+    out: Vec<u8>,
+    out_pos: usize,
+}
+
+/// Where the stream is in the current request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Before a request line (blank lines are skipped).
+    RequestLine,
+    /// In the header lines, with the `Content-Length` seen so far.
+    Headers { content_length: Option<u64> },
+    /// In a body of known length.
+    Body { remaining: u64 },
+    /// For the rest of the connection, bytes pass unchanged.
+    PassThrough,
+}
+
+impl<S> RawQueryStream<S> {
+    /// Wraps a connection, before its first byte has been read.
+    pub fn new(inner: S) -> Self {
+        RawQueryStream {
+            inner,
+            mode: Mode::RequestLine,
+            line: Vec::new(),
+            out: Vec::new(),
+            out_pos: 0,
+        }
+    }
+
+    /// The wrapped connection.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Takes up to `n` bytes just read as body bytes that pass unchanged; returns how many.
+    fn take_body(&mut self, n: usize) -> usize {
+        let Mode::Body { remaining } = self.mode else {
+            return 0;
+        };
+        let taken = remaining.min(n as u64);
+        self.mode = match remaining - taken {
+            0 => Mode::RequestLine,
+            remaining => Mode::Body { remaining },
+        };
+        taken as usize
+    }
+
+    /// Runs `input` through the framing, appending what the reader gets to `out` and keeping an
+    /// unfinished line in `line`.
+    fn process(&mut self, mut input: &[u8]) {
+        while !input.is_empty() {
+            match self.mode {
+                Mode::PassThrough => {
+                    self.out.extend_from_slice(input);
+                    return;
+                }
+                Mode::Body { .. } => {
+                    let taken = self.take_body(input.len());
+                    self.out.extend_from_slice(&input[..taken]);
+                    input = &input[taken..];
+                }
+                Mode::RequestLine | Mode::Headers { .. } => {
+                    let end = input.iter().position(|&b| b == b'\n');
+                    let (part, complete) = match end {
+                        Some(i) => (&input[..=i], true),
+                        None => (input, false),
+                    };
+                    self.line.extend_from_slice(part);
+                    input = &input[part.len()..];
+                    if self.line.len() > MAX_LINE {
+                        self.give_up();
+                    } else if complete {
+                        self.finish_line();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands over the unfinished line as it came and passes everything after it through.
+    fn give_up(&mut self) {
+        self.out.append(&mut self.line);
+        self.mode = Mode::PassThrough;
+    }
+
+    /// Handles the complete line in `line` (terminator included).
+    fn finish_line(&mut self) {
+        let line = std::mem::take(&mut self.line);
+        match self.mode {
+            Mode::RequestLine => self.request_line(&line),
+            Mode::Headers { content_length } => self.header_line(&line, content_length),
+            Mode::Body { .. } | Mode::PassThrough => unreachable!("no line outside a head"),
+        }
+        // Keep the allocation for the next line.
+        self.line = line;
+        self.line.clear();
+    }
+
+    fn request_line(&mut self, line: &[u8]) {
+        let content = strip_eol(line);
+        if content.is_empty() {
+            // A blank line before a request line, which httparse skips.
+            self.out.extend_from_slice(line);
+            return;
+        }
+        let Some((method, target)) = split_request_line(content) else {
+            self.out.extend_from_slice(line);
+            self.mode = Mode::PassThrough;
+            return;
+        };
+        if method == b"CONNECT" {
+            self.out.extend_from_slice(line);
+            self.mode = Mode::PassThrough;
+            return;
+        }
+        let query = target
+            .iter()
+            .position(|&b| b == b'?')
+            .map_or(target.len(), |i| i + 1);
+        // Method, the space and the path as they came.
+        let head = method.len() + 1 + query;
+        self.out.extend_from_slice(&line[..head]);
+        for &b in &target[query..] {
+            match b {
+                b'"' => self.out.extend_from_slice(b"%22"),
+                b'<' => self.out.extend_from_slice(b"%3C"),
+                b'>' => self.out.extend_from_slice(b"%3E"),
+                _ => self.out.push(b),
+            }
+        }
+        // The space, the version and the line's end as they came.
+        self.out
+            .extend_from_slice(&line[method.len() + 1 + target.len()..]);
+        self.mode = Mode::Headers {
+            content_length: None,
+        };
+    }
+
+    fn header_line(&mut self, line: &[u8], content_length: Option<u64>) {
+        self.out.extend_from_slice(line);
+        let content = strip_eol(line);
+        if content.is_empty() {
+            self.mode = match content_length {
+                Some(n) if n > 0 => Mode::Body { remaining: n },
+                _ => Mode::RequestLine,
+            };
+            return;
+        }
+        let folded = matches!(content[0], b' ' | b'\t');
+        let Some(colon) = content.iter().position(|&b| b == b':') else {
+            self.mode = Mode::PassThrough;
+            return;
+        };
+        if folded {
+            self.mode = Mode::PassThrough;
+            return;
+        }
+        let name = &content[..colon];
+        if name.eq_ignore_ascii_case(b"content-length") {
+            self.mode = match parse_content_length(&content[colon + 1..]) {
+                Some(n) if content_length.is_none_or(|seen| seen == n) => Mode::Headers {
+                    content_length: Some(n),
+                },
+                _ => Mode::PassThrough,
+            };
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding")
+            || name.eq_ignore_ascii_case(b"upgrade")
+        {
+            self.mode = Mode::PassThrough;
+        }
+    }
+}
+
+/// A line without its `\n` or `\r\n`.
+fn strip_eol(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// `METHOD SP TARGET SP HTTP/1.x` → `(METHOD, TARGET)`.
+fn split_request_line(content: &[u8]) -> Option<(&[u8], &[u8])> {
+    let first = content.iter().position(|&b| b == b' ')?;
+    let (method, rest) = (&content[..first], &content[first + 1..]);
+    let second = rest.iter().position(|&b| b == b' ')?;
+    let (target, version) = (&rest[..second], &rest[second + 1..]);
+    let known = version == b"HTTP/1.1" || version == b"HTTP/1.0";
+    (!method.is_empty() && !target.is_empty() && known).then_some((method, target))
+}
+
+/// A `Content-Length` value as hyper reads it: digits, or a comma-separated list of the same
+/// digits.
+fn parse_content_length(value: &[u8]) -> Option<u64> {
+    let mut length = None;
+    for item in value.split(|&b| b == b',') {
+        let item = item.trim_ascii();
+        if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let n: u64 = std::str::from_utf8(item).ok()?.parse().ok()?;
+        if length.is_some_and(|seen| seen != n) {
+            return None;
+        }
+        length = Some(n);
+    }
+    length
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for RawQueryStream<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        loop {
+            if this.out_pos < this.out.len() {
+                let n = buf.remaining().min(this.out.len() - this.out_pos);
+                buf.put_slice(&this.out[this.out_pos..this.out_pos + n]);
+                this.out_pos += n;
+                if this.out_pos == this.out.len() {
+                    this.out.clear();
+                    this.out_pos = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            if this.mode == Mode::PassThrough {
+                // `line` is empty: giving up moved it to `out`.
+                return Pin::new(&mut this.inner).poll_read(cx, buf);
+            }
+            // Read straight into the caller's buffer; body bytes stay there, the rest is moved
+            // out and run through the framing.
+            let start = buf.filled().len();
+            ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+            let end = buf.filled().len();
+            if end == start {
+                // End of stream: an unfinished line goes to the reader as it came, then the end.
+                if this.line.is_empty() {
+                    return Poll::Ready(Ok(()));
+                }
+                this.give_up();
+                continue;
+            }
+            let body = this.take_body(end - start);
+            if start + body < end {
+                this.process(&buf.filled()[start + body..end]);
+                buf.set_filled(start + body);
+            }
+            if body > 0 {
+                return Poll::Ready(Ok(()));
+            }
+            // Nothing handed over yet: `out` has bytes, or they all went into an unfinished
+            // line and the next read continues it. Returning now with nothing would mean the end.
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for RawQueryStream<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Yields `data` `chunk` bytes at a time, with a `Pending` (and a wake) before every chunk.
+    struct Chunked {
+        data: Vec<u8>,
+        pos: usize,
+        chunk: usize,
+        pending: bool,
+    }
+
+    impl AsyncRead for Chunked {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            self.pending = !self.pending;
+            if self.pending {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let n = self
+                .chunk
+                .min(self.data.len() - self.pos)
+                .min(buf.remaining());
+            let pos = self.pos;
+            buf.put_slice(&self.data[pos..pos + n]);
+            self.pos += n;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// What the reader gets from `input` arriving `chunk` bytes at a time, read `read` at a time.
+    async fn through(input: &[u8], chunk: usize, read: usize) -> Vec<u8> {
+        let mut stream = RawQueryStream::new(Chunked {
+            data: input.to_vec(),
+            pos: 0,
+            chunk,
+            pending: false,
+        });
+        let mut output = Vec::new();
+        let mut buf = vec![0; read];
+        loop {
+            let n = stream.read(&mut buf).await.unwrap();
+            if n == 0 {
+                return output;
+            }
+            output.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// Asserts that `input` comes out as `expected` however it is split and read.
+    async fn check(input: &[u8], expected: &[u8]) {
+        for chunk in 1..=input.len() {
+            for read in [1, 2, 3, 7, 64, 8192] {
+                let output = through(input, chunk, read).await;
+                assert_eq!(
+                    String::from_utf8_lossy(&output),
+                    String::from_utf8_lossy(expected),
+                    "chunks of {chunk}, reads of {read}"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn encodes_the_query_of_the_request_target_only() {
+        check(
+            b"GET /a<b>/\"c\"?sort=x<,y>&q=\"hi\"&t={}|\\^`%3C+&u=v HTTP/1.1\r\n\
+              Host: h\r\nX-Note: a<b>\"c\"?d<\r\n\r\n",
+            b"GET /a<b>/\"c\"?sort=x%3C,y%3E&q=%22hi%22&t={}|\\^`%3C+&u=v HTTP/1.1\r\n\
+              Host: h\r\nX-Note: a<b>\"c\"?d<\r\n\r\n",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn keep_alive_body_with_content_length_is_untouched() {
+        check(
+            b"POST /p?a<b HTTP/1.1\r\nContent-Length: 29\r\n\r\n<>\"\r\n\r\nGET /?x<y HTTP/1.1\r\n\r\n\
+              GET /r?s=n> HTTP/1.1\r\nHost: h\r\n\r\n",
+            b"POST /p?a%3Cb HTTP/1.1\r\nContent-Length: 29\r\n\r\n<>\"\r\n\r\nGET /?x<y HTTP/1.1\r\n\r\n\
+              GET /r?s=n%3E HTTP/1.1\r\nHost: h\r\n\r\n",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn pipelined_requests_and_zero_length_bodies() {
+        check(
+            b"GET /?a=< HTTP/1.1\r\nUpgrade-Insecure-Requests: 1\r\n\r\nPOST /?b=> HTTP/1.0\r\ncontent-length: 0\r\n\r\n\
+              \r\nGET /?c=\" HTTP/1.1\r\n\r\n",
+            b"GET /?a=%3C HTTP/1.1\r\nUpgrade-Insecure-Requests: 1\r\n\r\nPOST /?b=%3E HTTP/1.0\r\ncontent-length: 0\r\n\r\n\
+              \r\nGET /?c=%22 HTTP/1.1\r\n\r\n",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn bare_line_feeds_end_lines() {
+        check(
+            b"\nGET /?a<b HTTP/1.1\nContent-Length: 2, 2\n\n<>GET /?c>d HTTP/1.1\n\n",
+            b"\nGET /?a%3Cb HTTP/1.1\nContent-Length: 2, 2\n\n<>GET /?c%3Ed HTTP/1.1\n\n",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn chunked_bodies_pass_the_rest_through() {
+        let input = b"POST /?a<b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+                      3\r\n<>\"\r\n0\r\n\r\nGET /?c<d HTTP/1.1\r\n\r\n";
+        let expected = b"POST /?a%3Cb HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+                      3\r\n<>\"\r\n0\r\n\r\nGET /?c<d HTTP/1.1\r\n\r\n";
+        check(input, expected).await;
+    }
+
+    #[tokio::test]
+    async fn what_it_cannot_follow_passes_through() {
+        let cases: [&[u8]; 8] = [
+            // No version (HTTP/0.9 style), then a good request that must stay as it is too.
+            b"GET /?a<b\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"GET  /?a<b HTTP/1.1\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"CONNECT h:443 HTTP/1.1\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"GET /?a<b HTTP/1.1\r\nUpgrade: x\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"GET /?a<b HTTP/1.1\r\nContent-Length: 1\r\ncontent-length: 2\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"GET /?a<b HTTP/1.1\r\nContent-Length: -1\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"GET /?a<b HTTP/1.1\r\nX: y\r\n folded\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+        ];
+        for input in cases {
+            let expected = match input.windows(7).position(|w| w == b"/?a<b H") {
+                Some(i) if input.starts_with(b"GET /?a<b H") => {
+                    // Only the first request line is rewritten: it came before the trouble.
+                    [&input[..i], b"/?a%3Cb H", &input[i + 7..]].concat()
+                }
+                _ => input.to_vec(),
+            };
+            check(input, &expected).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_header_without_colon_passes_through() {
+        check(
+            b"GET /?a<b HTTP/1.1\r\nnonsense\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"GET /?a%3Cb HTTP/1.1\r\nnonsense\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn an_overlong_line_passes_through() {
+        let mut input = b"GET /?a<".to_vec();
+        input.resize(MAX_LINE + 10, b'x');
+        input.extend_from_slice(b" HTTP/1.1\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n");
+        for chunk in [1, 100, 4096, MAX_LINE - 1, input.len()] {
+            assert_eq!(through(&input, chunk, 8192).await, input);
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unfinished_line_comes_out_at_the_end() {
+        check(b"GET /?a<b HTTP/1.1\r\nHos", b"GET /?a%3Cb HTTP/1.1\r\nHos").await;
+        check(b"GET /?a<b HTT", b"GET /?a<b HTT").await;
+    }
+
+    #[tokio::test]
+    async fn writes_pass_through_over_a_duplex() {
+        let (client, server) = tokio::io::duplex(64);
+        let mut server = RawQueryStream::new(server);
+        let (mut client_read, mut client_write) = tokio::io::split(client);
+        let writer = tokio::spawn(async move {
+            client_write
+                .write_all(b"GET /x?s=a< HTTP/1.1\r\nHost: h\r\n\r\n")
+                .await
+                .unwrap();
+            client_write.shutdown().await.unwrap();
+        });
+        let mut received = Vec::new();
+        server.read_to_end(&mut received).await.unwrap();
+        writer.await.unwrap();
+        assert_eq!(received, b"GET /x?s=a%3C HTTP/1.1\r\nHost: h\r\n\r\n");
+        server.write_all(b"HTTP/1.1 200 OK <>\r\n").await.unwrap();
+        server.shutdown().await.unwrap();
+        let mut answer = Vec::new();
+        client_read.read_to_end(&mut answer).await.unwrap();
+        assert_eq!(answer, b"HTTP/1.1 200 OK <>\r\n");
+    }
+}
