@@ -31,6 +31,8 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .merge(crate::site::routes())
+        .merge(crate::auth::device::routes())
         .fallback(not_found)
         .layer(
             TraceLayer::new_for_http()
@@ -84,7 +86,9 @@ pub async fn serve(
             }
         }
     });
-    let result = axum::serve(listener, router(state))
+    // The peer address reaches handlers, so the site can throttle per client address.
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let result = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;
     collector.abort();
