@@ -42,12 +42,22 @@ impl Page {
     }
 }
 
-/// The value of `<input … name="NAME" value="…">` in `html`.
+/// The value of `<input … name="NAME" value="…">` in `html`, unescaped.
 pub fn hidden(html: &str, name: &str) -> Option<String> {
     let marker = format!("name=\"{name}\" value=\"");
     let start = html.find(&marker)? + marker.len();
     let end = html[start..].find('"')? + start;
-    Some(html[start..end].to_string())
+    Some(unescape(&html[start..end]))
+}
+
+/// Undoes the HTML escaping the templates apply.
+pub fn unescape(html: &str) -> String {
+    html.replace("&#x2f;", "/")
+        .replace("&quot;", "\"")
+        .replace("&#x27;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
 
 /// A client with a cookie jar and an address.
