@@ -74,18 +74,30 @@ fn spread(range: &Range) -> f64 {
     }
 }
 
-/// The number field with the widest range (a constant field makes a dull example).
+/// The number field the examples sort and aggregate on: one the schema describes (a
+/// measurement someone cared to explain) before one it does not, then the widest range; a
+/// constant field makes a dull example.
 fn number_example_index(fields: &[FieldFacts]) -> Option<usize> {
     fields
         .iter()
         .enumerate()
         .filter(|(_, f)| f.field.field_type == FieldType::Number)
-        .filter_map(|(i, f)| f.range.as_ref().map(|r| (i, spread(r))))
-        .filter(|(_, s)| *s > 0.0)
-        .fold(None, |best: Option<(usize, f64)>, (i, s)| match best {
-            Some((_, b)) if b >= s => best,
-            _ => Some((i, s)),
+        .filter_map(|(i, f)| {
+            let described = f
+                .field
+                .description
+                .as_deref()
+                .is_some_and(|d| !d.trim().is_empty());
+            f.range.as_ref().map(|r| (i, (described, spread(r))))
         })
+        .filter(|(_, (_, s))| *s > 0.0)
+        .fold(
+            None,
+            |best: Option<(usize, (bool, f64))>, (i, rank)| match best {
+                Some((_, b)) if (b.0, b.1) >= (rank.0, rank.1) => best,
+                _ => Some((i, rank)),
+            },
+        )
         .map(|(i, _)| i)
 }
 
