@@ -83,14 +83,26 @@ impl Driver {
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let ready = match driver.http.get(format!("{}/status", driver.base)).send().await {
-                Ok(r) => r.json::<Value>().await.ok().is_some_and(|v| v["value"]["ready"] == true),
+            let ready = match driver
+                .http
+                .get(format!("{}/status", driver.base))
+                .send()
+                .await
+            {
+                Ok(r) => r
+                    .json::<Value>()
+                    .await
+                    .ok()
+                    .is_some_and(|v| v["value"]["ready"] == true),
                 Err(_) => false,
             };
             if ready {
                 return driver;
             }
-            assert!(Instant::now() < deadline, "chromedriver did not become ready in 30 s");
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not become ready in 30 s"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -143,20 +155,33 @@ impl Browser {
     }
 
     async fn goto(&self, url: &str) {
-        self.command(reqwest::Method::POST, "/url", Some(json!({"url": url}))).await;
+        self.command(reqwest::Method::POST, "/url", Some(json!({"url": url})))
+            .await;
     }
 
     async fn current_url(&self) -> String {
-        self.command(reqwest::Method::GET, "/url", None).await.as_str().unwrap().to_string()
+        self.command(reqwest::Method::GET, "/url", None)
+            .await
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 
     async fn source(&self) -> String {
-        self.command(reqwest::Method::GET, "/source", None).await.as_str().unwrap().to_string()
+        self.command(reqwest::Method::GET, "/source", None)
+            .await
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 
     async fn find(&self, using: &str, value: &str) -> String {
         let found = self
-            .command(reqwest::Method::POST, "/element", Some(json!({"using": using, "value": value})))
+            .command(
+                reqwest::Method::POST,
+                "/element",
+                Some(json!({"using": using, "value": value})),
+            )
             .await;
         found[ELEMENT]
             .as_str()
@@ -166,13 +191,22 @@ impl Browser {
 
     async fn click(&self, using: &str, value: &str) {
         let element = self.find(using, value).await;
-        self.command(reqwest::Method::POST, &format!("/element/{element}/click"), Some(json!({}))).await;
+        self.command(
+            reqwest::Method::POST,
+            &format!("/element/{element}/click"),
+            Some(json!({})),
+        )
+        .await;
     }
 
     async fn type_into(&self, css: &str, text: &str) {
         let element = self.find("css selector", css).await;
-        self.command(reqwest::Method::POST, &format!("/element/{element}/value"), Some(json!({"text": text})))
-            .await;
+        self.command(
+            reqwest::Method::POST,
+            &format!("/element/{element}/value"),
+            Some(json!({"text": text})),
+        )
+        .await;
     }
 
     /// Waits (at most 20 s) until the page's source contains `text`.
@@ -193,7 +227,9 @@ impl Browser {
     }
 
     async fn screenshot(&self, path: &Path) {
-        let png = self.command(reqwest::Method::GET, "/screenshot", None).await;
+        let png = self
+            .command(reqwest::Method::GET, "/screenshot", None)
+            .await;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(png.as_str().unwrap())
             .unwrap();
@@ -221,7 +257,9 @@ async fn device_flow_in_a_browser(store: TestStore) {
 
     // The program: the real oauth2 device-flow client, two requests.
     let client = BasicClient::new(ClientId::new("odqs-e2e".to_string()))
-        .set_device_authorization_url(DeviceAuthorizationUrl::new(format!("{site}/api/v1/auth/device")).unwrap())
+        .set_device_authorization_url(
+            DeviceAuthorizationUrl::new(format!("{site}/api/v1/auth/device")).unwrap(),
+        )
         .set_token_uri(TokenUrl::new(format!("{site}/api/v1/auth/token")).unwrap());
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -229,7 +267,13 @@ async fn device_flow_in_a_browser(store: TestStore) {
         .unwrap();
     let mut requests: Vec<StandardDeviceAuthorizationResponse> = Vec::new();
     for _ in 0..2 {
-        requests.push(client.exchange_device_code().request_async(&http).await.unwrap());
+        requests.push(
+            client
+                .exchange_device_code()
+                .request_async(&http)
+                .await
+                .unwrap(),
+        );
     }
     let pollers: Vec<_> = requests
         .iter()
@@ -243,37 +287,71 @@ async fn device_flow_in_a_browser(store: TestStore) {
             })
         })
         .collect();
-    let approve_uri = requests[0].verification_uri_complete().unwrap().secret().to_string();
-    let deny_uri = requests[1].verification_uri_complete().unwrap().secret().to_string();
+    let approve_uri = requests[0]
+        .verification_uri_complete()
+        .unwrap()
+        .secret()
+        .to_string();
+    let deny_uri = requests[1]
+        .verification_uri_complete()
+        .unwrap()
+        .secret()
+        .to_string();
     let approve_code = requests[0].user_code().secret().to_string();
     assert_eq!(approve_uri, format!("{site}/device?code={approve_code}"));
 
     // The person: opens the link, is sent to log in, signs up instead, comes back.
     browser.goto(&approve_uri).await;
     assert!(browser.current_url().await.contains("/login?next="));
-    browser.click("css selector", "a[href^='/signup?next=']").await;
+    browser
+        .click("css selector", "a[href^='/signup?next=']")
+        .await;
     browser.wait_for("Create a free account").await;
-    browser.type_into("#email", &format!("ada-{kind}@example.org")).await;
-    browser.type_into("#password", "correct horse battery").await;
-    browser.click("css selector", "form[action='/signup'] button[type=submit]").await;
+    browser
+        .type_into("#email", &format!("ada-{kind}@example.org"))
+        .await;
+    browser
+        .type_into("#password", "correct horse battery")
+        .await;
+    browser
+        .click("css selector", "form[action='/signup'] button[type=submit]")
+        .await;
     browser.wait_for("同意授權").await;
-    assert_eq!(browser.current_url().await, approve_uri, "back at the same request");
+    assert_eq!(
+        browser.current_url().await,
+        approve_uri,
+        "back at the same request"
+    );
     let page = browser.source().await;
-    assert!(page.contains(&approve_code) && page.contains("odqs-e2e"), "code and client shown");
-    browser.screenshot(&screenshots().join(format!("{kind}-device.png"))).await;
-    browser.click("xpath", "//button[normalize-space()='同意授權']").await;
+    assert!(
+        page.contains(&approve_code) && page.contains("odqs-e2e"),
+        "code and client shown"
+    );
+    browser
+        .screenshot(&screenshots().join(format!("{kind}-device.png")))
+        .await;
+    browser
+        .click("xpath", "//button[normalize-space()='同意授權']")
+        .await;
     browser.wait_for("id=\"result\"").await;
     assert!(browser.source().await.contains("Approved"));
 
     browser.goto(&deny_uri).await;
     browser.wait_for("拒絕").await;
-    browser.click("xpath", "//button[normalize-space()='拒絕']").await;
+    browser
+        .click("xpath", "//button[normalize-space()='拒絕']")
+        .await;
     browser.wait_for("id=\"result\"").await;
     assert!(browser.source().await.contains("Refused"));
 
     // The program: one token, which reads the API; one refusal.
     let mut pollers = pollers.into_iter();
-    let approved = pollers.next().unwrap().await.unwrap().expect("a token after 同意授權");
+    let approved = pollers
+        .next()
+        .unwrap()
+        .await
+        .unwrap()
+        .expect("a token after 同意授權");
     assert_eq!(approved.expires_in(), Some(Duration::from_secs(86400)));
     let token = approved.access_token().secret().clone();
     assert!(token.starts_with("odqs_"));
@@ -287,11 +365,18 @@ async fn device_flow_in_a_browser(store: TestStore) {
     // The account page lists the device token and makes a long-lived one, shown once.
     browser.goto(&format!("{site}/account")).await;
     browser.type_into("#name", "laptop scripts").await;
-    browser.click("css selector", "form[action='/account/tokens'] button[type=submit]").await;
+    browser
+        .click(
+            "css selector",
+            "form[action='/account/tokens'] button[type=submit]",
+        )
+        .await;
     browser.wait_for("id=\"new-token\"").await;
     let page = browser.source().await;
     assert!(page.contains("odqs-e2e") && page.contains("laptop scripts"));
-    browser.screenshot(&screenshots().join(format!("{kind}-account.png"))).await;
+    browser
+        .screenshot(&screenshots().join(format!("{kind}-account.png")))
+        .await;
 
     // The device token reads the API.
     let datasets = reqwest::Client::new()

@@ -174,7 +174,7 @@ async fn lock_grant(
     let locked = device_grant::Entity::update_many()
         .col_expr(
             device_grant::Column::Interval,
-            Expr::col(device_grant::Column::Interval).into(),
+            Expr::col(device_grant::Column::Interval),
         )
         .filter(filter())
         .exec(&txn)

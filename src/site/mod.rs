@@ -2,11 +2,11 @@
 //! page, and the Markdown guides. Server-rendered HTML (minijinja templates), readable on a
 //! phone, usable without JavaScript.
 //!
-//! - [`visitor`]: cookies, sessions, CSRF checks ([`visitor::Posted`]) and the client address.
-//! - [`pages`]: `/signup`, `/login`, `/logout`, `/account`.
-//! - [`device_page`]: `/device`.
-//! - [`guides`] and [`skill`]: `/`, `/catalog.md`, `/datasets/{slug}/skill.md`.
-//! - [`templates`]: the HTML templates.
+//! - `visitor`: cookies, sessions, CSRF checks (`visitor::Posted`) and the client address.
+//! - `pages`: `/signup`, `/login`, `/logout`, `/account`.
+//! - `device_page`: `/device`.
+//! - `guides` and `skill`: `/`, `/catalog.md`, `/datasets/{slug}/skill.md`.
+//! - `templates`: the HTML templates.
 
 pub mod device_page;
 pub mod guides;

@@ -156,7 +156,7 @@ fn text_examples(guide: &Guide) -> Vec<(&FieldFacts, String, i64)> {
             })
         })
         .collect();
-    found.sort_by(|a, b| b.2.cmp(&a.2));
+    found.sort_by_key(|f| std::cmp::Reverse(f.2));
     found
 }
 
