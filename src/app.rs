@@ -15,7 +15,11 @@ use tokio::net::TcpListener;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
-use crate::error::ApiError;
+use graphql::query::Resolver;
+
+use crate::auth::bearer::TokenUsage;
+use crate::error::{ApiError, HttpError};
+use crate::rest;
 use crate::store::{Store, gc};
 
 /// What every handler can reach.
@@ -24,6 +28,23 @@ pub struct AppState {
     pub store: Store,
     /// `{site_url}`, without a trailing slash.
     pub public_url: Arc<str>,
+    /// The query layer REST (and GraphQL) call into.
+    pub resolver: Arc<Resolver>,
+    /// Throttles the "last used" writes of API tokens.
+    pub token_usage: Arc<TokenUsage>,
+}
+
+impl AppState {
+    /// The state for serving `store` at `public_url` (`{site_url}`).
+    pub fn new(store: Store, public_url: &str) -> Self {
+        let public_url: Arc<str> = public_url.trim_end_matches('/').into();
+        AppState {
+            resolver: Arc::new(Resolver::new(store.db.clone(), &public_url)),
+            store,
+            public_url,
+            token_usage: Arc::default(),
+        }
+    }
 }
 
 /// The whole HTTP surface.
@@ -33,6 +54,8 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .merge(crate::site::routes())
         .merge(crate::auth::device::routes())
+        .route("/docs", get(rest::openapi::docs_page))
+        .nest("/api/v1", rest::routes())
         .fallback(not_found)
         .layer(
             TraceLayer::new_for_http()
@@ -59,12 +82,12 @@ async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     if state.store.ping().await {
         Json(json!({"status": "ready"})).into_response()
     } else {
-        ApiError::unavailable().into_response()
+        HttpError(ApiError::Unavailable).into_response()
     }
 }
 
-async fn not_found() -> ApiError {
-    ApiError::not_found()
+async fn not_found() -> HttpError {
+    HttpError(ApiError::NotFound)
 }
 
 /// Serves `state` on `listener` until `shutdown` resolves, then lets in-flight requests finish.

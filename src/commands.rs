@@ -109,10 +109,7 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         store = ?config.store,
         "odqs is serving"
     );
-    let state = AppState {
-        store,
-        public_url: config.public_url.into(),
-    };
+    let state = AppState::new(store, &config.public_url);
     app::serve(state, listener, shutdown).await?;
     Ok(())
 }

@@ -1,63 +1,73 @@
-//! The API's one error type (contract §7): a stable code, its HTTP status, and a message a person
-//! can act on. Internal failures are logged in full and answered with a generic message, so
-//! nothing about SQL, files or the code reaches a response.
+//! The API's errors on the wire (contract §7). The codes, statuses and messages live in the
+//! query layer's [`ApiError`], shared with GraphQL; this module writes them as HTTP answers:
+//! the JSON body, `WWW-Authenticate` on 401, `Retry-After` on 429.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value, json};
 
-/// An error answer of the API.
+pub use graphql::query::ApiError;
+
+use crate::store::StoreError;
+
+/// An [`ApiError`] as an HTTP response; handlers return `Result<_, HttpError>` and use `?` on
+/// anything that converts into an `ApiError`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
-    pub status: StatusCode,
-    /// The contract's code, e.g. `unknown_field`.
-    pub code: &'static str,
-    pub message: String,
-    /// Extra members (`field`, `allowed`, …).
-    pub extra: Map<String, Value>,
+pub struct HttpError(pub ApiError);
+
+impl From<ApiError> for HttpError {
+    fn from(error: ApiError) -> Self {
+        HttpError(error)
+    }
 }
 
-impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-            extra: Map::new(),
+impl From<StoreError> for HttpError {
+    fn from(error: StoreError) -> Self {
+        HttpError(error.into())
+    }
+}
+
+impl From<sea_orm::DbErr> for HttpError {
+    fn from(error: sea_orm::DbErr) -> Self {
+        HttpError(error.into())
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Db(e) => e.into(),
+            other => {
+                tracing::error!(error = %other, "store error");
+                ApiError::Unavailable
+            }
         }
     }
-
-    /// 404 for a path nothing answers.
-    pub fn not_found() -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "No such resource; see /api/v1/openapi.json for the API's paths.",
-        )
-    }
-
-    /// 503 when the store cannot be reached.
-    pub fn unavailable() -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "The data store cannot be reached right now; try again shortly.",
-        )
-    }
 }
 
-impl IntoResponse for ApiError {
+impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
-        let mut body = Map::new();
-        body.insert("error".into(), json!(self.code));
-        body.insert("message".into(), json!(self.message));
-        body.extend(self.extra);
-        let mut response = (self.status, Json(Value::Object(body))).into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        let error = self.0;
+        let status =
+            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = (status, Json(error.body())).into_response();
+        let headers = response.headers_mut();
+        match &error {
+            ApiError::MissingToken | ApiError::InvalidToken => {
+                let challenge = if matches!(error, ApiError::InvalidToken) {
+                    "Bearer error=\"invalid_token\""
+                } else {
+                    "Bearer"
+                };
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(challenge),
+                );
+            }
+            ApiError::RateLimited { retry_after } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            _ => {}
         }
         response
     }

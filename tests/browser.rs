@@ -31,10 +31,7 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 async fn serve(store: &TestStore) -> (String, tokio::sync::oneshot::Sender<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let site = format!("http://{}", listener.local_addr().unwrap());
-    let state = odqs::app::AppState {
-        store: store.store.clone(),
-        public_url: site.clone().into(),
-    };
+    let state = odqs::app::AppState::new(store.store.clone(), &site);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(odqs::app::serve(state, listener, async {
         let _ = stopped.await;

@@ -12,10 +12,10 @@ use time::{Duration, OffsetDateTime};
 use web::{Browser, PASSWORD, post_json};
 
 fn https_router(store: &TestStore) -> axum::Router {
-    odqs::app::router(odqs::app::AppState {
-        store: store.store.clone(),
-        public_url: "https://odqs.example.org".into(),
-    })
+    odqs::app::router(odqs::app::AppState::new(
+        store.store.clone(),
+        "https://odqs.example.org",
+    ))
 }
 
 async fn start_device(router: &axum::Router) -> (String, String) {

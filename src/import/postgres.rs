@@ -14,11 +14,13 @@ use super::pipeline::Batch;
 use super::schema::{Cell, Plan};
 use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
 
+/// Strings compare byte-wise (`COLLATE "C"`, code-point order), as SQLite's default does, so
+/// both stores sort keywords identically whatever the database's locale.
 fn column_type(field_type: FieldType) -> &'static str {
     match field_type {
         FieldType::Number => "double precision",
         FieldType::Text => "bigint",
-        _ => "text",
+        _ => "text COLLATE \"C\"",
     }
 }
 
@@ -36,7 +38,11 @@ pub async fn load(
         names,
     } = RecordColumns::new(
         plan,
-        ["bigint NOT NULL", "text NOT NULL", "jsonb NOT NULL"],
+        [
+            "bigint NOT NULL",
+            "text COLLATE \"C\" NOT NULL",
+            "jsonb NOT NULL",
+        ],
         column_type,
     );
     exec(

@@ -97,10 +97,10 @@ impl TestStore {
 
     /// The HTTP application over this store, as `odqs serve` builds it.
     pub fn router(&self) -> axum::Router {
-        odqs::app::router(odqs::app::AppState {
-            store: self.store.clone(),
-            public_url: "http://odqs.test".into(),
-        })
+        odqs::app::router(odqs::app::AppState::new(
+            self.store.clone(),
+            "http://odqs.test",
+        ))
     }
 }
 
@@ -228,4 +228,59 @@ pub async fn import_file(
         Arc::new(import::progress::Silent),
     )
     .await
+}
+
+/// A long-lived API token for a test account on `store`.
+pub async fn api_token(store: &TestStore) -> String {
+    let user = odqs::auth::token::find_or_create_user(&store.store, "tester@example.org")
+        .await
+        .unwrap();
+    let (secret, _) = odqs::auth::token::mint(&store.store, user.id, "tests", "cli", None)
+        .await
+        .unwrap();
+    secret.expose().to_string()
+}
+
+/// An answer of the router: status, headers and the body as JSON (`Null` when it is not JSON).
+pub struct Answer {
+    pub status: u16,
+    pub headers: axum::http::HeaderMap,
+    pub body: serde_json::Value,
+}
+
+/// Sends `GET path` with `Authorization: Bearer token` (when given) and extra headers.
+pub async fn get_with(
+    router: &axum::Router,
+    path: &str,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Answer {
+    use tower::ServiceExt;
+    let mut request = axum::http::Request::get(path);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = router
+        .clone()
+        .oneshot(request.body(axum::body::Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
+        .await
+        .unwrap();
+    Answer {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    }
+}
+
+/// Loads the bundled demo datasets (flights, tw-scenic-spots) into `store`.
+pub async fn load_demo(store: &TestStore) {
+    odqs::demo::load_if_empty(&store.store).await.unwrap();
 }

@@ -1,0 +1,123 @@
+//! Datasets: resolving a slug to its live version and schema, the dataset list and the
+//! metadata answer (contract §3).
+
+use std::sync::Arc;
+
+use entity::{dataset, dataset_field};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::error::ApiError;
+use super::params::Paging;
+use super::schema::DatasetSchema;
+use super::views::{DatasetDetail, DatasetItem, DatasetLinks, DatasetList};
+use super::{Dataset, Resolver};
+
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&Rfc3339).unwrap_or_default()
+}
+
+/// Percent-encodes a slug for a URL path segment (slugs are mostly URL-safe already).
+fn path_segment(slug: &str) -> String {
+    let mut out = String::with_capacity(slug.len());
+    for b in slug.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Resolver {
+    /// The dataset published under `slug`, with its live version's schema.
+    pub async fn dataset(&self, slug: &str) -> Result<Dataset, ApiError> {
+        let meta = dataset::Entity::find()
+            .filter(dataset::Column::Slug.eq(slug))
+            .one(&self.db)
+            .await?
+            .ok_or_else(|| ApiError::DatasetNotFound { slug: slug.into() })?;
+        let schema = self.schema(meta.version_id).await?;
+        Ok(Dataset { meta, schema })
+    }
+
+    /// The schema of a version, read once per process (versions are immutable).
+    async fn schema(&self, version_id: i64) -> Result<Arc<DatasetSchema>, ApiError> {
+        if let Some(found) = self.schemas.lock().expect("schemas lock").get(&version_id) {
+            return Ok(found.clone());
+        }
+        let rows = dataset_field::Entity::find()
+            .filter(dataset_field::Column::VersionId.eq(version_id))
+            .order_by_asc(dataset_field::Column::Position)
+            .all(&self.db)
+            .await?;
+        let schema = Arc::new(DatasetSchema::new(version_id, rows));
+        let mut schemas = self.schemas.lock().expect("schemas lock");
+        // Forget versions no request has resolved lately; a few hundred schemas are small.
+        if schemas.len() > 1000 {
+            schemas.clear();
+        }
+        schemas.insert(version_id, schema.clone());
+        Ok(schema)
+    }
+
+    /// `GET /datasets`: one page of the datasets, by slug.
+    pub async fn list_datasets(&self, paging: Paging) -> Result<DatasetList, ApiError> {
+        let total = dataset::Entity::find().count(&self.db).await?;
+        let rows = if paging.offset() >= total {
+            Vec::new()
+        } else {
+            dataset::Entity::find()
+                .order_by_asc(dataset::Column::Slug)
+                .offset(paging.offset())
+                .limit(paging.per_page)
+                .all(&self.db)
+                .await?
+        };
+        Ok(DatasetList {
+            datasets: rows.iter().map(|row| self.item(row)).collect(),
+            total,
+        })
+    }
+
+    /// The URL of a dataset's metadata.
+    pub fn dataset_url(&self, slug: &str) -> String {
+        format!("{}/datasets/{}", self.base_url(), path_segment(slug))
+    }
+
+    fn item(&self, row: &dataset::Model) -> DatasetItem {
+        DatasetItem {
+            slug: row.slug.clone(),
+            title: row.title.clone(),
+            description: row.description.clone(),
+            record_count: row.record_count,
+            updated_at: rfc3339(row.updated_at),
+            url: self.dataset_url(&row.slug),
+        }
+    }
+
+    /// `GET /datasets/{slug}`: the metadata with schema entries and links.
+    pub fn detail(&self, dataset: &Dataset) -> DatasetDetail {
+        let row = &dataset.meta;
+        let url = self.dataset_url(&row.slug);
+        DatasetDetail {
+            item: self.item(row),
+            license: row.license.clone(),
+            source_url: row.source_url.clone(),
+            id_field: row.id_field.clone(),
+            created_at: rfc3339(row.created_at),
+            fields: dataset.schema.entries.clone(),
+            links: DatasetLinks {
+                records: format!("{url}/records"),
+                agg: format!("{url}/agg"),
+                skill: format!(
+                    "{}/datasets/{}/skill.md",
+                    self.site_url,
+                    path_segment(&row.slug)
+                ),
+            },
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The API's one error type (contract §7). Each variant carries one of the contract's codes and
+//! its HTTP status; REST answers and GraphQL `extensions.code` both come from here, so a client
+//! sees the same code whichever API it uses. Store failures are logged in full and answered
+//! generically: nothing about SQL, files or the code reaches a client.
+
+use entity::FieldType;
+use sea_orm::{DbErr, RuntimeErr};
+use serde_json::{Value, json};
+
+/// Every way a request can fail.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiError {
+    /// A malformed or out-of-range parameter (page, per_page, sort syntax, a value of the wrong
+    /// type, …).
+    InvalidParameter {
+        parameter: String,
+        message: String,
+    },
+    /// A required parameter is absent (`group_by`).
+    MissingParameter {
+        parameter: &'static str,
+    },
+    /// A filter, sort, fields or group_by name the dataset does not have.
+    UnknownField {
+        field: String,
+    },
+    /// `<text field>=value`: text is searched with `q[<field>]`, never matched exactly.
+    TextFieldExactMatch {
+        field: String,
+    },
+    /// `group_by` on a field that is not `keyword`.
+    InvalidGroupBy {
+        field: String,
+        field_type: FieldType,
+    },
+    /// `field` (agg) on a field that is not `number`.
+    InvalidField {
+        field: String,
+        field_type: FieldType,
+    },
+    /// No bearer token.
+    MissingToken,
+    /// An unknown, revoked or expired token.
+    InvalidToken,
+    DatasetNotFound {
+        slug: String,
+    },
+    RecordNotFound {
+        id: String,
+    },
+    /// A path nothing answers.
+    NotFound,
+    /// A write method on the read API.
+    MethodNotAllowed,
+    /// Too many requests; retry after this many seconds.
+    RateLimited {
+        retry_after: u64,
+    },
+    /// The store cannot be reached; the process keeps running and recovers when it returns.
+    Unavailable,
+    /// A bug or an unexpected store error, logged where it happened.
+    Internal,
+}
+
+impl ApiError {
+    /// Shorthand for [`ApiError::InvalidParameter`].
+    pub fn invalid(parameter: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::InvalidParameter {
+            parameter: parameter.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The contract's code (`unknown_field`, …).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::InvalidParameter { .. } => "invalid_parameter",
+            ApiError::MissingParameter { .. } => "missing_parameter",
+            ApiError::UnknownField { .. } => "unknown_field",
+            ApiError::TextFieldExactMatch { .. } => "text_field_exact_match",
+            ApiError::InvalidGroupBy { .. } => "invalid_group_by",
+            ApiError::InvalidField { .. } => "invalid_field",
+            ApiError::MissingToken => "missing_token",
+            ApiError::InvalidToken => "invalid_token",
+            ApiError::DatasetNotFound { .. } => "dataset_not_found",
+            ApiError::RecordNotFound { .. } => "record_not_found",
+            ApiError::NotFound => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::Unavailable => "unavailable",
+            ApiError::Internal => "internal",
+        }
+    }
+
+    /// The HTTP status of the code.
+    pub fn status(&self) -> u16 {
+        match self {
+            ApiError::InvalidParameter { .. }
+            | ApiError::MissingParameter { .. }
+            | ApiError::UnknownField { .. }
+            | ApiError::TextFieldExactMatch { .. }
+            | ApiError::InvalidGroupBy { .. }
+            | ApiError::InvalidField { .. } => 400,
+            ApiError::MissingToken | ApiError::InvalidToken => 401,
+            ApiError::DatasetNotFound { .. }
+            | ApiError::RecordNotFound { .. }
+            | ApiError::NotFound => 404,
+            ApiError::MethodNotAllowed => 405,
+            ApiError::RateLimited { .. } => 429,
+            ApiError::Unavailable => 503,
+            ApiError::Internal => 500,
+        }
+    }
+
+    /// One sentence a person can act on.
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::InvalidParameter { message, .. } => message.clone(),
+            ApiError::MissingParameter { parameter } => {
+                format!("The parameter {parameter} is required.")
+            }
+            ApiError::UnknownField { field } => format!(
+                "This dataset has no field {field:?}; the dataset's metadata lists its fields."
+            ),
+            ApiError::TextFieldExactMatch { field } => format!(
+                "{field} is a text field and cannot be matched exactly; search it with q[{field}]=… instead."
+            ),
+            ApiError::InvalidGroupBy { field, field_type } => {
+                format!("group_by needs a keyword field, and {field} is a {field_type} field.")
+            }
+            ApiError::InvalidField { field, field_type } => {
+                format!("field needs a number field, and {field} is a {field_type} field.")
+            }
+            ApiError::MissingToken => {
+                "Send an API token in the header Authorization: Bearer <token>.".into()
+            }
+            ApiError::InvalidToken => {
+                "The API token is unknown, revoked or expired; get a new one on the account page."
+                    .into()
+            }
+            ApiError::DatasetNotFound { slug } => {
+                format!("There is no dataset {slug:?}; GET /api/v1/datasets lists them.")
+            }
+            ApiError::RecordNotFound { id } => {
+                format!("This dataset has no record with _id {id:?}.")
+            }
+            ApiError::NotFound => {
+                "No such resource; see /api/v1/openapi.json for the API's paths.".into()
+            }
+            ApiError::MethodNotAllowed => {
+                "The API is read-only: use GET (POST only for the device flow and GraphQL).".into()
+            }
+            ApiError::RateLimited { retry_after } => {
+                format!("Too many requests; try again in {retry_after} seconds.")
+            }
+            ApiError::Unavailable => {
+                "The data store cannot be reached right now; try again shortly.".into()
+            }
+            ApiError::Internal => {
+                "Something went wrong on our side; it has been logged. Try again later.".into()
+            }
+        }
+    }
+
+    /// Members added to the JSON body beside `error` and `message`.
+    pub fn extra(&self) -> Vec<(&'static str, Value)> {
+        match self {
+            ApiError::InvalidParameter { parameter, .. } => vec![("parameter", json!(parameter))],
+            ApiError::MissingParameter { parameter } => vec![("parameter", json!(parameter))],
+            ApiError::UnknownField { field } | ApiError::TextFieldExactMatch { field } => {
+                vec![("field", json!(field))]
+            }
+            ApiError::InvalidGroupBy { field, field_type } => vec![
+                ("field", json!(field)),
+                ("type", json!(field_type.as_str())),
+                ("allowed", json!(["keyword"])),
+            ],
+            ApiError::InvalidField { field, field_type } => vec![
+                ("field", json!(field)),
+                ("type", json!(field_type.as_str())),
+                ("allowed", json!(["number"])),
+            ],
+            ApiError::RateLimited { retry_after } => vec![("retry_after", json!(retry_after))],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The JSON body of contract §7.
+    pub fn body(&self) -> Value {
+        let mut body = serde_json::Map::new();
+        body.insert("error".into(), json!(self.code()));
+        body.insert("message".into(), json!(self.message()));
+        for (key, value) in self.extra() {
+            body.insert(key.into(), value);
+        }
+        Value::Object(body)
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code(), self.message())
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl From<DbErr> for ApiError {
+    fn from(error: DbErr) -> Self {
+        if unreachable(&error) {
+            tracing::warn!(error = %error, "store unreachable");
+            ApiError::Unavailable
+        } else {
+            tracing::error!(error = %error, "store error");
+            ApiError::Internal
+        }
+    }
+}
+
+/// Whether a store error means "cannot reach the store" (503) rather than a bug (500).
+fn unreachable(error: &DbErr) -> bool {
+    let sqlx_unreachable = |e: &sqlx::Error| {
+        matches!(
+            e,
+            sqlx::Error::Io(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::WorkerCrashed
+        )
+    };
+    match error {
+        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
+        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => {
+            sqlx_unreachable(e.as_ref())
+        }
+        _ => false,
+    }
+}

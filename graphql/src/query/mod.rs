@@ -1,0 +1,86 @@
+//! The one resolver layer behind REST and GraphQL.
+//!
+//! - [`params`]: parameters as a client gives them, syntax-checked (page numbers, sort keys).
+//! - [`request`]: [`RecordQuery`] / [`AggQuery`], validated against a dataset's schema and
+//!   normalized (contract §5, §6).
+//! - [`schema`]: one version's schema: names, types, columns, schema entries, record key order.
+//! - [`sql`]: statements for both stores, values always bound.
+//! - [`records`], [`agg`], [`catalog`]: running requests; [`views`]: the answers' shapes.
+//! - [`cache`]: totals per (version, normalized condition); datasets change only by import.
+//! - [`error`]: the contract's error codes.
+
+pub mod agg;
+pub mod cache;
+pub mod catalog;
+pub mod error;
+pub mod params;
+pub mod records;
+pub mod request;
+pub mod schema;
+pub mod sql;
+pub mod views;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use sea_orm::{DatabaseBackend, DatabaseConnection};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+pub use error::ApiError;
+pub use params::{AggParams, FilterParams, Paging, RecordParams, SortParam};
+pub use request::{AggQuery, RecordQuery};
+pub use schema::DatasetSchema;
+
+/// Runs validated requests on the store. One per process, shared by REST and GraphQL; cheap
+/// to share behind an `Arc`.
+#[derive(Debug)]
+pub struct Resolver {
+    db: DatabaseConnection,
+    /// `{site_url}` without a trailing slash; every URL in an answer starts with it.
+    site_url: Arc<str>,
+    /// Schemas of versions seen, by version id (versions never change).
+    schemas: Mutex<HashMap<i64, Arc<DatasetSchema>>>,
+    totals: cache::Totals,
+}
+
+/// A published dataset resolved to its live version, for the length of one request: the
+/// metadata row and that version's schema always belong together.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    pub meta: entity::dataset::Model,
+    pub schema: Arc<DatasetSchema>,
+}
+
+impl Resolver {
+    /// A resolver over `db`, building URLs from `site_url`.
+    pub fn new(db: DatabaseConnection, site_url: &str) -> Self {
+        Resolver {
+            db,
+            site_url: site_url.trim_end_matches('/').into(),
+            schemas: Mutex::new(HashMap::new()),
+            totals: cache::Totals::default(),
+        }
+    }
+
+    fn backend(&self) -> DatabaseBackend {
+        self.db.get_database_backend()
+    }
+
+    /// `{base_url}`: the site URL and `/api/v1`.
+    pub fn base_url(&self) -> String {
+        format!("{}/api/v1", self.site_url)
+    }
+
+    /// A strong validator for an answer: it depends only on the dataset version and the
+    /// normalized request, both immutable, so it can be computed before running the query.
+    pub fn etag(&self, dataset: &Dataset, endpoint: &str, request: &impl Serialize) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(dataset.schema.version_id.to_le_bytes());
+        hasher.update(endpoint.as_bytes());
+        hasher.update(serde_json::to_vec(request).unwrap_or_default());
+        let digest = hasher.finalize();
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        format!("\"{hex}\"")
+    }
+}

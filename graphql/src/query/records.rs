@@ -1,0 +1,255 @@
+//! Running records requests (contract §5): resolve full-text terms to dictionary ids, count the
+//! matches once per (version, condition), and read one page in a stable order.
+//!
+//! A sort is planned in two parts, because "records without the value come last" defeats an
+//! index when written as `c IS NULL, c`: first the records that have the first key's value,
+//! through the column's index, then those that don't, in file order.
+
+use std::collections::HashSet;
+
+use entity::record::{self, records_table};
+use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
+use serde_json::Value;
+
+use super::error::ApiError;
+use super::request::{Filter, RecordQuery};
+use super::schema::{Column, DatasetSchema};
+use super::sql::{ResolvedFilter, Sql, dictionary_lookup, from_where};
+use super::views::RecordPage;
+use super::{Dataset, Resolver};
+
+/// Selects `doc` so that both stores hand back JSON.
+fn doc_column(backend: DatabaseBackend) -> &'static str {
+    match backend {
+        DatabaseBackend::Postgres => "\"doc\"",
+        _ => "json(\"doc\") AS \"doc\"",
+    }
+}
+
+/// Which part of a two-part sort a statement reads.
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    /// No sort, or a sort key that is never missing (`_id`): one ordered read.
+    All,
+    /// Records that have the first sort key's value.
+    HasValue,
+    /// Records that lack it, in file order (then the later keys).
+    Missing,
+}
+
+impl Resolver {
+    /// Resolves the full-text terms of `filter` to dictionary ids.
+    pub(crate) async fn resolve<'a>(
+        &self,
+        schema: &DatasetSchema,
+        filter: &'a Filter,
+    ) -> Result<ResolvedFilter<'a>, ApiError> {
+        let mut term_ids = Vec::with_capacity(filter.terms.len());
+        for term in &filter.terms {
+            term_ids.push(self.dictionary_ids(schema.version_id, term).await?);
+        }
+        let mut field_ids = Vec::with_capacity(filter.field_terms.len());
+        for (_, terms) in &filter.field_terms {
+            let mut common: Option<HashSet<i64>> = None;
+            for term in terms {
+                let ids: HashSet<i64> = self
+                    .dictionary_ids(schema.version_id, term)
+                    .await?
+                    .into_iter()
+                    .collect();
+                common = Some(match common {
+                    None => ids,
+                    Some(c) => c.intersection(&ids).copied().collect(),
+                });
+            }
+            let mut ids: Vec<i64> = common.unwrap_or_default().into_iter().collect();
+            ids.sort_unstable();
+            field_ids.push(ids);
+        }
+        Ok(ResolvedFilter {
+            filter,
+            term_ids,
+            field_ids,
+        })
+    }
+
+    async fn dictionary_ids(&self, version_id: i64, term: &str) -> Result<Vec<i64>, ApiError> {
+        let rows = self
+            .db
+            .query_all_raw(dictionary_lookup(self.backend(), version_id, term))
+            .await?;
+        let mut ids = rows
+            .iter()
+            .map(|row| row.try_get::<i64>("", "id"))
+            .collect::<Result<Vec<_>, _>>()?;
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Number of records matching `resolved` (and, with `has_value`, having that column's
+    /// value), from the cache when this version was asked before.
+    pub(crate) async fn count(
+        &self,
+        dataset: &Dataset,
+        resolved: &ResolvedFilter<'_>,
+        has_value: Option<Column>,
+    ) -> Result<u64, ApiError> {
+        let schema = &dataset.schema;
+        if resolved.matches_nothing() {
+            return Ok(0);
+        }
+        if resolved.filter.is_empty() && has_value.is_none() {
+            return Ok(dataset.meta.record_count.max(0) as u64);
+        }
+        let key = format!(
+            "{}|{}|{:?}",
+            schema.version_id,
+            serde_json::to_string(resolved.filter).unwrap_or_default(),
+            has_value
+        );
+        if let Some(n) = self.totals.get(&key) {
+            return Ok(n);
+        }
+        let mut sql = Sql::new(self.backend());
+        sql.push("SELECT COUNT(*) AS n");
+        from_where(&mut sql, schema, resolved);
+        if let Some(column) = has_value {
+            sql.push(" AND ")
+                .ident(schema.sql_column(column))
+                .push(" IS NOT NULL");
+        }
+        let row = self
+            .db
+            .query_one_raw(sql.build())
+            .await?
+            .ok_or(ApiError::Internal)?;
+        let n = row.try_get::<i64>("", "n")?.max(0) as u64;
+        self.totals.put(key, n);
+        Ok(n)
+    }
+
+    /// `GET /datasets/{slug}/records`.
+    pub async fn records(
+        &self,
+        dataset: &Dataset,
+        query: &RecordQuery,
+    ) -> Result<RecordPage, ApiError> {
+        let schema = &dataset.schema;
+        let resolved = self.resolve(schema, &query.filter).await?;
+        let total = self.count(dataset, &resolved, None).await?;
+        let offset = query.paging.offset();
+        let limit = query.paging.per_page;
+        let mut rows = Vec::new();
+        if offset < total {
+            match query.sort.first() {
+                Some(&(first, _)) if first != Column::Id => {
+                    let with_value = self.count(dataset, &resolved, Some(first)).await?;
+                    if offset < with_value {
+                        rows = self
+                            .page(schema, &resolved, query, Part::HasValue, offset, limit)
+                            .await?;
+                    }
+                    let taken = rows.len() as u64;
+                    if taken < limit && offset + taken >= with_value {
+                        let skip = (offset + taken) - with_value;
+                        rows.extend(
+                            self.page(schema, &resolved, query, Part::Missing, skip, limit - taken)
+                                .await?,
+                        );
+                    }
+                }
+                _ => {
+                    rows = self
+                        .page(schema, &resolved, query, Part::All, offset, limit)
+                        .await?;
+                }
+            }
+        }
+        let projection = query.fields.as_deref();
+        Ok(RecordPage {
+            total,
+            page: query.paging.page,
+            per_page: query.paging.per_page,
+            records: rows
+                .into_iter()
+                .map(|r| schema.shape(r.doc, projection))
+                .collect(),
+            schema: schema.entries.clone(),
+        })
+    }
+
+    /// Reads `limit` records of one part of the order, from `offset` on.
+    async fn page(
+        &self,
+        schema: &DatasetSchema,
+        resolved: &ResolvedFilter<'_>,
+        query: &RecordQuery,
+        part: Part,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<record::Model>, ApiError> {
+        let backend = self.backend();
+        let mut sql = Sql::new(backend);
+        sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
+            .push(doc_column(backend));
+        from_where(&mut sql, schema, resolved);
+        let mut keys = query.sort.iter();
+        sql.push(" ");
+        if part != Part::All {
+            let (first, descending) = keys.next().expect("a two-part sort has a first key");
+            let column = schema.sql_column(*first);
+            if part == Part::HasValue {
+                sql.push(" AND ")
+                    .ident(column)
+                    .push(" IS NOT NULL ORDER BY ")
+                    .ident(column)
+                    .push(if *descending { " DESC, " } else { ", " });
+            } else {
+                sql.push(" AND ").ident(column).push(" IS NULL ORDER BY ");
+            }
+        } else {
+            sql.push("ORDER BY ");
+        }
+        for (column, descending) in keys {
+            let column = schema.sql_column(*column);
+            if column != "_id" {
+                sql.push("(").ident(column).push(" IS NULL), ");
+            }
+            sql.ident(column)
+                .push(if *descending { " DESC, " } else { ", " });
+        }
+        sql.push("\"pos\" LIMIT ").bind(clamp(limit));
+        sql.push(" OFFSET ").bind(clamp(offset));
+        Ok(record::Model::find_by_statement(sql.build())
+            .all(&self.db)
+            .await?)
+    }
+
+    /// `GET /datasets/{slug}/records/{id}`: one record, optionally projected.
+    pub async fn record(
+        &self,
+        dataset: &Dataset,
+        id: &str,
+        fields: Option<&[String]>,
+    ) -> Result<Value, ApiError> {
+        let backend = self.backend();
+        let schema = &dataset.schema;
+        let mut sql = Sql::new(backend);
+        sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
+            .push(doc_column(backend))
+            .push(" FROM ")
+            .ident(&records_table(schema.version_id))
+            .push(" WHERE \"_id\" = ")
+            .bind(id.to_string());
+        let found = record::Model::find_by_statement(sql.build())
+            .one(&self.db)
+            .await?
+            .ok_or_else(|| ApiError::RecordNotFound { id: id.into() })?;
+        Ok(schema.shape(found.doc, fields))
+    }
+}
+
+/// SQL's LIMIT and OFFSET are signed 64-bit.
+fn clamp(n: u64) -> i64 {
+    n.min(i64::MAX as u64) as i64
+}

@@ -1,0 +1,195 @@
+//! Building SQL for both stores: the same statement shape with the backend's placeholders. Only
+//! column names from the schema and table names derived from a version id are written into
+//! the text; every value a client sent is a bound parameter.
+
+use entity::record::{records_table, text_table};
+use sea_orm::{DatabaseBackend, Statement, Value};
+
+use super::request::{ExactValue, Filter};
+use super::schema::{Column, DatasetSchema};
+
+/// A statement being written: text plus bound values.
+pub struct Sql {
+    backend: DatabaseBackend,
+    pub text: String,
+    values: Vec<Value>,
+}
+
+impl Sql {
+    pub fn new(backend: DatabaseBackend) -> Self {
+        Sql {
+            backend,
+            text: String::with_capacity(256),
+            values: Vec::new(),
+        }
+    }
+
+    /// Appends SQL text (never client input).
+    pub fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    /// Appends a placeholder bound to `value`.
+    pub fn bind(&mut self, value: impl Into<Value>) -> &mut Self {
+        self.values.push(value.into());
+        match self.backend {
+            DatabaseBackend::Postgres => {
+                let n = self.values.len();
+                self.text.push_str(&format!("${n}"));
+            }
+            _ => self.text.push('?'),
+        }
+        self
+    }
+
+    /// Appends a double-quoted identifier that comes from the schema.
+    pub fn ident(&mut self, name: &str) -> &mut Self {
+        debug_assert!(!name.contains('"'));
+        self.text.push('"');
+        self.text.push_str(name);
+        self.text.push('"');
+        self
+    }
+
+    /// The finished statement.
+    pub fn build(self) -> Statement {
+        Statement::from_sql_and_values(self.backend, self.text, self.values)
+    }
+}
+
+/// A filter whose full-text terms have been resolved to text-dictionary ids.
+pub struct ResolvedFilter<'a> {
+    pub filter: &'a Filter,
+    /// For each `q` term, the ids of the dictionary values containing it.
+    pub term_ids: Vec<Vec<i64>>,
+    /// For each `q[name]` entry, the ids of values containing all its terms.
+    pub field_ids: Vec<Vec<i64>>,
+}
+
+impl ResolvedFilter<'_> {
+    /// Whether some term matched nothing, so no record can match.
+    pub fn matches_nothing(&self) -> bool {
+        self.term_ids.iter().any(Vec::is_empty) || self.field_ids.iter().any(Vec::is_empty)
+    }
+}
+
+/// `FROM "records_vN" WHERE …` for a resolved filter (`WHERE 1=1` when it has no condition).
+pub fn from_where(sql: &mut Sql, schema: &DatasetSchema, resolved: &ResolvedFilter<'_>) {
+    sql.push(" FROM ")
+        .ident(&records_table(schema.version_id))
+        .push(" WHERE 1=1");
+    let filter = resolved.filter;
+    for (column, values) in &filter.exact {
+        sql.push(" AND ").ident(schema.sql_column(*column));
+        if let [value] = values.as_slice() {
+            sql.push(" = ");
+            bind_exact(sql, value);
+        } else {
+            sql.push(" IN (");
+            for (i, value) in values.iter().enumerate() {
+                if i > 0 {
+                    sql.push(", ");
+                }
+                bind_exact(sql, value);
+            }
+            sql.push(")");
+        }
+    }
+    if let Some(ids) = &filter.ids {
+        sql.push(" AND \"_id\" IN (");
+        for (i, id) in ids.iter().enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            sql.bind(id.clone());
+        }
+        sql.push(")");
+    }
+    let text_columns: Vec<&str> = schema
+        .text_fields()
+        .map(|i| schema.sql_column(Column::Field(i)))
+        .collect();
+    for ids in &resolved.term_ids {
+        sql.push(" AND (");
+        for (i, column) in text_columns.iter().enumerate() {
+            if i > 0 {
+                sql.push(" OR ");
+            }
+            in_ids(sql, column, ids);
+        }
+        if text_columns.is_empty() {
+            sql.push("1=0");
+        }
+        sql.push(")");
+    }
+    for ((index, _), ids) in filter.field_terms.iter().zip(&resolved.field_ids) {
+        sql.push(" AND ");
+        in_ids(sql, schema.sql_column(Column::Field(*index)), ids);
+    }
+}
+
+fn bind_exact(sql: &mut Sql, value: &ExactValue) {
+    match value {
+        ExactValue::Str(s) => sql.bind(s.clone()),
+        ExactValue::Num(n) => sql.bind(*n),
+    };
+}
+
+/// `column` holds one of `ids`. PostgreSQL gets the ids as one bound array, so the planner sees
+/// how few they are (a sub-select hid that and it chose a sequential scan); SQLite reads them
+/// from one bound JSON array.
+fn in_ids(sql: &mut Sql, column: &str, ids: &[i64]) {
+    sql.ident(column);
+    match sql.backend {
+        DatabaseBackend::Postgres => {
+            sql.push(" = ANY(").bind(ids.to_vec()).push(")");
+        }
+        _ => {
+            let json = serde_json::to_string(ids).expect("ids serialize");
+            sql.push(" IN (SELECT value FROM json_each(")
+                .bind(json)
+                .push("))");
+        }
+    }
+}
+
+/// The statement that finds the dictionary ids of values containing `term` (lower-cased):
+/// a trigram index search for terms of three characters or more, a scan of the (small)
+/// dictionary for shorter ones.
+pub fn dictionary_lookup(backend: DatabaseBackend, version_id: i64, term: &str) -> Statement {
+    let table = text_table(version_id);
+    let mut sql = Sql::new(backend);
+    match backend {
+        DatabaseBackend::Postgres => {
+            let mut pattern = String::with_capacity(term.len() + 2);
+            pattern.push('%');
+            for c in term.chars() {
+                if matches!(c, '%' | '_' | '\\') {
+                    pattern.push('\\');
+                }
+                pattern.push(c);
+            }
+            pattern.push('%');
+            sql.push("SELECT \"tid\" AS id FROM ")
+                .ident(&table)
+                .push(" WHERE \"value\" LIKE ")
+                .bind(pattern);
+        }
+        _ if term.chars().count() >= 3 => {
+            let phrase = format!("\"{}\"", term.replace('"', "\"\""));
+            sql.push("SELECT rowid AS id FROM ")
+                .ident(&table)
+                .push(" WHERE \"value\" MATCH ")
+                .bind(phrase);
+        }
+        _ => {
+            sql.push("SELECT rowid AS id FROM ")
+                .ident(&table)
+                .push(" WHERE instr(\"value\", ")
+                .bind(term.to_string())
+                .push(") > 0");
+        }
+    }
+    sql.build()
+}

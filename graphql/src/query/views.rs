@@ -1,0 +1,135 @@
+//! The answers of the query layer, shaped as contract §3–§6 define them. REST serializes them
+//! as they are; GraphQL exposes the same structs as typed objects.
+
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::schema::SchemaEntry;
+
+/// An item of `GET /datasets` (contract §3).
+#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+pub struct DatasetItem {
+    pub slug: String,
+    pub title: String,
+    pub description: String,
+    pub record_count: i64,
+    /// RFC 3339.
+    pub updated_at: String,
+    /// The metadata URL.
+    pub url: String,
+}
+
+/// `GET /datasets` (contract §3).
+#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+pub struct DatasetList {
+    pub datasets: Vec<DatasetItem>,
+    pub total: u64,
+}
+
+/// Links of a dataset's metadata (contract §3).
+#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+pub struct DatasetLinks {
+    pub records: String,
+    pub agg: String,
+    pub skill: String,
+}
+
+/// `GET /datasets/{slug}` (contract §3): the list item plus the rest of the metadata.
+#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+pub struct DatasetDetail {
+    #[serde(flatten)]
+    pub item: DatasetItem,
+    pub license: Option<String>,
+    pub source_url: Option<String>,
+    pub id_field: Option<String>,
+    /// RFC 3339.
+    pub created_at: String,
+    pub fields: Vec<SchemaEntry>,
+    pub links: DatasetLinks,
+}
+
+/// `GET /datasets/{slug}/records` (spec §2 "Query result envelope").
+#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+pub struct RecordPage {
+    pub total: u64,
+    pub page: u64,
+    pub per_page: u64,
+    #[schema(value_type = Vec<Object>)]
+    pub records: Vec<Value>,
+    pub schema: Vec<SchemaEntry>,
+}
+
+/// `GET /datasets/{slug}/agg` (spec §2 "Aggregation result").
+#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+pub struct AggResult {
+    pub total_records: u64,
+    pub total_groups: u64,
+    pub groups: Vec<Group>,
+}
+
+/// One group of an aggregation.
+#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+pub struct Group {
+    pub key: String,
+    pub stats: Stats,
+}
+
+/// A group's statistics: `count` always, the rest when `field` is given.
+#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+pub struct Stats {
+    pub count: u64,
+    /// Present when the request names a `field`.
+    #[serde(flatten)]
+    #[schema(inline)]
+    pub numeric: Option<NumericStats>,
+}
+
+/// Statistics of the `field` values of a group (contract §6): `sum` 0 and the rest `null` when
+/// the group has no values.
+#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+pub struct NumericStats {
+    #[serde(serialize_with = "number")]
+    pub sum: f64,
+    #[serde(serialize_with = "optional_number")]
+    pub avg: Option<f64>,
+    #[serde(serialize_with = "optional_number")]
+    pub min: Option<f64>,
+    #[serde(serialize_with = "optional_number")]
+    pub max: Option<f64>,
+    pub percentiles: Percentiles,
+}
+
+/// Percentiles 25, 50 and 75 by linear interpolation between closest ranks.
+#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+pub struct Percentiles {
+    #[serde(rename = "25", serialize_with = "optional_number")]
+    pub p25: Option<f64>,
+    #[serde(rename = "50", serialize_with = "optional_number")]
+    pub p50: Option<f64>,
+    #[serde(rename = "75", serialize_with = "optional_number")]
+    pub p75: Option<f64>,
+}
+
+/// The largest integer an `f64` holds exactly.
+const EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
+/// A number as JSON: integral values as integers (a sum of integers is an integer).
+pub fn json_number(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < EXACT_INT {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
+}
+
+fn number<S: Serializer>(n: &f64, s: S) -> Result<S::Ok, S::Error> {
+    json_number(*n).serialize(s)
+}
+
+fn optional_number<S: Serializer>(n: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match n {
+        Some(n) => json_number(*n).serialize(s),
+        None => s.serialize_none(),
+    }
+}

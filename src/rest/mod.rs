@@ -1,0 +1,58 @@
+//! The REST API under `/api/v1` (spec §4.1–§4.5, contract §3–§7, §11). Handlers are thin: they
+//! read the request, call the query layer (`graphql::query`), and write the answer with the
+//! caching headers of contract §11.
+
+mod agg;
+mod caching;
+mod datasets;
+pub mod openapi;
+mod query_string;
+mod records;
+
+use axum::Router;
+use axum::http::{HeaderName, HeaderValue, Method, header};
+use axum::routing::get;
+use tower_http::cors::{Any, CorsLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use crate::app::AppState;
+use crate::error::{ApiError, HttpError};
+
+/// The read API, to be nested at `/api/v1`.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/datasets", get(datasets::list_datasets))
+        .route("/datasets/{slug}", get(datasets::get_dataset))
+        .route("/datasets/{slug}/records", get(records::list_records))
+        .route("/datasets/{slug}/records/{id}", get(records::get_record))
+        .route("/datasets/{slug}/agg", get(agg::aggregate))
+        .route("/openapi.json", get(openapi::openapi_json))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("private"),
+        ))
+        .layer(SetResponseHeaderLayer::appending(
+            header::VARY,
+            HeaderValue::from_static("Authorization"),
+        ))
+        .layer(cors())
+}
+
+/// Contract §11: any origin may call the API with a bearer token; no cookies are involved.
+pub fn cors() -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::IF_NONE_MATCH,
+        ])
+        .expose_headers([header::ETAG, HeaderName::from_static("retry-after")])
+        .max_age(std::time::Duration::from_secs(3600))
+}
+
+async fn method_not_allowed() -> HttpError {
+    HttpError(ApiError::MethodNotAllowed)
+}
