@@ -1,17 +1,22 @@
 //! The HTTP application: shared state, the router with its layers, and serving with a graceful
 //! shutdown. Tests build the same router and drive it in-process or on a bound socket.
 
+use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::Request;
 use axum::response::IntoResponse;
 use axum::routing::get;
+use axum::serve::IncomingStream;
 use axum::{Json, Router};
 use serde_json::json;
 use tokio::net::TcpListener;
+use tower_http::add_extension::AddExtension;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
@@ -19,6 +24,7 @@ use graphql::query::Resolver;
 
 use crate::auth::bearer::TokenUsage;
 use crate::error::{ApiError, HttpError};
+use crate::request_line::RawQueryListener;
 use crate::rest;
 use crate::store::{Store, gc};
 
@@ -52,6 +58,8 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .merge(crate::site::routes())
+        .merge(crate::auth::device::routes())
         .route("/docs", get(rest::openapi::docs_page))
         .nest("/api/v1", rest::routes())
         .fallback(not_found)
@@ -108,12 +116,33 @@ pub async fn serve(
         }
     });
     // Raw `<`/`>` in queries (`sort=name<`) reach the router (contract §5).
-    let listener = crate::request_line::RawQueryListener::new(listener);
-    let result = axum::serve(listener, router(state))
+    let listener = RawQueryListener::new(listener);
+    let result = axum::serve(listener, WithPeerAddr(router(state)))
         .with_graceful_shutdown(shutdown)
         .await;
     collector.abort();
     result
+}
+
+/// Hands each connection the router with the peer's address as `ConnectInfo<SocketAddr>`, so
+/// the site can throttle per client address. (axum's own `into_make_service_with_connect_info`
+/// only knows its plain `TcpListener`, not the [`RawQueryListener`] around it.)
+#[derive(Clone)]
+struct WithPeerAddr(Router);
+
+impl<'a> tower::Service<IncomingStream<'a, RawQueryListener>> for WithPeerAddr {
+    type Response = AddExtension<Router, ConnectInfo<SocketAddr>>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, incoming: IncomingStream<'a, RawQueryListener>) -> Self::Future {
+        let peer = ConnectInfo(*incoming.remote_addr());
+        std::future::ready(Ok(AddExtension::new(self.0.clone(), peer)))
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, not when

@@ -8,7 +8,10 @@
 //! - [`import`]: reading CSV/JSON/NDJSON (gzip too) as a stream, schema files and inference, and
 //!   the bulk load that publishes a dataset version atomically.
 //! - [`demo`]: the slices of real open data bundled into the binary for a first start.
-//! - [`auth`]: API tokens (minting, hashing) and the bearer check of the API.
+//! - [`auth`]: API tokens (minting, hashing, the API's bearer check), the device authorization
+//!   grant and its endpoints, accounts, passwords, sessions and throttling.
+//! - [`site`]: the HTML pages (sign-up, login, account, device approval) and the Markdown
+//!   guides (`catalog.md`, `skill.md`).
 //! - [`rest`]: the REST API under `/api/v1`, thin handlers over `graphql::query`.
 //! - [`app`]: the HTTP application: state, router, layers, graceful serving.
 //! - [`request_line`]: lets raw `<`, `>` and `"` in query strings through hyper (contract §5).
@@ -24,4 +27,5 @@ pub mod error;
 pub mod import;
 pub mod request_line;
 pub mod rest;
+pub mod site;
 pub mod store;

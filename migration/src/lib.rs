@@ -1,6 +1,6 @@
 //! Migrations of the odqs store, for SQLite and PostgreSQL alike.
 //!
-//! They create the catalog and account tables. The per-version records tables are not here:
+//! They create the catalog and account tables (and the site's sessions and throttling counters). The per-version records tables are not here:
 //! the import creates them, because their typed columns follow each dataset's schema
 //! (see `entity::record`).
 
@@ -8,6 +8,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261121_000001_catalog;
 mod m20261121_000002_accounts;
+mod m20261122_000003_sessions;
 
 /// Every migration, oldest first; `odqs migrate` and `odqs serve` apply the pending ones.
 pub struct Migrator;
@@ -18,6 +19,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261121_000001_catalog::Migration),
             Box::new(m20261121_000002_accounts::Migration),
+            Box::new(m20261122_000003_sessions::Migration),
         ]
     }
 }

@@ -1,4 +1,16 @@
-//! Authentication: API tokens. (The device flow and the account pages build on this.)
+//! Authentication: API tokens, the device authorization grant, and the site's accounts.
+//!
+//! - [`token`]: minting and hashing API tokens; [`bearer`]: the API's `Authorization: Bearer`
+//!   check.
+//! - [`grant`]: the device grant's states in the store; [`device`]: its two HTTP endpoints.
+//! - [`account`], [`password`], [`session`], [`throttle`]: sign-up and sign-in, Argon2id,
+//!   server-side sessions, and failure counters for logins and user codes.
 
+pub mod account;
 pub mod bearer;
+pub mod device;
+pub mod grant;
+pub mod password;
+pub mod session;
+pub mod throttle;
 pub mod token;

@@ -4,7 +4,7 @@
 
 use entity::{api_token, user};
 use rand::RngExt;
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
@@ -93,6 +93,18 @@ pub async fn mint(
     source: &str,
     expires_at: Option<OffsetDateTime>,
 ) -> Result<(Secret, api_token::Model), StoreError> {
+    mint_on(&store.db, user_id, name, source, expires_at).await
+}
+
+/// [`mint`] on a given connection, so the device flow can mint inside the transaction that
+/// spends the device code (contract §8: the code is spent at that moment).
+pub async fn mint_on(
+    conn: &impl ConnectionTrait,
+    user_id: i64,
+    name: &str,
+    source: &str,
+    expires_at: Option<OffsetDateTime>,
+) -> Result<(Secret, api_token::Model), StoreError> {
     let secret = random_secret(TOKEN_PREFIX);
     let model = api_token::ActiveModel {
         user_id: Set(user_id),
@@ -106,7 +118,7 @@ pub async fn mint(
         revoked_at: Set(None),
         ..Default::default()
     }
-    .insert(&store.db)
+    .insert(conn)
     .await?;
     Ok((secret, model))
 }

@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod gc;
 pub mod lock;
 pub mod records;
+pub mod stats;
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -1,0 +1,121 @@
+//! Accounts on the site: sign-up and sign-in against the `users` table, and the account's
+//! own tokens (list, revoke). Minting reuses [`super::token::mint`].
+
+use entity::{api_token, user};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, SqlErr};
+use time::OffsetDateTime;
+
+use super::password;
+use crate::store::{Store, StoreError};
+
+/// Why a sign-up was refused.
+#[derive(Debug)]
+pub enum SignupError {
+    /// The address already has an account with a password.
+    Taken,
+    Store(StoreError),
+}
+
+impl From<StoreError> for SignupError {
+    fn from(e: StoreError) -> Self {
+        SignupError::Store(e)
+    }
+}
+
+/// Creates an account with a password for `email` (already normalized). An account made by
+/// `odqs token create` has no password yet; signing up with its address sets one (README,
+/// "Decisions").
+pub async fn sign_up(
+    store: &Store,
+    email: &str,
+    password_text: String,
+) -> Result<user::Model, SignupError> {
+    let phc = password::hash(password_text).await;
+    let existing = user::Entity::find()
+        .filter(user::Column::Email.eq(email))
+        .one(&store.db)
+        .await
+        .map_err(StoreError::from)?;
+    match existing {
+        Some(found) if found.password_hash.is_some() => Err(SignupError::Taken),
+        Some(found) => {
+            // Set the password only if nobody set one meanwhile.
+            let updated = user::Entity::update_many()
+                .col_expr(
+                    user::Column::PasswordHash,
+                    sea_orm::sea_query::Expr::value(phc.clone()),
+                )
+                .filter(user::Column::Id.eq(found.id))
+                .filter(user::Column::PasswordHash.is_null())
+                .exec(&store.db)
+                .await
+                .map_err(StoreError::from)?;
+            if updated.rows_affected == 0 {
+                return Err(SignupError::Taken);
+            }
+            Ok(user::Model {
+                password_hash: Some(phc),
+                ..found
+            })
+        }
+        None => {
+            let inserted = user::ActiveModel {
+                email: Set(email.to_string()),
+                password_hash: Set(Some(phc)),
+                created_at: Set(OffsetDateTime::now_utc()),
+                ..Default::default()
+            }
+            .insert(&store.db)
+            .await;
+            match inserted {
+                Ok(model) => Ok(model),
+                Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+                    Err(SignupError::Taken)
+                }
+                Err(e) => Err(StoreError::from(e).into()),
+            }
+        }
+    }
+}
+
+/// The account for `email` if `password_text` is its password. A missing account costs the
+/// same time as a wrong password.
+pub async fn sign_in(
+    store: &Store,
+    email: &str,
+    password_text: String,
+) -> Result<Option<user::Model>, StoreError> {
+    let found = user::Entity::find()
+        .filter(user::Column::Email.eq(email))
+        .one(&store.db)
+        .await?;
+    let phc = found.as_ref().and_then(|u| u.password_hash.clone());
+    let ok = password::verify(password_text, phc).await;
+    Ok(found.filter(|_| ok))
+}
+
+/// The account's tokens, newest first, revoked ones left out.
+pub async fn tokens(store: &Store, user_id: i64) -> Result<Vec<api_token::Model>, StoreError> {
+    Ok(api_token::Entity::find()
+        .filter(api_token::Column::UserId.eq(user_id))
+        .filter(api_token::Column::RevokedAt.is_null())
+        .order_by_desc(api_token::Column::CreatedAt)
+        .order_by_desc(api_token::Column::Id)
+        .all(&store.db)
+        .await?)
+}
+
+/// Revokes token `token_id` if it belongs to `user_id`; whether one was revoked.
+pub async fn revoke(store: &Store, user_id: i64, token_id: i64) -> Result<bool, StoreError> {
+    let result = api_token::Entity::update_many()
+        .col_expr(
+            api_token::Column::RevokedAt,
+            sea_orm::sea_query::Expr::value(OffsetDateTime::now_utc()),
+        )
+        .filter(api_token::Column::Id.eq(token_id))
+        .filter(api_token::Column::UserId.eq(user_id))
+        .filter(api_token::Column::RevokedAt.is_null())
+        .exec(&store.db)
+        .await?;
+    Ok(result.rows_affected == 1)
+}

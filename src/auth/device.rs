@@ -1,0 +1,237 @@
+//! The device authorization endpoints (contract §8, RFC 8628): `POST /api/v1/auth/device`
+//! starts a request, `POST /api/v1/auth/token` polls it. They need no bearer token, accept JSON
+//! and `application/x-www-form-urlencoded` bodies alike, and answer errors in the OAuth shape
+//! `{"error", "error_description"}` (RFC 6749 §5.2, RFC 8628 §3.5), not the API's own.
+
+use std::collections::HashMap;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use super::grant::{self, PollOutcome};
+use crate::app::AppState;
+
+/// The grant type RFC 8628 §3.4 registers; the spec's short `device_code` is accepted too.
+pub const GRANT_TYPE_URN: &str = "urn:ietf:params:oauth:grant-type:device_code";
+/// Longest `device_name` / `client` label accepted.
+const MAX_LABEL: usize = 200;
+
+/// The two device-flow routes, merged into the application router.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/auth/device", post(start))
+        .route("/api/v1/auth/token", post(token))
+}
+
+/// An OAuth error answer: HTTP 400 (or 503 when the store is down) with
+/// `{"error", "error_description"}` and `Cache-Control: no-store` (RFC 6749 §5.1).
+#[derive(Debug)]
+pub struct OAuthError {
+    status: StatusCode,
+    error: &'static str,
+    description: String,
+}
+
+impl OAuthError {
+    fn bad(error: &'static str, description: impl Into<String>) -> Self {
+        OAuthError {
+            status: StatusCode::BAD_REQUEST,
+            error,
+            description: description.into(),
+        }
+    }
+
+    fn unavailable(e: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %e, "device flow: store failure");
+        OAuthError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            error: "temporarily_unavailable",
+            description: "The service cannot reach its data store right now; try again shortly."
+                .into(),
+        }
+    }
+}
+
+impl IntoResponse for OAuthError {
+    fn into_response(self) -> Response {
+        no_store(
+            self.status,
+            json!({"error": self.error, "error_description": self.description}),
+        )
+    }
+}
+
+fn no_store(status: StatusCode, body: Value) -> Response {
+    let mut response = (status, axum::Json(body)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// The request's parameters, from a JSON object or a form body (RFC 6749 §3.2 requires the
+/// form; the spec's examples are JSON). Repeated parameters are refused (RFC 6749 §3.1).
+fn parameters(headers: &HeaderMap, body: &Bytes) -> Result<HashMap<String, String>, OAuthError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let trimmed = body.trim_ascii();
+    let is_json = content_type.starts_with("application/json")
+        || content_type.contains("+json")
+        || (!content_type.starts_with("application/x-www-form-urlencoded")
+            && trimmed.first() == Some(&b'{'));
+    let mut out = HashMap::new();
+    if trimmed.is_empty() {
+        return Ok(out);
+    }
+    if is_json {
+        let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(trimmed) else {
+            return Err(OAuthError::bad(
+                "invalid_request",
+                "The body is not a JSON object; send JSON or application/x-www-form-urlencoded.",
+            ));
+        };
+        for (name, value) in map {
+            let text = match value {
+                Value::String(s) => s,
+                Value::Null => continue,
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => {
+                    return Err(OAuthError::bad(
+                        "invalid_request",
+                        format!("The parameter {name} must be a string."),
+                    ));
+                }
+            };
+            out.insert(name, text);
+        }
+    } else {
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(trimmed).map_err(|_| {
+            OAuthError::bad(
+                "invalid_request",
+                "The body is not a valid application/x-www-form-urlencoded form.",
+            )
+        })?;
+        for (name, value) in pairs {
+            if out.contains_key(&name) {
+                return Err(OAuthError::bad(
+                    "invalid_request",
+                    format!("The parameter {name} is repeated; send it once."),
+                ));
+            }
+            out.insert(name, value);
+        }
+    }
+    Ok(out)
+}
+
+fn label(params: &mut HashMap<String, String>, name: &str) -> Result<Option<String>, OAuthError> {
+    match params.remove(name).map(|s| s.trim().to_string()) {
+        Some(s) if s.chars().count() > MAX_LABEL => Err(OAuthError::bad(
+            "invalid_request",
+            format!("{name} is longer than {MAX_LABEL} characters."),
+        )),
+        Some(s) if s.is_empty() => Ok(None),
+        other => Ok(other),
+    }
+}
+
+/// `POST /api/v1/auth/device` (RFC 8628 §3.1–3.2): issues a device code and a user code.
+async fn start(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, OAuthError> {
+    let mut params = parameters(&headers, &body)?;
+    let device_name = label(&mut params, "device_name")?;
+    // A standard OAuth client sends only `client_id`; it names the client then.
+    let client = match label(&mut params, "client")? {
+        Some(c) => Some(c),
+        None => label(&mut params, "client_id")?,
+    };
+    let started = grant::start(&state.store, device_name, client)
+        .await
+        .map_err(OAuthError::unavailable)?;
+    let site = state.public_url.trim_end_matches('/');
+    Ok(no_store(
+        StatusCode::OK,
+        json!({
+            "device_code": started.device_code.expose(),
+            "user_code": started.user_code,
+            "verification_uri": format!("{site}/device"),
+            "verification_uri_complete": format!("{site}/device?code={}", started.user_code),
+            "expires_in": started.expires_in,
+            "interval": started.interval,
+        }),
+    ))
+}
+
+/// `POST /api/v1/auth/token` (RFC 8628 §3.4–3.5): one poll.
+async fn token(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, OAuthError> {
+    let params = parameters(&headers, &body)?;
+    let Some(grant_type) = params.get("grant_type") else {
+        return Err(OAuthError::bad(
+            "invalid_request",
+            format!("grant_type is missing; send grant_type={GRANT_TYPE_URN} (or device_code)."),
+        ));
+    };
+    if grant_type != GRANT_TYPE_URN && grant_type != "device_code" {
+        return Err(OAuthError::bad(
+            "unsupported_grant_type",
+            format!("Only the device code grant is supported: grant_type={GRANT_TYPE_URN}."),
+        ));
+    }
+    let Some(device_code) = params.get("device_code").filter(|c| !c.is_empty()) else {
+        return Err(OAuthError::bad(
+            "invalid_request",
+            "device_code is missing; send the device_code from POST /api/v1/auth/device.",
+        ));
+    };
+    let outcome = grant::poll(&state.store, device_code)
+        .await
+        .map_err(OAuthError::unavailable)?;
+    Err(match outcome {
+        PollOutcome::Issued { token, expires_in } => {
+            return Ok(no_store(
+                StatusCode::OK,
+                json!({
+                    "access_token": token.expose(),
+                    "token_type": "Bearer",
+                    "expires_in": expires_in,
+                }),
+            ));
+        }
+        PollOutcome::Pending => OAuthError::bad(
+            "authorization_pending",
+            "The request has not been approved yet; poll again after the interval.",
+        ),
+        PollOutcome::SlowDown => OAuthError::bad(
+            "slow_down",
+            "Polled sooner than the interval after the previous poll; the interval is now 5 seconds longer.",
+        ),
+        PollOutcome::Denied => OAuthError::bad(
+            "access_denied",
+            "The person refused this request at the approval page.",
+        ),
+        PollOutcome::Expired => OAuthError::bad(
+            "expired_token",
+            "The device code has expired; start again with POST /api/v1/auth/device.",
+        ),
+        PollOutcome::Invalid => OAuthError::bad(
+            "invalid_grant",
+            "The device code is unknown or has already been used.",
+        ),
+    })
+}

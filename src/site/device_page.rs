@@ -1,0 +1,194 @@
+//! `/device`, the browser side of the device flow (contract §8–§9, RFC 8628 §3.3): enter a
+//! code (or arrive with `?code=`), compare it and the requesting `device_name` / `client` with
+//! the terminal, then 同意授權 (approve) or 拒絕 (refuse). Signing in comes first and returns
+//! here. Unknown codes count against the account and the client address (RFC 8628 §5.1), so
+//! guessing a live code is hopeless within its 15-minute lifetime.
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use minijinja::context;
+use serde::Deserialize;
+
+use super::guides::encode;
+use super::pages::{page, store_failed, too_many, when};
+use super::visitor::{Posted, Visitor, see_other};
+use crate::app::AppState;
+use crate::auth::grant::{self, Decision, Lookup};
+use crate::auth::throttle;
+
+/// `?code=` on `GET /device`.
+#[derive(Deserialize)]
+pub struct CodeQuery {
+    code: Option<String>,
+}
+
+/// The approval form.
+#[derive(Deserialize)]
+pub struct DecisionForm {
+    code: String,
+    decision: String,
+}
+
+fn stage(visitor: &Visitor, status: StatusCode, stage: &str, ctx: minijinja::Value) -> Response {
+    page(visitor, status, "device.html", context! { stage, ..ctx })
+}
+
+fn problem(visitor: &Visitor, status: StatusCode, message: &str) -> Response {
+    stage(visitor, status, "problem", context! { message })
+}
+
+fn keys(visitor: &Visitor, user_id: i64) -> [(String, throttle::Limit); 2] {
+    [
+        (
+            throttle::key("code:user", &user_id.to_string()),
+            throttle::CODE_PER_ACCOUNT,
+        ),
+        (
+            throttle::key("code:ip", &visitor.address),
+            throttle::CODE_PER_ADDRESS,
+        ),
+    ]
+}
+
+/// Refuses when this account or address has typed too many wrong codes lately.
+async fn check_throttle(state: &AppState, visitor: &Visitor, user_id: i64) -> Option<Response> {
+    for (key, limit) in keys(visitor, user_id) {
+        match throttle::blocked_for(&state.store, &key, limit).await {
+            Ok(Some(wait)) => return Some(too_many(visitor, wait, "wrong codes")),
+            Ok(None) => {}
+            Err(e) => return Some(store_failed(e)),
+        }
+    }
+    None
+}
+
+async fn count_wrong_code(state: &AppState, visitor: &Visitor, user_id: i64) -> Option<Response> {
+    for (key, limit) in keys(visitor, user_id) {
+        if let Err(e) = throttle::record_failure(&state.store, &key, limit).await {
+            return Some(store_failed(e));
+        }
+    }
+    None
+}
+
+/// The page for a code that is not pending.
+fn not_pending(visitor: &Visitor, lookup: &Lookup) -> Response {
+    match lookup {
+        Lookup::Expired => problem(
+            visitor,
+            StatusCode::GONE,
+            "This code has expired 代碼已過期. Start again in your terminal to get a new one.",
+        ),
+        Lookup::Decided => problem(
+            visitor,
+            StatusCode::CONFLICT,
+            "This code has already been used 代碼已使用. Start again in your terminal if you still need access.",
+        ),
+        _ => problem(
+            visitor,
+            StatusCode::NOT_FOUND,
+            "No request has this code 查無此代碼. Check the code in your terminal and type it again.",
+        ),
+    }
+}
+
+/// `GET /device[?code=XXXX-XXXX]`.
+pub async fn show(
+    State(state): State<AppState>,
+    visitor: Visitor,
+    Query(q): Query<CodeQuery>,
+) -> Response {
+    let typed = q.code.unwrap_or_default();
+    let normalized = grant::normalize_user_code(&typed);
+    let Some(signed_in) = &visitor.signed_in else {
+        let next = match &normalized {
+            Some(code) => format!("/device?code={code}"),
+            None => "/device".to_string(),
+        };
+        return see_other(&format!("/login?next={}", encode(&next)));
+    };
+    let user_id = signed_in.user.id;
+    if typed.trim().is_empty() {
+        return stage(&visitor, StatusCode::OK, "enter", context! { code => "" });
+    }
+    let Some(code) = normalized else {
+        return stage(
+            &visitor,
+            StatusCode::BAD_REQUEST,
+            "enter",
+            context! { code => typed, error => "A code has eight letters, like BCDF-GHJK 代碼為八個字母." },
+        );
+    };
+    if let Some(refused) = check_throttle(&state, &visitor, user_id).await {
+        return refused;
+    }
+    match grant::look_up(&state.store, &code).await {
+        Ok(Lookup::Pending(grant)) => stage(
+            &visitor,
+            StatusCode::OK,
+            "confirm",
+            context! {
+                code,
+                device_name => grant.device_name,
+                client => grant.client,
+                created => when(grant.created_at),
+            },
+        ),
+        Ok(Lookup::Unknown) => {
+            if let Some(failed) = count_wrong_code(&state, &visitor, user_id).await {
+                return failed;
+            }
+            not_pending(&visitor, &Lookup::Unknown)
+        }
+        Ok(other) => not_pending(&visitor, &other),
+        Err(e) => store_failed(e),
+    }
+}
+
+/// `POST /device`: 同意授權 or 拒絕.
+pub async fn decide(State(state): State<AppState>, posted: Posted<DecisionForm>) -> Response {
+    let Posted { visitor, form } = posted;
+    let Some(signed_in) = &visitor.signed_in else {
+        return see_other("/login?next=%2Fdevice");
+    };
+    let user_id = signed_in.user.id;
+    let decision = match form.decision.as_str() {
+        "approve" => Decision::Approve,
+        "deny" => Decision::Deny,
+        _ => {
+            return problem(
+                &visitor,
+                StatusCode::BAD_REQUEST,
+                "Choose 同意授權 or 拒絕.",
+            );
+        }
+    };
+    let Some(code) = grant::normalize_user_code(&form.code) else {
+        return problem(
+            &visitor,
+            StatusCode::BAD_REQUEST,
+            "A code has eight letters, like BCDF-GHJK.",
+        );
+    };
+    if let Some(refused) = check_throttle(&state, &visitor, user_id).await {
+        return refused;
+    }
+    match grant::decide(&state.store, &code, user_id, decision).await {
+        Ok(Lookup::Pending(_)) => {
+            let done = match decision {
+                Decision::Approve => "approved",
+                Decision::Deny => "denied",
+            };
+            stage(&visitor, StatusCode::OK, done, context! {})
+        }
+        Ok(Lookup::Unknown) => {
+            if let Some(failed) = count_wrong_code(&state, &visitor, user_id).await {
+                return failed;
+            }
+            not_pending(&visitor, &Lookup::Unknown)
+        }
+        Ok(other) => not_pending(&visitor, &other),
+        Err(e) => store_failed(e),
+    }
+}

@@ -1,0 +1,37 @@
+//! The site at `{site_url}` (contract §9): accounts, the token page, the device approval
+//! page, and the Markdown guides. Server-rendered HTML (minijinja templates), readable on a
+//! phone, usable without JavaScript.
+//!
+//! - `visitor`: cookies, sessions, CSRF checks (`visitor::Posted`) and the client address.
+//! - `pages`: `/signup`, `/login`, `/logout`, `/account`.
+//! - `device_page`: `/device`.
+//! - `guides` and `skill`: `/`, `/catalog.md`, `/datasets/{slug}/skill.md`.
+//! - `templates`: the HTML templates.
+
+pub mod device_page;
+pub mod guides;
+pub mod pages;
+pub mod skill;
+pub mod templates;
+pub mod visitor;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+use crate::app::AppState;
+
+/// The site's routes, merged into the application router.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(guides::home))
+        .route("/catalog.md", get(guides::catalog_md))
+        .route("/datasets/{slug}/skill.md", get(guides::skill_md))
+        .route("/assets/site.js", get(guides::site_js))
+        .route("/signup", get(pages::signup_form).post(pages::signup))
+        .route("/login", get(pages::login_form).post(pages::login))
+        .route("/logout", get(pages::logout_form).post(pages::logout))
+        .route("/account", get(pages::account))
+        .route("/account/tokens", post(pages::create_token))
+        .route("/account/tokens/{id}/revoke", post(pages::revoke_token))
+        .route("/device", get(device_page::show).post(device_page::decide))
+}

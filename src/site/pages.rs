@@ -1,0 +1,401 @@
+//! Account pages (contract §9): `/signup`, `/login`, `/logout`, `/account` with its token list,
+//! token generation (shown once) and revocation. Handlers are thin: the store work is in
+//! `crate::auth`.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use minijinja::value::Serde;
+use minijinja::{Value, context};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use time::macros::format_description;
+
+use super::templates::render;
+use super::visitor::{Posted, SESSION_COOKIE, Visitor, see_other, unavailable};
+use crate::app::AppState;
+use crate::auth::account::{self, SignupError};
+use crate::auth::{password, session, throttle, token};
+use crate::store::StoreError;
+
+/// Renders `template` for `visitor` with `status`; the header's context (who is signed in,
+/// the CSRF token) is added to `ctx`.
+pub fn page(visitor: &Visitor, status: StatusCode, template: &str, ctx: Value) -> Response {
+    let ctx = context! { user => visitor.email(), csrf => visitor.csrf.clone(), ..ctx };
+    let response = match render(template, ctx) {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(status) => status.into_response(),
+    };
+    visitor.finish(response)
+}
+
+/// A page with a heading and one message (errors, refusals, throttling).
+pub fn message_page(
+    status: StatusCode,
+    visitor: Option<&Visitor>,
+    heading: &str,
+    message: &str,
+) -> Response {
+    let ctx = context! { heading, message };
+    match visitor {
+        Some(v) => page(v, status, "message.html", ctx),
+        None => match render("message.html", ctx) {
+            Ok(html) => {
+                let mut r = (status, Html(html)).into_response();
+                r.headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                r
+            }
+            Err(status) => status.into_response(),
+        },
+    }
+}
+
+/// Logs a store failure and answers the 503 page.
+pub fn store_failed(e: StoreError) -> Response {
+    tracing::error!(error = %e, "site: store failure");
+    unavailable()
+}
+
+/// 429 with `Retry-After`.
+pub fn too_many(visitor: &Visitor, retry_after: i64, what: &str) -> Response {
+    let minutes = (retry_after + 59) / 60;
+    let mut response = message_page(
+        StatusCode::TOO_MANY_REQUESTS,
+        Some(visitor),
+        "Too many attempts",
+        &format!("Too many {what}. Try again in {minutes} minute(s)."),
+    );
+    if let Ok(v) = HeaderValue::from_str(&retry_after.max(1).to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    response
+}
+
+/// Where to go after signing in: a path on this site only (no open redirect).
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && !n.starts_with("/\\")
+                && !n.chars().any(|c| c.is_control()) =>
+        {
+            n.to_string()
+        }
+        _ => "/account".to_string(),
+    }
+}
+
+fn next_query(next: &str) -> String {
+    if next == "/account" {
+        String::new()
+    } else {
+        format!("?next={}", super::guides::encode(next))
+    }
+}
+
+/// `?next=` on the login and sign-up pages.
+#[derive(Deserialize)]
+pub struct NextQuery {
+    next: Option<String>,
+}
+
+/// The login and sign-up forms' fields.
+#[derive(Deserialize)]
+pub struct Credentials {
+    email: String,
+    password: String,
+    next: Option<String>,
+}
+
+fn credentials_page(
+    visitor: &Visitor,
+    status: StatusCode,
+    template: &str,
+    next: &str,
+    email: &str,
+    error: Option<&str>,
+) -> Response {
+    page(
+        visitor,
+        status,
+        template,
+        context! {
+            next, next_query => next_query(next), email, error,
+            min_len => password::MIN_LEN,
+            reason => (next.starts_with("/device")).then_some("Log in to approve the device request; you will come back to it."),
+        },
+    )
+}
+
+/// Starts a session for `user_id` and redirects to `next` with its cookie.
+async fn start_session(state: &AppState, visitor: &Visitor, user_id: i64, next: &str) -> Response {
+    match session::create(&state.store, user_id).await {
+        Ok((secret, _)) => {
+            let mut response = see_other(next);
+            visitor.set_cookie(
+                response.headers_mut(),
+                SESSION_COOKIE,
+                secret.expose(),
+                Some(session::LIFETIME.whole_seconds()),
+            );
+            visitor.finish(response)
+        }
+        Err(e) => store_failed(e),
+    }
+}
+
+/// `GET /signup`.
+pub async fn signup_form(visitor: Visitor, Query(q): Query<NextQuery>) -> Response {
+    let next = safe_next(q.next.as_deref());
+    if visitor.signed_in.is_some() {
+        return see_other(&next);
+    }
+    credentials_page(&visitor, StatusCode::OK, "signup.html", &next, "", None)
+}
+
+/// `POST /signup`: creates the account and signs in.
+pub async fn signup(State(state): State<AppState>, posted: Posted<Credentials>) -> Response {
+    let Posted { visitor, form } = posted;
+    let next = safe_next(form.next.as_deref());
+    let refuse = |msg: &str| {
+        credentials_page(
+            &visitor,
+            StatusCode::BAD_REQUEST,
+            "signup.html",
+            &next,
+            &form.email,
+            Some(msg),
+        )
+    };
+    let Some(email) = token::normalize_email(&form.email) else {
+        return refuse("That is not an e-mail address.");
+    };
+    let length = form.password.chars().count();
+    if length < password::MIN_LEN {
+        return refuse(&format!(
+            "Choose a password of at least {} characters.",
+            password::MIN_LEN
+        ));
+    }
+    if length > password::MAX_LEN {
+        return refuse("That password is too long.");
+    }
+    match account::sign_up(&state.store, &email, form.password.clone()).await {
+        Ok(user) => start_session(&state, &visitor, user.id, &next).await,
+        Err(SignupError::Taken) => credentials_page(
+            &visitor,
+            StatusCode::CONFLICT,
+            "signup.html",
+            &next,
+            &form.email,
+            Some("This address already has an account. Log in instead."),
+        ),
+        Err(SignupError::Store(e)) => store_failed(e),
+    }
+}
+
+/// `GET /login`.
+pub async fn login_form(visitor: Visitor, Query(q): Query<NextQuery>) -> Response {
+    let next = safe_next(q.next.as_deref());
+    if visitor.signed_in.is_some() {
+        return see_other(&next);
+    }
+    credentials_page(&visitor, StatusCode::OK, "login.html", &next, "", None)
+}
+
+/// `POST /login`, throttled per address and per client (wrong passwords only count).
+pub async fn login(State(state): State<AppState>, posted: Posted<Credentials>) -> Response {
+    let Posted { visitor, form } = posted;
+    let next = safe_next(form.next.as_deref());
+    let email =
+        token::normalize_email(&form.email).unwrap_or_else(|| form.email.trim().to_lowercase());
+    let account_key = throttle::key("login:email", &email);
+    let address_key = throttle::key("login:ip", &visitor.address);
+    for (key, limit) in [
+        (&account_key, throttle::LOGIN_PER_ACCOUNT),
+        (&address_key, throttle::LOGIN_PER_ADDRESS),
+    ] {
+        match throttle::blocked_for(&state.store, key, limit).await {
+            Ok(Some(wait)) => return too_many(&visitor, wait, "failed logins"),
+            Ok(None) => {}
+            Err(e) => return store_failed(e),
+        }
+    }
+    match account::sign_in(&state.store, &email, form.password.clone()).await {
+        Ok(Some(user)) => {
+            let _ = throttle::clear(&state.store, &account_key).await;
+            let _ = throttle::purge_stale(&state.store).await;
+            start_session(&state, &visitor, user.id, &next).await
+        }
+        Ok(None) => {
+            for (key, limit) in [
+                (&account_key, throttle::LOGIN_PER_ACCOUNT),
+                (&address_key, throttle::LOGIN_PER_ADDRESS),
+            ] {
+                if let Err(e) = throttle::record_failure(&state.store, key, limit).await {
+                    return store_failed(e);
+                }
+            }
+            credentials_page(
+                &visitor,
+                StatusCode::UNAUTHORIZED,
+                "login.html",
+                &next,
+                &form.email,
+                Some("Wrong e-mail address or password."),
+            )
+        }
+        Err(e) => store_failed(e),
+    }
+}
+
+/// `GET /logout`: a button, because a link must not be able to log anyone out.
+pub async fn logout_form(visitor: Visitor) -> Response {
+    page(&visitor, StatusCode::OK, "logout.html", context! {})
+}
+
+/// The CSRF field only.
+#[derive(Deserialize)]
+pub struct Empty {}
+
+/// `POST /logout`: deletes the session row and the cookie.
+pub async fn logout(State(state): State<AppState>, posted: Posted<Empty>) -> Response {
+    let visitor = posted.visitor;
+    if let Some(signed_in) = &visitor.signed_in
+        && let Err(e) = session::delete(&state.store, signed_in.session.id).await
+    {
+        return store_failed(e);
+    }
+    let mut response = see_other("/");
+    visitor.set_cookie(response.headers_mut(), SESSION_COOKIE, "", Some(0));
+    response
+}
+
+/// A token as the account page lists it.
+#[derive(Serialize)]
+struct TokenRow {
+    id: i64,
+    name: String,
+    last4: String,
+    created: String,
+    last_used: String,
+    expires: String,
+}
+
+/// `2026-11-22 14:05 UTC`.
+pub fn when(t: OffsetDateTime) -> String {
+    t.to_offset(time::UtcOffset::UTC)
+        .format(format_description!(
+            "[year]-[month]-[day] [hour]:[minute] UTC"
+        ))
+        .unwrap_or_default()
+}
+
+async fn account_page(
+    state: &AppState,
+    visitor: &Visitor,
+    new_token: Option<Value>,
+    notice: Option<&str>,
+) -> Response {
+    let Some(signed_in) = &visitor.signed_in else {
+        return see_other("/login");
+    };
+    let tokens = match account::tokens(&state.store, signed_in.user.id).await {
+        Ok(t) => t,
+        Err(e) => return store_failed(e),
+    };
+    let now = OffsetDateTime::now_utc();
+    let rows: Vec<TokenRow> = tokens
+        .into_iter()
+        .map(|t| TokenRow {
+            id: t.id,
+            name: t.name,
+            last4: t.last4,
+            created: when(t.created_at),
+            last_used: t.last_used_at.map(when).unwrap_or_else(|| "never".into()),
+            expires: match t.expires_at {
+                None => "never".into(),
+                Some(at) if at <= now => format!("expired {}", when(at)),
+                Some(at) => when(at),
+            },
+        })
+        .collect();
+    page(
+        visitor,
+        StatusCode::OK,
+        "account.html",
+        context! { tokens => Value::from(Serde(&rows)), new_token, notice },
+    )
+}
+
+/// `GET /account`.
+pub async fn account(State(state): State<AppState>, visitor: Visitor) -> Response {
+    if visitor.signed_in.is_none() {
+        return see_other("/login");
+    }
+    account_page(&state, &visitor, None, None).await
+}
+
+/// The token generation form.
+#[derive(Deserialize)]
+pub struct NewToken {
+    #[serde(default)]
+    name: String,
+}
+
+/// `POST /account/tokens`: mints a long-lived token and shows it, once.
+pub async fn create_token(State(state): State<AppState>, posted: Posted<NewToken>) -> Response {
+    let Posted { visitor, form } = posted;
+    let Some(signed_in) = &visitor.signed_in else {
+        return see_other("/login");
+    };
+    let mut name: String = form.name.trim().chars().take(100).collect();
+    if name.is_empty() {
+        name = format!("token of {}", when(OffsetDateTime::now_utc()));
+    }
+    match token::mint(&state.store, signed_in.user.id, &name, "account", None).await {
+        Ok((secret, _)) => {
+            let shown = context! { name, secret => secret.expose() };
+            account_page(&state, &visitor, Some(shown), None).await
+        }
+        Err(e) => store_failed(e),
+    }
+}
+
+/// `POST /account/tokens/{id}/revoke`.
+pub async fn revoke_token(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    posted: Posted<Empty>,
+) -> Response {
+    let visitor = posted.visitor;
+    let Some(signed_in) = &visitor.signed_in else {
+        return see_other("/login");
+    };
+    match account::revoke(&state.store, signed_in.user.id, id).await {
+        Ok(true) => account_page(&state, &visitor, None, Some("The token was revoked.")).await,
+        Ok(false) => message_page(
+            StatusCode::NOT_FOUND,
+            Some(&visitor),
+            "No such token",
+            "This account has no such token; it may have been revoked already.",
+        ),
+        Err(e) => store_failed(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn next_stays_on_the_site() {
+        assert_eq!(
+            super::safe_next(Some("/device?code=BCDF-GHJK")),
+            "/device?code=BCDF-GHJK"
+        );
+        assert_eq!(super::safe_next(Some("//evil.example")), "/account");
+        assert_eq!(super::safe_next(Some("https://evil.example")), "/account");
+        assert_eq!(super::safe_next(None), "/account");
+    }
+}

@@ -1,0 +1,601 @@
+//! The Markdown guides (contract §9): `catalog.md` lists every dataset; `skill.md` explains one
+//! dataset to a person or a program that has never seen it: its fields, how to filter on each,
+//! and worked `curl` examples built from the dataset's real values, each of which works as
+//! written once `$ODQS_TOKEN` holds a token. Pure text building; [`gather`] reads the facts.
+
+use std::fmt::Write;
+
+use entity::{FieldType, dataset, dataset_field};
+use serde_json::Value;
+
+use super::guides::encode;
+use crate::store::stats::{self, Range, ValueCount};
+use crate::store::{Store, StoreError, records};
+
+/// What the guide says about one field.
+#[derive(Clone, Debug)]
+pub struct FieldFacts {
+    pub field: dataset_field::Model,
+    /// Most common values (texts: lower-cased, as full-text search sees them).
+    pub top: Vec<ValueCount>,
+    pub range: Option<Range>,
+}
+
+/// Everything a dataset's guide is made from.
+#[derive(Clone, Debug)]
+pub struct Guide {
+    pub dataset: dataset::Model,
+    pub fields: Vec<FieldFacts>,
+    /// The first records' identifiers, in file order.
+    pub sample_ids: Vec<String>,
+}
+
+/// Reads the facts of `dataset`'s live version: schema, common values, ranges, sample ids.
+pub async fn gather(store: &Store, dataset: dataset::Model) -> Result<Guide, StoreError> {
+    let version = dataset.version_id;
+    let schema = crate::store::catalog::fields(store, version).await?;
+    let mut fields = Vec::with_capacity(schema.len());
+    for field in schema {
+        let is_id = dataset.id_field.as_deref() == Some(field.name.as_str());
+        let (top, range) = match field.field_type {
+            FieldType::Keyword if is_id => (Vec::new(), None),
+            FieldType::Keyword | FieldType::Boolean => {
+                (stats::top_values(store, version, &field, 5).await?, None)
+            }
+            FieldType::Number | FieldType::Date => {
+                (Vec::new(), stats::range(store, version, &field).await?)
+            }
+            FieldType::Text => (stats::top_texts(store, version, &field, 3).await?, None),
+            FieldType::Json => (Vec::new(), None),
+        };
+        fields.push(FieldFacts { field, top, range });
+    }
+    // The most common value of the number field the examples use.
+    if let Some(i) = number_example_index(&fields) {
+        let top = stats::top_values(store, version, &fields[i].field, 1).await?;
+        fields[i].top = top;
+    }
+    let sample_ids = records::in_order(store, version, 0, 3)
+        .await?
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    Ok(Guide {
+        dataset,
+        fields,
+        sample_ids,
+    })
+}
+
+fn spread(range: &Range) -> f64 {
+    match (range.min.as_f64(), range.max.as_f64()) {
+        (Some(lo), Some(hi)) => hi - lo,
+        _ => 0.0,
+    }
+}
+
+/// The number field the examples sort and aggregate on: one the schema describes (a
+/// measurement someone cared to explain) before one it does not, then the widest range; a
+/// constant field makes a dull example.
+fn number_example_index(fields: &[FieldFacts]) -> Option<usize> {
+    fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.field.field_type == FieldType::Number)
+        .filter_map(|(i, f)| {
+            let described = f
+                .field
+                .description
+                .as_deref()
+                .is_some_and(|d| !d.trim().is_empty());
+            f.range.as_ref().map(|r| (i, (described, spread(r))))
+        })
+        .filter(|(_, (_, s))| *s > 0.0)
+        .fold(
+            None,
+            |best: Option<(usize, (bool, f64))>, (i, rank)| match best {
+                Some((_, b)) if (b.0, b.1) >= (rank.0, rank.1) => best,
+                _ => Some((i, rank)),
+            },
+        )
+        .map(|(i, _)| i)
+}
+
+/// The keyword field whose most common value covers the most records.
+fn keyword_example(guide: &Guide) -> Option<&FieldFacts> {
+    guide
+        .fields
+        .iter()
+        .filter(|f| f.field.field_type == FieldType::Keyword && !f.top.is_empty())
+        .fold(None, |best: Option<&FieldFacts>, f| match best {
+            Some(b) if b.top[0].count >= f.top[0].count => best,
+            _ => Some(f),
+        })
+}
+
+/// A search term from a text value: a whole word of three or more letters, or the first three
+/// characters of a run of Chinese (or other unspaced) script, where terms match as substrings.
+pub fn search_term(text: &str) -> Option<String> {
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = word.chars().collect();
+        if chars.is_empty() {
+            continue;
+        }
+        if chars.iter().any(|c| is_unspaced_script(*c)) {
+            let run: String = chars
+                .iter()
+                .skip_while(|c| !is_unspaced_script(**c))
+                .take_while(|c| is_unspaced_script(**c))
+                .take(3)
+                .collect();
+            if run.chars().count() >= 2 {
+                return Some(run);
+            }
+        } else if chars.len() >= 3 && !chars.iter().all(|c| c.is_ascii_digit()) {
+            return Some(word.to_string());
+        }
+    }
+    None
+}
+
+fn is_unspaced_script(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
+}
+
+/// The text fields' search examples: (field, term, records holding the value it came from).
+fn text_examples(guide: &Guide) -> Vec<(&FieldFacts, String, i64)> {
+    let mut found: Vec<(&FieldFacts, String, i64)> = guide
+        .fields
+        .iter()
+        .filter(|f| f.field.field_type == FieldType::Text)
+        .filter_map(|f| {
+            f.top.iter().find_map(|v| {
+                let term = search_term(v.value.as_str()?)?;
+                Some((f, term, v.count))
+            })
+        })
+        .collect();
+    found.sort_by_key(|f| std::cmp::Reverse(f.2));
+    found
+}
+
+/// A value as it goes into a URL query (`true`, `5`, `UA`).
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Inline code for Markdown, safe inside a table cell.
+fn code(text: &str) -> String {
+    let text = text.replace(['\n', '\r'], " ").replace('|', "\\|");
+    if text.contains('`') {
+        format!("`` {text} ``")
+    } else {
+        format!("`{text}`")
+    }
+}
+
+/// Plain text for one line of Markdown (a table cell, a list item).
+fn cell(text: &str) -> String {
+    text.replace(['\n', '\r'], " ").replace('|', "\\|")
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}
+
+/// A URL query from (name, value) pairs, every part percent-encoded (UTF-8).
+fn query(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// One worked example: a heading, what it shows, and the URL.
+struct Example {
+    title: String,
+    note: String,
+    url: String,
+}
+
+fn curl(url: &str) -> String {
+    format!("curl -H \"Authorization: Bearer $ODQS_TOKEN\" \"{url}\"")
+}
+
+fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
+    let slug = &guide.dataset.slug;
+    let records = format!("{base_url}/datasets/{}/records", encode(slug));
+    let agg = format!("{base_url}/datasets/{}/agg", encode(slug));
+    let mut out = Vec::new();
+    let mut add = |title: &str, note: String, url: String| {
+        out.push(Example {
+            title: title.to_string(),
+            note,
+            url,
+        })
+    };
+    add(
+        "Metadata and schema",
+        "Title, licence, record count, and every field with its type and filters.".into(),
+        format!("{base_url}/datasets/{}", encode(slug)),
+    );
+    add(
+        "The first records",
+        "Records come in the order of the imported file unless you sort.".into(),
+        format!("{records}?per_page=5"),
+    );
+    let keyword = keyword_example(guide);
+    let number = number_example_index(&guide.fields).map(|i| &guide.fields[i]);
+    if let Some(k) = keyword {
+        let name = k.field.name.as_str();
+        let v1 = plain(&k.top[0].value);
+        add(
+            "Exact match on a keyword",
+            format!(
+                "Records whose `{name}` is {} ({} records).",
+                code(&v1),
+                k.top[0].count
+            ),
+            format!("{records}?{}", query(&[(name, &v1)])),
+        );
+        if let Some(second) = k.top.get(1) {
+            let v2 = plain(&second.value);
+            add(
+                "Several values of one field (OR)",
+                format!(
+                    "Repeating a name means OR: `{name}` is {} or {}.",
+                    code(&v1),
+                    code(&v2)
+                ),
+                format!("{records}?{}", query(&[(name, &v1), (name, &v2)])),
+            );
+        }
+    }
+    if let Some(n) = number
+        && let Some(common) = n.top.first()
+    {
+        let name = n.field.name.as_str();
+        let v = plain(&common.value);
+        add(
+            "Exact match on a number",
+            format!(
+                "Numbers compare as numbers (`5` matches `5.0`): `{name}` = {} ({} records).",
+                code(&v),
+                common.count
+            ),
+            format!("{records}?{}", query(&[(name, &v)])),
+        );
+    }
+    let texts = text_examples(guide);
+    if let Some((f, term, _)) = texts.first() {
+        add(
+            "Full-text search",
+            format!(
+                "`q` finds records where every term occurs in some text field, ignoring case; here {} (it occurs in `{}`).",
+                code(term),
+                f.field.name
+            ),
+            format!("{records}?{}", query(&[("q", term)])),
+        );
+        let (f2, term2, _) = texts.get(1).unwrap_or(&texts[0]);
+        let key = format!("q[{}]", f2.field.name);
+        add(
+            "Full-text search in one field",
+            format!("`q[{}]` searches that text field only.", f2.field.name),
+            format!("{records}?{}", query(&[(&key, term2)])),
+        );
+    }
+    if let Some(n) = number {
+        let name = n.field.name.as_str();
+        let sort = format!("{name}<");
+        add(
+            "Sort, largest first",
+            format!(
+                "`sort={name}<` sorts descending, `{name}>` ascending; write `<` and `>` as `%3C` and `%3E` in a URL. Records without a value come last."
+            ),
+            format!("{records}?{}", query(&[("sort", &sort), ("per_page", "5")])),
+        );
+        if let Some(k) = keyword {
+            let v1 = plain(&k.top[0].value);
+            add(
+                "Filter and sort",
+                format!(
+                    "Conditions combine: `{}` = {}, by `{name}` descending.",
+                    k.field.name,
+                    code(&v1)
+                ),
+                format!(
+                    "{records}?{}",
+                    query(&[(&k.field.name, &v1), ("sort", &sort), ("per_page", "5")])
+                ),
+            );
+        }
+    }
+    let count = guide.dataset.record_count;
+    if count >= 2 {
+        let per_page = if count > 10 { "10" } else { "1" };
+        add(
+            "Paging",
+            format!(
+                "`page` starts at 1; `per_page` is 20 by default and at most 100. The answer's `total` counts every match ({count} here without conditions)."
+            ),
+            format!(
+                "{records}?{}",
+                query(&[("page", "2"), ("per_page", per_page)])
+            ),
+        );
+    }
+    let mut chosen: Vec<&str> = Vec::new();
+    if let Some(k) = keyword {
+        chosen.push(&k.field.name);
+    }
+    if let Some(n) = number {
+        chosen.push(&n.field.name);
+    }
+    if !chosen.is_empty() {
+        add(
+            "Only some fields",
+            "`fields` picks the fields returned; `_id` always comes along.".into(),
+            format!(
+                "{records}?fields={}&per_page=5",
+                chosen
+                    .iter()
+                    .map(|c| encode(c))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        );
+    }
+    if let Some(id) = guide.sample_ids.first() {
+        add(
+            "One record by its identifier",
+            format!("`{}` is the `_id` of the first record.", cell(id)),
+            format!("{records}/{}", encode(id)),
+        );
+    }
+    let ids: Vec<&String> = guide
+        .sample_ids
+        .iter()
+        .filter(|i| !i.contains(','))
+        .take(2)
+        .collect();
+    if ids.len() == 2 {
+        add(
+            "Several records by identifier",
+            "`_ids` takes a comma-separated list; unknown identifiers are skipped.".into(),
+            format!(
+                "{records}?_ids={}",
+                ids.iter().map(|i| encode(i)).collect::<Vec<_>>().join(",")
+            ),
+        );
+    }
+    if let Some(k) = keyword {
+        let name = k.field.name.as_str();
+        match number {
+            Some(n) => {
+                let field = n.field.name.as_str();
+                add(
+                    "Grouped statistics",
+                    format!(
+                        "One group per `{name}` value, with count, sum, avg, min, max and the 25/50/75 percentiles of `{field}`; groups by count, largest first."
+                    ),
+                    format!("{agg}?{}", query(&[("group_by", name), ("field", field)])),
+                );
+                if k.top.len() >= 2 {
+                    let v1 = plain(&k.top[0].value);
+                    let v2 = plain(&k.top[1].value);
+                    add(
+                        "Grouped statistics of a filtered set",
+                        format!(
+                            "Every records filter works here too: two `{name}` values side by side."
+                        ),
+                        format!(
+                            "{agg}?{}",
+                            query(&[
+                                ("group_by", name),
+                                ("field", field),
+                                (name, &v1),
+                                (name, &v2)
+                            ])
+                        ),
+                    );
+                }
+            }
+            None => add(
+                "Grouped counts",
+                format!("One group per `{name}` value with its record count."),
+                format!("{agg}?{}", query(&[("group_by", name)])),
+            ),
+        }
+    }
+    out
+}
+
+fn how_to_filter(f: &FieldFacts) -> String {
+    let name = &f.field.name;
+    match f.field.field_type {
+        FieldType::Keyword => format!("exact `{name}=…` (repeat for OR), sort, `group_by`"),
+        FieldType::Number => format!("exact `{name}=…`, sort, agg `field`"),
+        FieldType::Boolean => format!("exact `{name}=true` / `false`, sort"),
+        FieldType::Date => format!("exact `{name}=…` (as written in the data), sort"),
+        FieldType::Text => format!("`q=…` or `q[{name}]=…` (not exact match)"),
+        FieldType::Json => "returned as is; not filterable".to_string(),
+    }
+}
+
+fn values_seen(f: &FieldFacts, guide: &Guide) -> String {
+    let is_id = guide.dataset.id_field.as_deref() == Some(f.field.name.as_str());
+    if is_id {
+        let ids: Vec<String> = guide.sample_ids.iter().take(2).map(|i| code(i)).collect();
+        return format!("unique per record (the `_id`), e.g. {}", ids.join(", "));
+    }
+    if let Some(r) = &f.range {
+        let mut s = format!("{} … {}", code(&plain(&r.min)), code(&plain(&r.max)));
+        if let Some(c) = f.top.first() {
+            let _ = write!(s, "; most common {} ({})", code(&plain(&c.value)), c.count);
+        }
+        return s;
+    }
+    if f.top.is_empty() {
+        return String::new();
+    }
+    let listed: Vec<String> = f
+        .top
+        .iter()
+        .map(|v| format!("{} ({})", code(&shorten(&plain(&v.value), 40)), v.count))
+        .collect();
+    match f.field.field_type {
+        FieldType::Text => format!("most frequent: {}", listed.join(", ")),
+        _ => listed.join(", "),
+    }
+}
+
+/// `skill.md` for one dataset.
+pub fn skill_md(guide: &Guide, site_url: &str) -> String {
+    let d = &guide.dataset;
+    let base_url = format!("{site_url}/api/v1");
+    let mut md = String::new();
+    let _ = writeln!(md, "# {} (`{}`)\n", cell(&d.title), d.slug);
+    if !d.description.trim().is_empty() {
+        let _ = writeln!(md, "{}\n", d.description.trim());
+    }
+    let _ = writeln!(md, "- Records: {}", d.record_count);
+    let _ = writeln!(md, "- Updated: {}", super::pages::when(d.updated_at));
+    if let Some(l) = &d.license {
+        let _ = writeln!(md, "- Licence: {}", cell(l));
+    }
+    if let Some(s) = &d.source_url {
+        let _ = writeln!(md, "- Source: <{}>", cell(s));
+    }
+    match &d.id_field {
+        Some(f) => {
+            let _ = writeln!(md, "- Record identifier: `_id`, the value of `{}`", cell(f));
+        }
+        None => {
+            let _ = writeln!(
+                md,
+                "- Record identifier: `_id`, the record's row number in the file"
+            );
+        }
+    }
+    let _ = writeln!(md, "- API: `{base_url}/datasets/{}`", encode(&d.slug));
+    let _ = writeln!(md, "- Catalog of every dataset: <{site_url}/catalog.md>\n");
+
+    md.push_str("## Authentication\n\n");
+    let _ = writeln!(
+        md,
+        "Every API request needs a token in the header `Authorization: Bearer <token>`. Get a \
+         long-lived one on <{site_url}/account> (free sign-up), or let a command-line tool ask \
+         for a 24-hour one through the device flow (`POST {base_url}/auth/device`, then approve \
+         at <{site_url}/device>). The examples read it from a shell variable:\n"
+    );
+    md.push_str("```sh\nexport ODQS_TOKEN='odqs_…'   # your token\n```\n\n");
+
+    md.push_str("## Fields\n\n");
+    md.push_str("| field | type | how to query | values in this dataset | description |\n");
+    md.push_str("|---|---|---|---|---|\n");
+    for f in &guide.fields {
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {} | {} |",
+            cell(&f.field.name),
+            f.field.field_type,
+            how_to_filter(f),
+            values_seen(f, guide),
+            cell(f.field.description.as_deref().unwrap_or(""))
+        );
+    }
+    md.push_str(
+        "\nDotted names reach fields of nested objects (`a.b=…`, `group_by=a.b`). Numbers in the \
+         table are counts of records.\n\n",
+    );
+
+    md.push_str("## Examples\n\nEach works as written once `ODQS_TOKEN` holds your token.\n\n");
+    for e in examples(guide, &base_url) {
+        let _ = writeln!(
+            md,
+            "### {}\n\n{}\n\n```sh\n{}\n```\n",
+            e.title,
+            e.note,
+            curl(&e.url)
+        );
+    }
+
+    md.push_str("## Limits and notes\n\n");
+    let notes = [
+        "`page` starts at 1; `per_page` is 20 by default, 1 to 100. A page past the end answers `records: []` with the true `total`.".to_string(),
+        "Exact matches (`name=value`) work on keyword, number, boolean and date fields; the same name repeated is OR, different names are AND. A text field answers 400 `text_field_exact_match`: use `q[name]`.".to_string(),
+        "`q` and `q[name]`: every whitespace-separated term must occur, ignoring case; Chinese and Japanese terms match as substrings.".to_string(),
+        "Without `sort`, and between equal sort keys, records keep the order of the imported file, so paging is stable.".to_string(),
+        "`agg`: `group_by` must be a keyword field, `field` a number field; all groups come in one answer, by count (largest first), then key. Percentiles interpolate linearly between closest ranks.".to_string(),
+        "Percent-encode values in URLs as UTF-8 (`curl` does not do it for you); `<` is `%3C`, `>` is `%3E`, `[` `]` are `%5B` `%5D`.".to_string(),
+        "Errors are JSON `{\"error\": \"<code>\", \"message\": \"…\"}`; an unknown field name is 400 `unknown_field`, a missing or bad token 401.".to_string(),
+        "The data changes only when the dataset is re-imported; answers carry an `ETag`.".to_string(),
+    ];
+    for n in notes {
+        let _ = writeln!(md, "- {n}");
+    }
+    md
+}
+
+/// `catalog.md`: every dataset with its guide and API URLs.
+pub fn catalog_md(datasets: &[dataset::Model], site_url: &str) -> String {
+    let base_url = format!("{site_url}/api/v1");
+    let mut md = String::from("# odqs catalog\n\n");
+    let _ = writeln!(
+        md,
+        "{} dataset(s) published at <{site_url}>. The API's base URL is `{base_url}`; every \
+         request needs `Authorization: Bearer <token>` (get one at <{site_url}/account>). Each \
+         dataset's guide (`skill.md`) lists its fields and working examples.\n",
+        datasets.len()
+    );
+    for d in datasets {
+        let slug = encode(&d.slug);
+        let _ = writeln!(md, "## {}\n", cell(&d.title));
+        let _ = writeln!(md, "- Slug: `{}`", d.slug);
+        let _ = writeln!(md, "- Records: {}", d.record_count);
+        let _ = writeln!(md, "- Updated: {}", super::pages::when(d.updated_at));
+        if let Some(l) = &d.license {
+            let _ = writeln!(md, "- Licence: {}", cell(l));
+        }
+        if let Some(s) = &d.source_url {
+            let _ = writeln!(md, "- Source: <{}>", cell(s));
+        }
+        let _ = writeln!(md, "- Guide: <{site_url}/datasets/{slug}/skill.md>");
+        let _ = writeln!(md, "- Metadata: `{base_url}/datasets/{slug}`");
+        let _ = writeln!(md, "- Records: `{base_url}/datasets/{slug}/records`");
+        let _ = writeln!(
+            md,
+            "- Statistics: `{base_url}/datasets/{slug}/agg?group_by=<keyword field>`\n"
+        );
+        if !d.description.trim().is_empty() {
+            let _ = writeln!(md, "{}\n", d.description.trim());
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::search_term;
+
+    #[test]
+    fn search_terms() {
+        assert_eq!(
+            search_term("united air lines inc.").as_deref(),
+            Some("united")
+        );
+        assert_eq!(search_term("臺東縣臺東市").as_deref(), Some("臺東縣"));
+        assert_eq!(search_term("a 12 日月潭").as_deref(), Some("日月潭"));
+        assert_eq!(search_term("12 ab"), None);
+    }
+}
