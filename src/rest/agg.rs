@@ -5,7 +5,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use graphql::query::{AggParams, request};
 
-use super::caching::{not_modified, not_modified_response, tagged_json};
+use super::caching::conditional;
 use super::query_string::pairs;
 use crate::app::AppState;
 use crate::auth::bearer::Principal;
@@ -40,9 +40,5 @@ pub async fn aggregate(
     let dataset = state.resolver.dataset(&slug).await?;
     let query = request::agg_query(&params, &dataset.schema)?;
     let etag = state.resolver.etag(&dataset, "agg", &query);
-    if not_modified(&headers, &etag) {
-        return Ok(not_modified_response(&etag));
-    }
-    let result = state.resolver.agg(&dataset, &query).await?;
-    Ok(tagged_json(&etag, &result))
+    conditional(&headers, etag, state.resolver.agg(&dataset, &query)).await
 }

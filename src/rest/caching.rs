@@ -7,8 +7,24 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::error::{ApiError, HttpError};
+
+/// Answers `304` when the client holds the answer tagged `etag`; otherwise runs `answer` and
+/// sends it with the tag.
+pub async fn conditional<T: Serialize>(
+    headers: &HeaderMap,
+    etag: String,
+    answer: impl Future<Output = Result<T, ApiError>>,
+) -> Result<Response, HttpError> {
+    if not_modified(headers, &etag) {
+        return Ok(not_modified_response(&etag));
+    }
+    let body = answer.await?;
+    Ok(tagged_json(&etag, &body))
+}
+
 /// Whether the client already holds the answer tagged `etag`.
-pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
     headers
         .get_all(header::IF_NONE_MATCH)
         .iter()
@@ -19,14 +35,14 @@ pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
 }
 
 /// `304 Not Modified` with the tag.
-pub fn not_modified_response(etag: &str) -> Response {
+fn not_modified_response(etag: &str) -> Response {
     let mut response = StatusCode::NOT_MODIFIED.into_response();
     set_etag(&mut response, etag);
     response
 }
 
 /// `200` with a JSON body and its tag.
-pub fn tagged_json(etag: &str, body: &impl Serialize) -> Response {
+fn tagged_json(etag: &str, body: &impl Serialize) -> Response {
     let mut response = Json(body).into_response();
     set_etag(&mut response, etag);
     response

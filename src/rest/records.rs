@@ -6,7 +6,7 @@ use axum::response::Response;
 use graphql::query::params::split_list;
 use graphql::query::{RecordParams, request};
 
-use super::caching::{not_modified, not_modified_response, tagged_json};
+use super::caching::conditional;
 use super::query_string::pairs;
 use crate::app::AppState;
 use crate::auth::bearer::Principal;
@@ -45,11 +45,7 @@ pub async fn list_records(
     let dataset = state.resolver.dataset(&slug).await?;
     let query = request::record_query(&params, &dataset.schema)?;
     let etag = state.resolver.etag(&dataset, "records", &query);
-    if not_modified(&headers, &etag) {
-        return Ok(not_modified_response(&etag));
-    }
-    let page = state.resolver.records(&dataset, &query).await?;
-    Ok(tagged_json(&etag, &page))
+    conditional(&headers, etag, state.resolver.records(&dataset, &query)).await
 }
 
 /// One record by its `_id`; `fields` works here too.
@@ -89,12 +85,6 @@ pub async fn get_record(
     let dataset = state.resolver.dataset(&slug).await?;
     let fields = request::projection(fields.as_deref(), &dataset.schema)?;
     let etag = state.resolver.etag(&dataset, "record", &(&id, &fields));
-    if not_modified(&headers, &etag) {
-        return Ok(not_modified_response(&etag));
-    }
-    let record = state
-        .resolver
-        .record(&dataset, &id, fields.as_deref())
-        .await?;
-    Ok(tagged_json(&etag, &record))
+    let record = state.resolver.record(&dataset, &id, fields.as_deref());
+    conditional(&headers, etag, record).await
 }

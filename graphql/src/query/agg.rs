@@ -10,7 +10,7 @@ use sea_orm::ConnectionTrait;
 use super::error::ApiError;
 use super::request::AggQuery;
 use super::schema::Column;
-use super::sql::{Sql, from_where};
+use super::sql::{Access, Sql, from_where};
 use super::views::{AggResult, Group, NumericStats, Percentiles, Stats};
 use super::{Dataset, Resolver};
 
@@ -38,7 +38,7 @@ impl Resolver {
                         .push(" AS v");
                 }
             }
-            from_where(&mut sql, schema, &resolved);
+            from_where(&mut sql, schema, &resolved, Access::Planner);
             sql.push(" AND ").ident(group_column).push(" IS NOT NULL");
             if query.field.is_none() {
                 sql.push(" GROUP BY ").ident(group_column);

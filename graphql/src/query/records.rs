@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::error::ApiError;
 use super::request::{Filter, RecordQuery};
 use super::schema::{Column, DatasetSchema};
-use super::sql::{ResolvedFilter, Sql, dictionary_lookup, from_where};
+use super::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
 use super::views::RecordPage;
 use super::{Dataset, Resolver};
 
@@ -112,7 +112,7 @@ impl Resolver {
         }
         let mut sql = Sql::new(self.backend());
         sql.push("SELECT COUNT(*) AS n");
-        from_where(&mut sql, schema, resolved);
+        from_where(&mut sql, schema, resolved, Access::Planner);
         if let Some(column) = has_value {
             sql.push(" AND ")
                 .ident(schema.sql_column(column))
@@ -145,22 +145,53 @@ impl Resolver {
                 Some(&(first, _)) if first != Column::Id => {
                     let with_value = self.count(dataset, &resolved, Some(first)).await?;
                     if offset < with_value {
+                        // Through the sort index, a page costs about (offset + limit) / share
+                        // rows, where share = with_value / records; through the conditions'
+                        // indexes it costs sorting all with_value matches.
+                        let records = dataset.meta.record_count.max(1) as u128;
+                        let walk = u128::from(offset + limit) * records;
+                        let access = if walk < u128::from(with_value).pow(2) {
+                            Access::SortIndex
+                        } else {
+                            Access::Planner
+                        };
                         rows = self
-                            .page(schema, &resolved, query, Part::HasValue, offset, limit)
+                            .page(
+                                schema,
+                                &resolved,
+                                query,
+                                (Part::HasValue, access),
+                                offset,
+                                limit,
+                            )
                             .await?;
                     }
                     let taken = rows.len() as u64;
                     if taken < limit && offset + taken >= with_value {
                         let skip = (offset + taken) - with_value;
                         rows.extend(
-                            self.page(schema, &resolved, query, Part::Missing, skip, limit - taken)
-                                .await?,
+                            self.page(
+                                schema,
+                                &resolved,
+                                query,
+                                (Part::Missing, Access::Planner),
+                                skip,
+                                limit - taken,
+                            )
+                            .await?,
                         );
                     }
                 }
                 _ => {
                     rows = self
-                        .page(schema, &resolved, query, Part::All, offset, limit)
+                        .page(
+                            schema,
+                            &resolved,
+                            query,
+                            (Part::All, Access::Planner),
+                            offset,
+                            limit,
+                        )
                         .await?;
                 }
             }
@@ -184,7 +215,7 @@ impl Resolver {
         schema: &DatasetSchema,
         resolved: &ResolvedFilter<'_>,
         query: &RecordQuery,
-        part: Part,
+        (part, access): (Part, Access),
         offset: u64,
         limit: u64,
     ) -> Result<Vec<record::Model>, ApiError> {
@@ -192,7 +223,7 @@ impl Resolver {
         let mut sql = Sql::new(backend);
         sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
             .push(doc_column(backend));
-        from_where(&mut sql, schema, resolved);
+        from_where(&mut sql, schema, resolved, access);
         let mut keys = query.sort.iter();
         sql.push(" ");
         if part != Part::All {

@@ -74,14 +74,36 @@ impl ResolvedFilter<'_> {
     }
 }
 
+/// Which index a records statement should be read through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Let the store's planner choose.
+    Planner,
+    /// Walk the sort column's index and check the conditions row by row: on SQLite, the
+    /// conditions' columns are written `+"c"`, which keeps their indexes out of the plan.
+    /// SQLite otherwise prefers an equality index and sorts every match, which is right for a
+    /// few matches and slow for many (46,087 flights: 88 ms against 1 ms).
+    SortIndex,
+}
+
 /// `FROM "records_vN" WHERE …` for a resolved filter (`WHERE 1=1` when it has no condition).
-pub fn from_where(sql: &mut Sql, schema: &DatasetSchema, resolved: &ResolvedFilter<'_>) {
+pub fn from_where(
+    sql: &mut Sql,
+    schema: &DatasetSchema,
+    resolved: &ResolvedFilter<'_>,
+    access: Access,
+) {
     sql.push(" FROM ")
         .ident(&records_table(schema.version_id))
         .push(" WHERE 1=1");
+    let unindexed = access == Access::SortIndex && sql.backend == DatabaseBackend::Sqlite;
+    let condition = |sql: &mut Sql| {
+        sql.push(if unindexed { " AND +" } else { " AND " });
+    };
     let filter = resolved.filter;
     for (column, values) in &filter.exact {
-        sql.push(" AND ").ident(schema.sql_column(*column));
+        condition(sql);
+        sql.ident(schema.sql_column(*column));
         if let [value] = values.as_slice() {
             sql.push(" = ");
             bind_exact(sql, value);
@@ -116,6 +138,9 @@ pub fn from_where(sql: &mut Sql, schema: &DatasetSchema, resolved: &ResolvedFilt
             if i > 0 {
                 sql.push(" OR ");
             }
+            if unindexed {
+                sql.push("+");
+            }
             in_ids(sql, column, ids);
         }
         if text_columns.is_empty() {
@@ -124,7 +149,7 @@ pub fn from_where(sql: &mut Sql, schema: &DatasetSchema, resolved: &ResolvedFilt
         sql.push(")");
     }
     for ((index, _), ids) in filter.field_terms.iter().zip(&resolved.field_ids) {
-        sql.push(" AND ");
+        condition(sql);
         in_ids(sql, schema.sql_column(Column::Field(*index)), ids);
     }
 }
