@@ -575,6 +575,7 @@ async fn home_page_links_everything(store: TestStore) {
         "href=\"/account\"",
         "href=\"/device\"",
         "href=\"/signup\"",
+        "href=\"/docs\"",
         "http://odqs.test/api/v1/openapi.json",
         "http://odqs.test/datasets/flights/skill.md",
         "http://odqs.test/datasets/tw-scenic-spots/skill.md",
