@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{Kind, TestStore, get_json, pg_admin_url};
+use common::{Kind, TestStore, get_json, get_with, pg_admin_url};
 use sqlx::Connection;
 
 async fn health_and_readiness(store: TestStore) {
@@ -30,6 +30,9 @@ async fn readiness_follows_the_store() {
     let name = store.pg_database().unwrap().to_string();
     let router = store.router();
     assert_eq!(get_json(&router, "/readyz").await.0, 200);
+    let token = common::api_token(&store).await;
+    let api = "/api/v1/datasets";
+    assert_eq!(get_with(&router, api, Some(&token), &[]).await.status, 200);
 
     let mut admin = sqlx::PgConnection::connect(&pg_admin_url()).await.unwrap();
     let exec = |sql: String| sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -53,6 +56,12 @@ async fn readiness_follows_the_store() {
         200,
         "the process is alive"
     );
+    // The API says so too, in the contract's shape, with nothing about the store in it.
+    let answer = get_with(&router, api, Some(&token), &[]).await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert_eq!(answer.body["error"], "unavailable");
+    let text = answer.body.to_string();
+    assert!(!text.contains(&name) && !text.contains("sqlx"), "{text}");
 
     exec(format!("ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS true"))
         .execute(&mut admin)
@@ -63,4 +72,5 @@ async fn readiness_follows_the_store() {
         200,
         "recovered without a restart"
     );
+    assert_eq!(get_with(&router, api, Some(&token), &[]).await.status, 200);
 }
