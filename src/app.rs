@@ -23,6 +23,8 @@ use tracing::Level;
 use graphql::query::Resolver;
 
 use crate::auth::bearer::TokenUsage;
+use crate::auth::rate_limit::RateLimiter;
+use crate::config::DEFAULT_API_RATE_LIMIT;
 use crate::error::{ApiError, HttpError};
 use crate::request_line::RawQueryListener;
 use crate::rest;
@@ -38,6 +40,8 @@ pub struct AppState {
     pub resolver: Arc<Resolver>,
     /// Throttles the "last used" writes of API tokens.
     pub token_usage: Arc<TokenUsage>,
+    /// Request budgets per API token.
+    pub rate_limiter: Arc<RateLimiter>,
 }
 
 impl AppState {
@@ -49,7 +53,14 @@ impl AppState {
             store,
             public_url,
             token_usage: Arc::default(),
+            rate_limiter: Arc::new(RateLimiter::new(DEFAULT_API_RATE_LIMIT)),
         }
+    }
+
+    /// The same state with `per_minute` API requests a minute per token (0: no limit).
+    pub fn with_api_rate_limit(mut self, per_minute: u32) -> Self {
+        self.rate_limiter = Arc::new(RateLimiter::new(per_minute));
+        self
     }
 }
 

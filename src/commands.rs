@@ -109,7 +109,7 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         store = ?config.store,
         "odqs is serving"
     );
-    let state = AppState::new(store, &config.public_url);
+    let state = AppState::new(store, &config.public_url).with_api_rate_limit(config.api_rate_limit);
     app::serve(state, listener, shutdown).await?;
     Ok(())
 }

@@ -70,7 +70,15 @@ pub struct ServeArgs {
     /// json otherwise.
     #[arg(long, env = "ODQS_LOG_FORMAT")]
     pub log_format: Option<String>,
+    /// API requests a minute per token (a burst of that many, then refilled evenly); beyond it
+    /// the API answers 429 `rate_limited` with `Retry-After`. 0 turns the limit off.
+    #[arg(long, env = "ODQS_API_RATE_LIMIT", default_value_t = DEFAULT_API_RATE_LIMIT)]
+    pub api_rate_limit: u32,
 }
+
+/// API requests a minute per token unless configured: generous for people and scripts, a
+/// bound for a runaway client.
+pub const DEFAULT_API_RATE_LIMIT: u32 = 1200;
 
 /// Flags of `odqs import`.
 #[derive(Debug, Clone, Args)]
@@ -199,6 +207,8 @@ pub struct ServeConfig {
     pub public_url: String,
     pub demo_data: bool,
     pub json_logs: bool,
+    /// API requests a minute per token; 0 is no limit.
+    pub api_rate_limit: u32,
 }
 
 impl ServeConfig {
@@ -228,6 +238,7 @@ impl ServeConfig {
             public_url,
             demo_data: args.demo_data,
             json_logs,
+            api_rate_limit: args.api_rate_limit,
         })
     }
 }

@@ -826,6 +826,40 @@ async fn authentication(store: TestStore) {
     }
 }
 
+/// Each token has a budget of requests a minute; beyond it, 429 with `Retry-After`.
+async fn rate_limits(store: TestStore) {
+    let api = Api::new(store).await;
+    let router = odqs::app::router(
+        odqs::app::AppState::new(api.store.store.clone(), "http://odqs.test")
+            .with_api_rate_limit(3),
+    );
+    let path = "/api/v1/datasets/places/records?per_page=1";
+    for _ in 0..3 {
+        assert_eq!(
+            get_with(&router, path, Some(&api.token), &[]).await.status,
+            200
+        );
+    }
+    let limited = get_with(&router, path, Some(&api.token), &[]).await;
+    assert_eq!(limited.status, 429);
+    assert_eq!(limited.body["error"], "rate_limited");
+    assert_eq!(limited.headers["retry-after"], "20");
+    assert_eq!(limited.body["retry_after"], 20);
+    // Another token has its own budget.
+    let user = odqs::auth::token::find_or_create_user(&api.store.store, "b@example.org")
+        .await
+        .unwrap();
+    let (other, _) = odqs::auth::token::mint(&api.store.store, user.id, "b", "cli", None)
+        .await
+        .unwrap();
+    assert_eq!(
+        get_with(&router, path, Some(other.expose()), &[])
+            .await
+            .status,
+        200
+    );
+}
+
 async fn errors_are_json(store: TestStore) {
     use tower::ServiceExt;
     let api = Api::new(store).await;
@@ -1204,6 +1238,7 @@ both_stores!(
     projection_and_single_records,
     aggregation_rules,
     authentication,
+    rate_limits,
     errors_are_json,
     caching_headers_and_cors,
     openapi_and_docs,

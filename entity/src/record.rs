@@ -21,6 +21,11 @@ pub fn records_table(version_id: i64) -> String {
     format!("records_v{version_id}")
 }
 
+/// Name of the btree index on one typed column of a version's records table.
+pub fn column_index(version_id: i64, column: &str) -> String {
+    format!("{}_{column}", records_table(version_id))
+}
+
 /// Name of the text dictionary of a version.
 pub fn text_table(version_id: i64) -> String {
     format!("text_v{version_id}")

@@ -1,7 +1,7 @@
 //! `Authorization: Bearer` on the API (spec §5, contract §7): the token is looked up by its
 //! SHA-256, and unknown, revoked and expired tokens are refused alike. "Last used" is written at
 //! most once a minute per token and off the request's path, so reading the API never waits on
-//! a write.
+//! a write. Each token's requests also draw on its budget ([`super::rate_limit`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -92,8 +92,13 @@ fn bearer(parts: &Parts) -> Result<Option<&str>, ApiError> {
 
 /// Checks a plain token: the account and token it names, if it is live.
 pub async fn authenticate(store: &Store, plain: &str) -> Result<Principal, ApiError> {
+    authenticate_hash(store, &token::hash(plain)).await
+}
+
+/// [`authenticate`] for a token already hashed.
+async fn authenticate_hash(store: &Store, token_hash: &str) -> Result<Principal, ApiError> {
     let found = api_token::Entity::find()
-        .filter(api_token::Column::TokenHash.eq(token::hash(plain)))
+        .filter(api_token::Column::TokenHash.eq(token_hash))
         .one(&store.db)
         .await?
         .ok_or(ApiError::InvalidToken)?;
@@ -112,7 +117,13 @@ impl FromRequestParts<AppState> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, HttpError> {
         let plain = bearer(parts)?.ok_or(ApiError::MissingToken)?;
-        let principal = authenticate(&state.store, plain).await?;
+        let token_hash = token::hash(plain);
+        // The budget is checked before the store is asked, so a flood costs no queries.
+        state
+            .rate_limiter
+            .check(&token_hash)
+            .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
+        let principal = authenticate_hash(&state.store, &token_hash).await?;
         state.token_usage.touch(&state.store, principal.token_id);
         Ok(principal)
     }

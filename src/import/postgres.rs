@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use entity::FieldType;
-use entity::record::{records_table, text_table};
+use entity::record::{column_index, records_table, text_table};
 use sqlx::AssertSqlSafe;
 use sqlx::PgPool;
 use tokio::sync::mpsc;
@@ -141,8 +141,9 @@ pub async fn build_indexes(pool: &PgPool, version_id: i64, plan: &Plan) -> Resul
     ];
     for field in plan.columns() {
         let column = field.column.as_deref().expect("columns() has columns");
+        let index = column_index(version_id, column);
         statements.push(format!(
-            "CREATE INDEX \"{records}_{column}\" ON \"{records}\" (\"{column}\", \"pos\")"
+            "CREATE INDEX \"{index}\" ON \"{records}\" (\"{column}\", \"pos\")"
         ));
     }
     // Index builds are CPU-bound and independent: two sessions build two at a time.

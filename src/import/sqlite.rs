@@ -4,7 +4,7 @@
 //! tokenizer, which finds substrings in any script, Chinese included.
 
 use entity::FieldType;
-use entity::record::{records_table, text_table};
+use entity::record::{column_index, records_table, text_table};
 use sqlx::Arguments;
 use sqlx::AssertSqlSafe;
 use sqlx::SqlitePool;
@@ -163,9 +163,10 @@ pub async fn build_indexes(
     .await?;
     for field in plan.columns() {
         let column = field.column.as_deref().expect("columns() has columns");
+        let index = column_index(version_id, column);
         exec(
             &mut *tx,
-            format!("CREATE INDEX \"{records}_{column}\" ON \"{records}\" (\"{column}\")"),
+            format!("CREATE INDEX \"{index}\" ON \"{records}\" (\"{column}\")"),
         )
         .await?;
     }

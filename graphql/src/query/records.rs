@@ -151,7 +151,7 @@ impl Resolver {
                         let records = dataset.meta.record_count.max(1) as u128;
                         let walk = u128::from(offset + limit) * records;
                         let access = if walk < u128::from(with_value).pow(2) {
-                            Access::SortIndex
+                            Access::SortIndex(first)
                         } else {
                             Access::Planner
                         };
