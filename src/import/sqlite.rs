@@ -156,11 +156,6 @@ pub async fn build_indexes(
             .await?;
     duplicate_error(found)?;
     let mut tx = pool.begin().await?;
-    exec(
-        &mut *tx,
-        format!("CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"),
-    )
-    .await?;
     for field in plan.columns() {
         let column = field.column.as_deref().expect("columns() has columns");
         let index = column_index(version_id, column);
@@ -179,6 +174,15 @@ pub async fn build_indexes(
     sqlx::query("PRAGMA analysis_limit = 0")
         .execute(&mut *conn)
         .await?;
+    // ANALYZE does not make other connections reload statistics; a schema change does. So the
+    // last index comes after it, and every connection of every process plans with the new
+    // statistics (one that had read the schema before ANALYZE planned without them and chose
+    // full scans). The `_id` index needs no statistics: it is unique.
+    exec(
+        &mut *conn,
+        format!("CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"),
+    )
+    .await?;
     Ok(())
 }
 
