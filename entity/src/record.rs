@@ -16,6 +16,15 @@ pub struct Model {
     pub doc: serde_json::Value,
 }
 
+/// The select-list item for `doc`, so that both stores hand back JSON (SQLite keeps it as text
+/// and `json()` marks it as JSON).
+pub fn doc_select(backend: sea_orm::DatabaseBackend) -> &'static str {
+    match backend {
+        sea_orm::DatabaseBackend::Postgres => "\"doc\"",
+        _ => "json(\"doc\") AS \"doc\"",
+    }
+}
+
 /// Name of the records table of a version.
 pub fn records_table(version_id: i64) -> String {
     format!("records_v{version_id}")

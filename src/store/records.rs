@@ -6,14 +6,6 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult, Statement};
 
 use super::{Store, StoreError};
 
-/// Selects `doc` so that both stores hand back JSON text.
-fn doc_column(backend: DatabaseBackend) -> &'static str {
-    match backend {
-        DatabaseBackend::Postgres => "\"doc\"",
-        _ => "json(\"doc\") AS \"doc\"",
-    }
-}
-
 /// Number of records in a version.
 pub async fn count(store: &Store, version_id: i64) -> Result<i64, StoreError> {
     let table = records_table(version_id);
@@ -43,7 +35,7 @@ pub async fn by_id(
     };
     let sql = format!(
         "SELECT \"pos\", \"_id\" AS \"id\", {} FROM \"{table}\" WHERE \"_id\" = {placeholder}",
-        doc_column(backend)
+        record::doc_select(backend)
     );
     Ok(
         record::Model::find_by_statement(Statement::from_sql_and_values(backend, sql, [id.into()]))
@@ -63,7 +55,7 @@ pub async fn in_order(
     let table = records_table(version_id);
     let sql = format!(
         "SELECT \"pos\", \"_id\" AS \"id\", {} FROM \"{table}\" ORDER BY \"pos\" LIMIT {limit} OFFSET {offset}",
-        doc_column(backend)
+        record::doc_select(backend)
     );
     Ok(
         record::Model::find_by_statement(Statement::from_string(backend, sql))

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use entity::record::{self, records_table};
-use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
+use sea_orm::{ConnectionTrait, FromQueryResult};
 use serde_json::Value;
 
 use super::error::ApiError;
@@ -17,14 +17,6 @@ use super::schema::{Column, DatasetSchema};
 use super::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
 use super::views::RecordPage;
 use super::{Dataset, Resolver};
-
-/// Selects `doc` so that both stores hand back JSON.
-fn doc_column(backend: DatabaseBackend) -> &'static str {
-    match backend {
-        DatabaseBackend::Postgres => "\"doc\"",
-        _ => "json(\"doc\") AS \"doc\"",
-    }
-}
 
 /// Which part of a two-part sort a statement reads.
 #[derive(Clone, Copy, PartialEq)]
@@ -222,7 +214,7 @@ impl Resolver {
         let backend = self.backend();
         let mut sql = Sql::new(backend);
         sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
-            .push(doc_column(backend));
+            .push(record::doc_select(backend));
         from_where(&mut sql, schema, resolved, access);
         let mut keys = query.sort.iter();
         sql.push(" ");
@@ -267,7 +259,7 @@ impl Resolver {
         let schema = &dataset.schema;
         let mut sql = Sql::new(backend);
         sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
-            .push(doc_column(backend))
+            .push(record::doc_select(backend))
             .push(" FROM ")
             .ident(&records_table(schema.version_id))
             .push(" WHERE \"_id\" = ")
