@@ -7,6 +7,7 @@
 
 use entity::dataset_field;
 use entity::record::{records_table, text_table};
+use graphql::query::views::json_number;
 use sea_orm::{ConnectionTrait, DatabaseBackend, QueryResult, Statement};
 use serde_json::Value;
 
@@ -37,17 +38,6 @@ fn checked_column(field: &dataset_field::Model, prefix: char) -> Option<&str> {
 fn number(row: &QueryResult, column: &str) -> Result<Value, StoreError> {
     let n: Option<f64> = row.try_get("", column)?;
     Ok(n.map(json_number).unwrap_or(Value::Null))
-}
-
-/// Integral values print as integers (`5`, not `5.0`).
-pub fn json_number(n: f64) -> Value {
-    if n.fract() == 0.0 && n.abs() < 9.0e15 {
-        Value::from(n as i64)
-    } else {
-        serde_json::Number::from_f64(n)
-            .map(Value::Number)
-            .unwrap_or(Value::Null)
-    }
 }
 
 /// The `limit` most common values of a keyword, boolean, date or number field, most common
