@@ -21,6 +21,7 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 use graphql::query::Resolver;
+use graphql::query::memory::IndexPolicy;
 
 use crate::auth::bearer::TokenUsage;
 use crate::auth::rate_limit::RateLimiter;
@@ -55,6 +56,14 @@ impl AppState {
             token_usage: Arc::default(),
             rate_limiter: Arc::new(RateLimiter::new(DEFAULT_API_RATE_LIMIT)),
         }
+    }
+
+    /// The same state with in-memory query indexes under `policy` (the default: background
+    /// builds within [`graphql::query::memory::DEFAULT_BUDGET_BYTES`]).
+    pub fn with_index_policy(mut self, policy: IndexPolicy) -> Self {
+        let resolver = Resolver::new(self.store.db.clone(), &self.public_url);
+        self.resolver = Arc::new(resolver.with_index_policy(policy));
+        self
     }
 
     /// The same state with `per_minute` API requests a minute per token (0: no limit).
@@ -115,10 +124,15 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let store = state.store.clone();
+    let resolver = state.resolver.clone();
     let collector = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(30));
         loop {
+            // The first tick is immediate: indexes start building as serving begins.
             tick.tick().await;
+            if let Err(e) = resolver.refresh_indexes().await {
+                tracing::warn!(error = %e.message(), "in-memory index refresh failed");
+            }
             match gc::collect(&store, gc::RETIRED_GRACE).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(versions = n, "dropped retired dataset versions"),

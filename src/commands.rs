@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use graphql::query::memory::IndexPolicy;
 use tracing_subscriber::EnvFilter;
 
 use crate::app::{self, AppState};
@@ -109,7 +110,9 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         store = ?config.store,
         "odqs is serving"
     );
-    let state = AppState::new(store, &config.public_url).with_api_rate_limit(config.api_rate_limit);
+    let state = AppState::new(store, &config.public_url)
+        .with_api_rate_limit(config.api_rate_limit)
+        .with_index_policy(IndexPolicy::background(config.index_memory_bytes));
     app::serve(state, listener, shutdown).await?;
     Ok(())
 }

@@ -74,7 +74,15 @@ pub struct ServeArgs {
     /// the API answers 429 `rate_limited` with `Retry-After`. 0 turns the limit off.
     #[arg(long, env = "ODQS_API_RATE_LIMIT", default_value_t = DEFAULT_API_RATE_LIMIT)]
     pub api_rate_limit: u32,
+    /// Memory, in MiB, the in-memory query indexes of all datasets may take together; a
+    /// dataset beyond it is answered by the store's own indexes. 0 turns them off.
+    #[arg(long, env = "ODQS_INDEX_MEMORY_MB", default_value_t = DEFAULT_INDEX_MEMORY_MB)]
+    pub index_memory_mb: u64,
 }
+
+/// The default memory budget of the in-memory indexes, in MiB: flights (336,776 records)
+/// takes about 90.
+pub const DEFAULT_INDEX_MEMORY_MB: u64 = 1024;
 
 /// API requests a minute per token unless configured: generous for people and scripts, a
 /// bound for a runaway client.
@@ -209,6 +217,8 @@ pub struct ServeConfig {
     pub json_logs: bool,
     /// API requests a minute per token; 0 is no limit.
     pub api_rate_limit: u32,
+    /// Bytes the in-memory indexes may take; 0 turns them off.
+    pub index_memory_bytes: u64,
 }
 
 impl ServeConfig {
@@ -239,6 +249,7 @@ impl ServeConfig {
             demo_data: args.demo_data,
             json_logs,
             api_rate_limit: args.api_rate_limit,
+            index_memory_bytes: args.index_memory_mb.saturating_mul(1024 * 1024),
         })
     }
 }

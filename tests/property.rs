@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
 use common::{TestStore, api_token, get_with, import_file, write_file};
+use graphql::query::memory::IndexPolicy;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
@@ -760,13 +761,15 @@ fn model_agg(recs: &[Rec], query: &AggQuery) -> (u64, Vec<ExpectedGroup>) {
 struct Ctx {
     seed: u64,
     kind: common::Kind,
+    /// Which path answers: the in-memory index or the store.
+    answered_by: &'static str,
 }
 
 impl Ctx {
     fn fail(&self, path: &str, what: String) -> ! {
         panic!(
-            "\n[property] {:?} seed={} (rerun with ODQS_PROPERTY_SEED={})\nrequest: {path}\n{what}\n",
-            self.kind, self.seed, self.seed
+            "\n[property] {:?} ({}) seed={} (rerun with ODQS_PROPERTY_SEED={})\nrequest: {path}\n{what}\n",
+            self.kind, self.answered_by, self.seed, self.seed
         )
     }
 }
@@ -1043,11 +1046,6 @@ async fn service_matches_model(store: TestStore) {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEFAULT_SEED);
-    let started = std::time::Instant::now();
-    let ctx = Ctx {
-        seed,
-        kind: store.kind,
-    };
     let mut rng = StdRng::seed_from_u64(seed);
     let recs = generate(&mut rng);
     let path = write_file(&store, "prop.ndjson", ndjson(&recs).as_bytes());
@@ -1055,47 +1053,60 @@ async fn service_matches_model(store: TestStore) {
         .await
         .unwrap_or_else(|e| panic!("[property] seed={seed}: import failed: {e}"));
     assert_eq!(summary.records, RECORDS as u64, "seed={seed}");
-    let router = store.router();
     let token = api_token(&store).await;
+    // The same queries, answered from the in-memory indexes and then by the store alone.
+    let queries_seed: u64 = rng.random();
+    for (path, router) in [
+        ("in-memory index", store.router()),
+        ("store", store.router_with(IndexPolicy::OFF)),
+    ] {
+        let mut rng = StdRng::seed_from_u64(queries_seed);
+        let started = std::time::Instant::now();
+        let ctx = Ctx {
+            seed,
+            kind: store.kind,
+            answered_by: path,
+        };
 
-    let (mut non_empty, mut returned) = (0, 0);
-    for _ in 0..RECORD_QUERIES {
-        let query = random_records_query(&mut rng, &recs);
-        let (total, got) = check_records(&ctx, &mut rng, &router, &token, &recs, query).await;
-        non_empty += usize::from(total > 0);
-        returned += got;
-    }
-    let mut groups = 0;
-    for _ in 0..AGG_QUERIES {
-        let group_by = pick(
-            &mut rng,
-            &["kind", "kind", "color", "geo.hash", "geo.hash", "id"],
+        let (mut non_empty, mut returned) = (0, 0);
+        for _ in 0..RECORD_QUERIES {
+            let query = random_records_query(&mut rng, &recs);
+            let (total, got) = check_records(&ctx, &mut rng, &router, &token, &recs, query).await;
+            non_empty += usize::from(total > 0);
+            returned += got;
+        }
+        let mut groups = 0;
+        for _ in 0..AGG_QUERIES {
+            let group_by = pick(
+                &mut rng,
+                &["kind", "kind", "color", "geo.hash", "geo.hash", "id"],
+            );
+            let field = *pick(&mut rng, &[None, Some("n1"), Some("n2"), Some("n2")]);
+            let filter = if rng.random_bool(0.3) {
+                Filter::default()
+            } else {
+                random_filter(&mut rng, &recs)
+            };
+            let query = AggQuery {
+                filter,
+                group_by: group_by.to_string(),
+                field: field.map(str::to_string),
+            };
+            groups += check_agg(&ctx, &mut rng, &router, &token, &recs, query).await;
+        }
+        // The generator must keep producing queries that find something.
+        assert!(
+            non_empty >= RECORD_QUERIES / 3,
+            "seed={seed}: only {non_empty} of {RECORD_QUERIES} queries matched anything"
         );
-        let field = *pick(&mut rng, &[None, Some("n1"), Some("n2"), Some("n2")]);
-        let filter = if rng.random_bool(0.3) {
-            Filter::default()
-        } else {
-            random_filter(&mut rng, &recs)
-        };
-        let query = AggQuery {
-            filter,
-            group_by: group_by.to_string(),
-            field: field.map(str::to_string),
-        };
-        groups += check_agg(&ctx, &mut rng, &router, &token, &recs, query).await;
+        assert!(returned > 0 && groups > AGG_QUERIES, "seed={seed}");
+        eprintln!(
+            "[property] {:?} ({path}) seed={seed}: {RECORD_QUERIES} records queries ({non_empty} non-empty, \
+             {returned} records), {AGG_QUERIES} agg queries ({groups} groups) in {:.1?}",
+            store.kind,
+            started.elapsed()
+        );
     }
-    // The generator must keep producing queries that find something.
-    assert!(
-        non_empty >= RECORD_QUERIES / 3,
-        "seed={seed}: only {non_empty} of {RECORD_QUERIES} queries matched anything"
-    );
-    assert!(returned > 0 && groups > AGG_QUERIES, "seed={seed}");
-    eprintln!(
-        "[property] {:?} seed={seed}: {RECORD_QUERIES} records queries ({non_empty} non-empty, \
-         {returned} records), {AGG_QUERIES} agg queries ({groups} groups) in {:.1?}",
-        store.kind,
-        started.elapsed()
-    );
 }
 
 both_stores!(service_matches_model);

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use graphql::query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use odqs::config::StoreUrl;
 use odqs::import::{self, ImportRequest, ImportSummary, reader::Source, schema::SchemaFile};
 use odqs::store::Store;
@@ -95,12 +96,22 @@ impl TestStore {
         self.pg_database.as_deref()
     }
 
-    /// The HTTP application over this store, as `odqs serve` builds it.
+    /// The HTTP application over this store, as `odqs serve` builds it, except that a
+    /// request waits for its dataset's in-memory index instead of being answered by the store
+    /// while the index is built: every test knows which path answers.
     pub fn router(&self) -> axum::Router {
-        odqs::app::router(odqs::app::AppState::new(
-            self.store.clone(),
-            "http://odqs.test",
-        ))
+        self.router_with(IndexPolicy::waiting(DEFAULT_BUDGET_BYTES))
+    }
+
+    /// The HTTP application with in-memory indexes under `policy` (`IndexPolicy::OFF`: the
+    /// store answers everything).
+    pub fn router_with(&self, policy: IndexPolicy) -> axum::Router {
+        odqs::app::router(self.state_with(policy))
+    }
+
+    /// The application state with in-memory indexes under `policy`.
+    pub fn state_with(&self, policy: IndexPolicy) -> odqs::app::AppState {
+        odqs::app::AppState::new(self.store.clone(), "http://odqs.test").with_index_policy(policy)
     }
 }
 

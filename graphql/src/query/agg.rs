@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use sea_orm::ConnectionTrait;
 
 use super::error::ApiError;
+use super::memory::bits::Bits;
 use super::request::AggQuery;
 use super::schema::Column;
 use super::sql::{Access, Sql, from_where};
@@ -18,6 +19,13 @@ impl Resolver {
     /// `GET /datasets/{slug}/agg`.
     pub async fn agg(&self, dataset: &Dataset, query: &AggQuery) -> Result<AggResult, ApiError> {
         let schema = &dataset.schema;
+        if let Some(index) = self.memory_index(dataset).await {
+            let matches = index.matches(&query.filter);
+            if let Some(groups) = index.groups(matches.as_ref(), query.group_by, query.field) {
+                let total_records = matches.as_ref().map_or(u64::from(index.rows), Bits::count);
+                return Ok(agg_result(total_records, groups));
+            }
+        }
         let resolved = self.resolve(schema, &query.filter).await?;
         let total_records = self.count(dataset, &resolved, None).await?;
         let group_column = schema.sql_column(Column::Field(query.group_by));
@@ -79,23 +87,33 @@ impl Resolver {
                     .collect();
             }
         }
-        groups.sort_by(|a, b| {
-            b.stats
-                .count
-                .cmp(&a.stats.count)
-                .then_with(|| a.key.cmp(&b.key))
-        });
-        Ok(AggResult {
-            total_records,
-            total_groups: groups.len() as u64,
-            groups,
-        })
+        Ok(agg_result(total_records, groups))
+    }
+}
+
+/// The answer: groups ordered by count, then key.
+fn agg_result(total_records: u64, mut groups: Vec<Group>) -> AggResult {
+    groups.sort_by(|a, b| {
+        b.stats
+            .count
+            .cmp(&a.stats.count)
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    AggResult {
+        total_records,
+        total_groups: groups.len() as u64,
+        groups,
     }
 }
 
 /// Sum, average, extremes and quartiles of one group's values.
 pub fn numeric_stats(mut values: Vec<f64>) -> NumericStats {
     values.sort_unstable_by(f64::total_cmp);
+    numeric_stats_sorted(&values)
+}
+
+/// [`numeric_stats`] of values already in ascending order (summed in that order).
+pub fn numeric_stats_sorted(values: &[f64]) -> NumericStats {
     let sum: f64 = values.iter().sum();
     let n = values.len();
     NumericStats {
@@ -104,9 +122,9 @@ pub fn numeric_stats(mut values: Vec<f64>) -> NumericStats {
         min: values.first().copied(),
         max: values.last().copied(),
         percentiles: Percentiles {
-            p25: percentile(&values, 25.0),
-            p50: percentile(&values, 50.0),
-            p75: percentile(&values, 75.0),
+            p25: percentile(values, 25.0),
+            p50: percentile(values, 50.0),
+            p75: percentile(values, 75.0),
         },
     }
 }

@@ -44,7 +44,7 @@ impl Resolver {
     }
 
     /// The schema of a version, read once per process (versions are immutable).
-    async fn schema(&self, version_id: i64) -> Result<Arc<DatasetSchema>, ApiError> {
+    pub(crate) async fn schema(&self, version_id: i64) -> Result<Arc<DatasetSchema>, ApiError> {
         if let Some(found) = self.schemas.lock().expect("schemas lock").get(&version_id) {
             return Ok(found.clone());
         }

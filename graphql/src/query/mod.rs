@@ -7,12 +7,15 @@
 //! - [`sql`]: statements for both stores, values always bound.
 //! - [`records`], [`agg`], [`catalog`]: running requests; [`views`]: the answers' shapes.
 //! - [`cache`]: totals per (version, normalized condition); datasets change only by import.
+//! - [`memory`]: in-memory indexes per version, which answer filters, totals, sorts and
+//!   aggregations without the store when they fit the memory budget.
 //! - [`error`]: the contract's error codes.
 
 pub mod agg;
 pub mod cache;
 pub mod catalog;
 pub mod error;
+pub mod memory;
 pub mod params;
 pub mod records;
 pub mod request;
@@ -23,7 +26,7 @@ pub mod views;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use sea_orm::{DatabaseBackend, DatabaseConnection};
+use sea_orm::{DatabaseBackend, DatabaseConnection, EntityTrait};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -42,6 +45,7 @@ pub struct Resolver {
     /// Schemas of versions seen, by version id (versions never change).
     schemas: Mutex<HashMap<i64, Arc<DatasetSchema>>>,
     totals: cache::Totals,
+    memory: Arc<memory::Memory>,
 }
 
 /// A published dataset resolved to its live version, for the length of one request: the
@@ -60,7 +64,43 @@ impl Resolver {
             site_url: site_url.trim_end_matches('/').into(),
             schemas: Mutex::new(HashMap::new()),
             totals: cache::Totals::default(),
+            memory: Arc::new(memory::Memory::new(memory::IndexPolicy::default())),
         }
+    }
+
+    /// The same resolver with in-memory indexes under `policy`.
+    pub fn with_index_policy(mut self, policy: memory::IndexPolicy) -> Self {
+        self.memory = Arc::new(memory::Memory::new(policy));
+        self
+    }
+
+    /// The in-memory index of `dataset`'s live version, when it is built (see
+    /// [`memory::IndexPolicy`]).
+    async fn memory_index(&self, dataset: &Dataset) -> Option<Arc<memory::MemIndex>> {
+        let index = self.memory.index(&self.db, dataset).await?;
+        memory::fits(&index, &dataset.schema).then_some(index)
+    }
+
+    /// Starts building the indexes of every live version not indexed yet and drops those of
+    /// removed datasets: at start, and periodically, so versions imported by another process
+    /// are indexed before their first request.
+    pub async fn refresh_indexes(&self) -> Result<(), ApiError> {
+        if self.memory.policy().budget_bytes == 0 {
+            return Ok(());
+        }
+        let datasets = entity::dataset::Entity::find().all(&self.db).await?;
+        let live: std::collections::HashSet<i64> = datasets.iter().map(|d| d.id).collect();
+        self.memory.retain(&live);
+        for meta in datasets {
+            let schema = self.schema(meta.version_id).await?;
+            self.memory.prepare(&self.db, &Dataset { meta, schema });
+        }
+        Ok(())
+    }
+
+    /// Bytes held by in-memory indexes.
+    pub fn index_bytes(&self) -> u64 {
+        self.memory.used_bytes()
     }
 
     fn backend(&self) -> DatabaseBackend {

@@ -5,13 +5,14 @@
 //! index when written as `c IS NULL, c`: first the records that have the first key's value,
 //! through the column's index, then those that don't, in file order.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use entity::record::{self, records_table};
 use sea_orm::{ConnectionTrait, FromQueryResult};
 use serde_json::Value;
 
 use super::error::ApiError;
+use super::memory::bits::Bits;
 use super::request::{Filter, RecordQuery};
 use super::schema::{Column, DatasetSchema};
 use super::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
@@ -127,10 +128,17 @@ impl Resolver {
         query: &RecordQuery,
     ) -> Result<RecordPage, ApiError> {
         let schema = &dataset.schema;
-        let resolved = self.resolve(schema, &query.filter).await?;
-        let total = self.count(dataset, &resolved, None).await?;
         let offset = query.paging.offset();
         let limit = query.paging.per_page;
+        if let Some(index) = self.memory_index(dataset).await {
+            let matches = index.matches(&query.filter);
+            let total = matches.as_ref().map_or(u64::from(index.rows), Bits::count);
+            let positions = index.page(matches.as_ref(), &query.sort, offset, limit);
+            let rows = self.at_positions(schema, &positions).await?;
+            return Ok(self.record_page(dataset, query, total, rows));
+        }
+        let resolved = self.resolve(schema, &query.filter).await?;
+        let total = self.count(dataset, &resolved, None).await?;
         let mut rows = Vec::new();
         if offset < total {
             match query.sort.first() {
@@ -188,8 +196,20 @@ impl Resolver {
                 }
             }
         }
+        Ok(self.record_page(dataset, query, total, rows))
+    }
+
+    /// The answer's envelope around `rows`, shaped and projected.
+    fn record_page(
+        &self,
+        dataset: &Dataset,
+        query: &RecordQuery,
+        total: u64,
+        rows: Vec<record::Model>,
+    ) -> RecordPage {
+        let schema = &dataset.schema;
         let projection = query.fields.as_deref();
-        Ok(RecordPage {
+        RecordPage {
             total,
             page: query.paging.page,
             per_page: query.paging.per_page,
@@ -198,7 +218,46 @@ impl Resolver {
                 .map(|r| schema.shape(r.doc, projection))
                 .collect(),
             schema: schema.entries.clone(),
-        })
+        }
+    }
+
+    /// The records at in-memory rows `rows` (positions `row + 1`), in that order: the store
+    /// serves bodies by primary key.
+    async fn at_positions(
+        &self,
+        schema: &DatasetSchema,
+        rows: &[u32],
+    ) -> Result<Vec<record::Model>, ApiError> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let backend = self.backend();
+        let mut sql = Sql::new(backend);
+        sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
+            .push(record::doc_select(backend))
+            .push(" FROM ")
+            .ident(&records_table(schema.version_id))
+            .push(" WHERE \"pos\" IN (");
+        for (i, &row) in rows.iter().enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            sql.bind(i64::from(row) + 1);
+        }
+        sql.push(")");
+        let mut found: HashMap<i64, record::Model> = record::Model::find_by_statement(sql.build())
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|r| (r.pos, r))
+            .collect();
+        rows.iter()
+            .map(|&row| {
+                found
+                    .remove(&(i64::from(row) + 1))
+                    .ok_or(ApiError::Internal)
+            })
+            .collect()
     }
 
     /// Reads `limit` records of one part of the order, from `offset` on.

@@ -1,0 +1,282 @@
+//! The column shapes of an in-memory index. Strings (keyword, date, boolean, `_id`, and the
+//! text dictionary) are dictionary-encoded with the dictionary in byte order, so comparing codes
+//! compares values the way both stores do (`COLLATE "C"`, SQLite's `BINARY`). Each string
+//! column also lists its rows per value (postings), and each number column its rows in value
+//! order: a filter reads postings, a sort walks either list in order.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+/// The code of a row that has no value.
+pub const MISSING: u32 = u32::MAX;
+
+/// Distinct strings in byte order, in one buffer.
+#[derive(Debug, Default)]
+pub struct Dict {
+    text: String,
+    ends: Vec<u32>,
+}
+
+impl Dict {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The value with code `code`.
+    pub fn get(&self, code: u32) -> &str {
+        let i = code as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.text[start..self.ends[i] as usize]
+    }
+
+    /// The code of `value`, if present (binary search: the values are sorted).
+    pub fn find(&self, value: &str) -> Option<u32> {
+        let (mut low, mut high) = (0usize, self.len());
+        while low < high {
+            let mid = (low + high) / 2;
+            match self.get(mid as u32).cmp(value) {
+                Ordering::Less => low = mid + 1,
+                Ordering::Greater => high = mid,
+                Ordering::Equal => return Some(mid as u32),
+            }
+        }
+        None
+    }
+
+    /// Appends `value` as the next code. [`Self::find`] needs values appended in byte order;
+    /// a dictionary only searched with [`Self::containing`] may take any order.
+    pub fn push(&mut self, value: &str) {
+        self.text.push_str(value);
+        self.ends.push(self.text.len() as u32);
+    }
+
+    /// Codes of the values containing `needle`.
+    pub fn containing(&self, needle: &str) -> Vec<u32> {
+        (0..self.len() as u32)
+            .filter(|&code| self.get(code).contains(needle))
+            .collect()
+    }
+
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        self.text.capacity() + self.ends.capacity() * 4
+    }
+}
+
+/// Rows per code: `rows[starts[c]..starts[c + 1]]`, ascending.
+#[derive(Debug, Default)]
+pub struct Postings {
+    starts: Vec<u32>,
+    rows: Vec<u32>,
+}
+
+impl Postings {
+    /// Groups the rows of `codes` by code (`MISSING` rows are left out).
+    pub fn new(codes: &[u32], distinct: usize) -> Self {
+        let mut starts = vec![0u32; distinct + 1];
+        for &code in codes {
+            if code != MISSING {
+                starts[code as usize + 1] += 1;
+            }
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut next = starts.clone();
+        let mut rows = vec![0u32; starts[distinct] as usize];
+        for (row, &code) in codes.iter().enumerate() {
+            if code != MISSING {
+                let slot = &mut next[code as usize];
+                rows[*slot as usize] = row as u32;
+                *slot += 1;
+            }
+        }
+        Postings { starts, rows }
+    }
+
+    /// The rows holding `code`, ascending.
+    pub fn rows(&self, code: u32) -> &[u32] {
+        let c = code as usize;
+        &self.rows[self.starts[c] as usize..self.starts[c + 1] as usize]
+    }
+
+    /// Number of rows holding `code`.
+    pub fn len(&self, code: u32) -> u32 {
+        self.starts[code as usize + 1] - self.starts[code as usize]
+    }
+
+    fn bytes(&self) -> usize {
+        (self.starts.capacity() + self.rows.capacity()) * 4
+    }
+}
+
+/// A keyword, date or boolean field, or `_id`: codes into a sorted dictionary.
+#[derive(Debug, Default)]
+pub struct StrColumn {
+    pub dict: Dict,
+    /// Per row; [`MISSING`] when the row has no value.
+    pub codes: Vec<u32>,
+    pub postings: Postings,
+}
+
+impl StrColumn {
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        self.dict.bytes() + self.codes.capacity() * 4 + self.postings.bytes()
+    }
+}
+
+/// Collects a string column row by row, then sorts its dictionary.
+#[derive(Default)]
+pub struct StrBuilder {
+    seen: HashMap<Box<str>, u32>,
+    values: Vec<Box<str>>,
+    codes: Vec<u32>,
+}
+
+impl StrBuilder {
+    /// Appends the next row's value.
+    pub fn push(&mut self, value: Option<&str>) {
+        let code = match value {
+            None => MISSING,
+            Some(v) => match self.seen.get(v) {
+                Some(&code) => code,
+                None => {
+                    let code = self.values.len() as u32;
+                    self.values.push(v.into());
+                    self.seen.insert(v.into(), code);
+                    code
+                }
+            },
+        };
+        self.codes.push(code);
+    }
+
+    /// The column, with codes renumbered in byte order of the values.
+    pub fn finish(self) -> StrColumn {
+        let StrBuilder {
+            seen,
+            values,
+            mut codes,
+        } = self;
+        drop(seen);
+        let mut order: Vec<u32> = (0..values.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| values[a as usize].cmp(&values[b as usize]));
+        let mut rank = vec![0u32; values.len()];
+        let mut dict = Dict {
+            text: String::with_capacity(values.iter().map(|v| v.len()).sum()),
+            ends: Vec::with_capacity(values.len()),
+        };
+        for (new, &old) in order.iter().enumerate() {
+            rank[old as usize] = new as u32;
+            dict.push(&values[old as usize]);
+        }
+        drop(values);
+        for code in &mut codes {
+            if *code != MISSING {
+                *code = rank[*code as usize];
+            }
+        }
+        let postings = Postings::new(&codes, dict.len());
+        StrColumn {
+            dict,
+            codes,
+            postings,
+        }
+    }
+}
+
+/// A number field: values per row (NaN when missing) and the rows that have one, in order.
+#[derive(Debug, Default)]
+pub struct NumColumn {
+    pub values: Vec<f64>,
+    /// Rows with a value, by value then row (SQL's order, ties in file order).
+    pub order: Vec<u32>,
+}
+
+impl NumColumn {
+    /// The column of `values` (`None` for a missing value). `-0.0` is kept as `0.0`, as the
+    /// stores give it back.
+    pub fn new(values: Vec<Option<f64>>) -> Self {
+        let values: Vec<f64> = values
+            .into_iter()
+            .map(|v| match v {
+                Some(v) if v == 0.0 => 0.0,
+                Some(v) if v.is_finite() => v,
+                _ => f64::NAN,
+            })
+            .collect();
+        let mut order: Vec<u32> = (0..values.len() as u32)
+            .filter(|&r| !values[r as usize].is_nan())
+            .collect();
+        order.sort_by(|&a, &b| values[a as usize].total_cmp(&values[b as usize]));
+        NumColumn { values, order }
+    }
+
+    /// The part of [`Self::order`] whose value equals `value`.
+    pub fn equal(&self, value: f64) -> &[u32] {
+        let low = self
+            .order
+            .partition_point(|&r| self.values[r as usize] < value);
+        let high = self
+            .order
+            .partition_point(|&r| self.values[r as usize] <= value);
+        &self.order[low..high.max(low)]
+    }
+
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        self.values.capacity() * 8 + self.order.capacity() * 4
+    }
+}
+
+/// A text field: codes into the version's text dictionary.
+#[derive(Debug, Default)]
+pub struct TextColumn {
+    pub codes: Vec<u32>,
+    pub postings: Postings,
+}
+
+impl TextColumn {
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        self.codes.capacity() * 4 + self.postings.bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dictionaries_sort_by_bytes_and_list_rows() {
+        let mut b = StrBuilder::default();
+        for v in [Some("b"), None, Some("B"), Some("b"), Some("a")] {
+            b.push(v);
+        }
+        let c = b.finish();
+        assert_eq!(
+            (0..3).map(|i| c.dict.get(i)).collect::<Vec<_>>(),
+            ["B", "a", "b"]
+        );
+        assert_eq!(c.codes, [2, MISSING, 0, 2, 1]);
+        assert_eq!(c.postings.rows(2), [0, 3]);
+        assert_eq!(c.dict.find("b"), Some(2));
+        assert_eq!(c.dict.find("c"), None);
+    }
+
+    #[test]
+    fn numbers_keep_file_order_within_equal_values() {
+        let n = NumColumn::new(vec![Some(2.0), None, Some(1.0), Some(2.0), Some(-0.0)]);
+        assert_eq!(n.order, [4, 2, 0, 3]);
+        assert_eq!(n.equal(2.0), [0, 3]);
+        assert_eq!(n.equal(0.0), [4]);
+        assert!(n.equal(5.0).is_empty());
+    }
+}
