@@ -14,7 +14,7 @@ use crate::query::schema::DatasetSchema;
 use crate::query::sql::Sql;
 
 /// Rows read per statement: bounded memory for the result set, few round trips.
-const CHUNK: i64 = 50_000;
+const CHUNK: i64 = 20_000;
 
 /// A column being collected.
 enum Pending {
@@ -121,7 +121,8 @@ pub async fn build(
             Pending::None => FieldIndex::None,
             Pending::Str(b) => FieldIndex::Str(b.finish()),
             Pending::Num(values) => FieldIndex::Num(NumColumn::new(values)),
-            Pending::Text(codes) => {
+            Pending::Text(mut codes) => {
+                codes.shrink_to_fit();
                 let postings = Postings::new(&codes, texts.len());
                 FieldIndex::Text(TextColumn { codes, postings })
             }

@@ -135,8 +135,8 @@ impl StrColumn {
 /// Collects a string column row by row, then sorts its dictionary.
 #[derive(Default)]
 pub struct StrBuilder {
+    /// Each distinct value once, with its provisional code (order of first appearance).
     seen: HashMap<Box<str>, u32>,
-    values: Vec<Box<str>>,
     codes: Vec<u32>,
 }
 
@@ -148,8 +148,7 @@ impl StrBuilder {
             Some(v) => match self.seen.get(v) {
                 Some(&code) => code,
                 None => {
-                    let code = self.values.len() as u32;
-                    self.values.push(v.into());
+                    let code = self.seen.len() as u32;
                     self.seen.insert(v.into(), code);
                     code
                 }
@@ -160,29 +159,24 @@ impl StrBuilder {
 
     /// The column, with codes renumbered in byte order of the values.
     pub fn finish(self) -> StrColumn {
-        let StrBuilder {
-            seen,
-            values,
-            mut codes,
-        } = self;
-        drop(seen);
-        let mut order: Vec<u32> = (0..values.len() as u32).collect();
-        order.sort_unstable_by(|&a, &b| values[a as usize].cmp(&values[b as usize]));
+        let StrBuilder { seen, mut codes } = self;
+        let mut values: Vec<(Box<str>, u32)> = seen.into_iter().collect();
+        values.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut rank = vec![0u32; values.len()];
         let mut dict = Dict {
-            text: String::with_capacity(values.iter().map(|v| v.len()).sum()),
+            text: String::with_capacity(values.iter().map(|(v, _)| v.len()).sum()),
             ends: Vec::with_capacity(values.len()),
         };
-        for (new, &old) in order.iter().enumerate() {
+        for (new, (value, old)) in values.into_iter().enumerate() {
             rank[old as usize] = new as u32;
-            dict.push(&values[old as usize]);
+            dict.push(&value);
         }
-        drop(values);
         for code in &mut codes {
             if *code != MISSING {
                 *code = rank[*code as usize];
             }
         }
+        codes.shrink_to_fit();
         let postings = Postings::new(&codes, dict.len());
         StrColumn {
             dict,
@@ -204,7 +198,7 @@ impl NumColumn {
     /// The column of `values` (`None` for a missing value). `-0.0` is kept as `0.0`, as the
     /// stores give it back.
     pub fn new(values: Vec<Option<f64>>) -> Self {
-        let values: Vec<f64> = values
+        let mut values: Vec<f64> = values
             .into_iter()
             .map(|v| match v {
                 Some(v) if v == 0.0 => 0.0,
@@ -212,6 +206,8 @@ impl NumColumn {
                 _ => f64::NAN,
             })
             .collect();
+        // Collecting in place keeps the larger allocation of the `Option`s.
+        values.shrink_to_fit();
         let mut order: Vec<u32> = (0..values.len() as u32)
             .filter(|&r| !values[r as usize].is_nan())
             .collect();
