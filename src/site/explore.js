@@ -8,12 +8,13 @@ const endpoint = root.dataset.endpoint;
 const token = root.dataset.token;
 const PER_PAGE = 20;
 const MAX_FACETS = 4;
-const MAX_COLUMNS = 7;
+const MAX_COLUMNS = 8;
 const SVG = "http://www.w3.org/2000/svg";
 
 const state = {
   slug: "",
   fields: [],
+  idField: null,
   q: "",
   filters: [], // [{field, value}]
   sort: null, // {field, order}
@@ -85,17 +86,18 @@ async function loadDatasets() {
 }
 
 async function pickDataset(slug) {
-  Object.assign(state, { slug, fields: [], q: "", filters: [], sort: null, page: 1 });
+  Object.assign(state, { slug, fields: [], idField: null, q: "", filters: [], sort: null, page: 1 });
   $("q").value = "";
   $("record-detail").hidden = true;
   $("stats").replaceChildren();
   if (!slug) return;
   const data = await gql(
-    `query Fields($slug: String!) { dataset(slug: $slug) { title description
+    `query Fields($slug: String!) { dataset(slug: $slug) { title description idField
        fields { name type filter { exact fulltext sort groupBy } } } }`,
     { slug },
   );
   state.fields = data.dataset.fields;
+  state.idField = data.dataset.idField;
   const groupBy = $("group-by");
   const statField = $("stat-field");
   groupBy.replaceChildren();
@@ -108,12 +110,20 @@ async function pickDataset(slug) {
   await refresh();
 }
 
+// Keyword fields to offer value counts for; the identifier field has one value per record.
 function facetFields() {
-  return state.fields.filter((f) => f.filter.groupBy).slice(0, MAX_FACETS);
+  return state.fields.filter((f) => f.filter.groupBy && f.name !== state.idField).slice(0, MAX_FACETS);
 }
 
+// The table's columns: _id, a couple of text fields (names, titles), then keywords, dates,
+// numbers and booleans, in schema order within each kind.
+const COLUMN_ORDER = ["keyword", "date", "number", "boolean"];
 function columns() {
-  return state.fields.filter((f) => f.type !== "json").slice(0, MAX_COLUMNS);
+  const rest = state.fields.filter((f) => f.name !== "_id" && f.name !== state.idField);
+  const text = rest.filter((f) => f.type === "text").slice(0, 2);
+  const others = COLUMN_ORDER.flatMap((t) => rest.filter((f) => f.type === t));
+  const id = state.fields.filter((f) => f.name === "_id");
+  return [...id, ...text, ...others].slice(0, MAX_COLUMNS);
 }
 
 // One document: the page of records and the value counts of the keyword facets, under the

@@ -280,6 +280,37 @@ pub async fn get_with(
     }
 }
 
+/// POSTs a GraphQL request (`query` and `variables`) to `/api/v1/graphql` with the token.
+pub async fn post_graphql(
+    router: &axum::Router,
+    token: Option<&str>,
+    query: &str,
+    variables: serde_json::Value,
+) -> Answer {
+    use tower::ServiceExt;
+    let mut request =
+        axum::http::Request::post("/api/v1/graphql").header("content-type", "application/json");
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let body = serde_json::json!({"query": query, "variables": variables}).to_string();
+    let response = router
+        .clone()
+        .oneshot(request.body(axum::body::Body::from(body)).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
+        .await
+        .unwrap();
+    Answer {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    }
+}
+
 /// Loads the bundled demo datasets (flights, tw-scenic-spots) into `store`.
 pub async fn load_demo(store: &TestStore) {
     odqs::demo::load_if_empty(&store.store).await.unwrap();
