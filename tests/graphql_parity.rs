@@ -292,8 +292,13 @@ async fn rest_and_graphql_answer_alike(store: TestStore) {
         if rest.status == 200 {
             assert!(gql.body.get("errors").is_none(), "{context}");
             let data = gql.body["data"].as_object().expect("data");
-            let (_, answer) = data.iter().next().expect("one field");
-            let answer = rest_shape(answer);
+            let (field, answer) = data.iter().next().expect("one field");
+            // A single record is a JSON scalar, answered as it is; the rest is reshaped.
+            let answer = if field == "record" {
+                answer.clone()
+            } else {
+                rest_shape(answer)
+            };
             assert!(same(&answer, &rest.body), "different answers:\n{context}");
             if let (Some(a), Some(b)) = (answer.get("records"), rest.body.get("records")) {
                 // Key order is part of a record (the client reads the text).
