@@ -63,7 +63,7 @@ async fn explorer_page_and_its_token(store: TestStore) {
     let lifetime = stored.expires_at.unwrap() - stored.created_at;
     assert!(lifetime <= time::Duration::hours(1) && lifetime > time::Duration::minutes(59));
     let account = browser.get("/account").await;
-    assert!(!account.body.contains("explorer"), "{}", account.body);
+    assert!(!account.body.contains("explorer (site)"), "{}", account.body);
 
     // Expired explorer tokens are deleted when the next one is minted.
     token_entity::Entity::update_many()
