@@ -63,7 +63,11 @@ async fn explorer_page_and_its_token(store: TestStore) {
     let lifetime = stored.expires_at.unwrap() - stored.created_at;
     assert!(lifetime <= time::Duration::hours(1) && lifetime > time::Duration::minutes(59));
     let account = browser.get("/account").await;
-    assert!(!account.body.contains("explorer (site)"), "{}", account.body);
+    assert!(
+        !account.body.contains("explorer (site)"),
+        "{}",
+        account.body
+    );
 
     // Expired explorer tokens are deleted when the next one is minted.
     token_entity::Entity::update_many()
@@ -96,7 +100,7 @@ fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
