@@ -1,6 +1,7 @@
 //! The site at `{site_url}` (contract §9): accounts, the token page, the device approval
 //! page, and the Markdown guides. Server-rendered HTML (minijinja templates), readable on a
-//! phone, usable without JavaScript.
+//! phone, usable without JavaScript (except `/explore`, which is a
+//! JavaScript GraphQL client by design).
 //!
 //! - `visitor`: cookies, sessions, CSRF checks (`visitor::Posted`) and the client address.
 //! - `pages`: `/signup`, `/login`, `/logout`, `/account`.

@@ -80,6 +80,7 @@ impl Batch {
         self.fetches.load(Ordering::Relaxed)
     }
 
+    /// The dataset under `slug`, looked up by `work` once per request.
     pub(crate) async fn dataset<F>(&self, slug: &str, work: F) -> Result<Dataset, ApiError>
     where
         F: Future<Output = Result<Dataset, ApiError>>,
@@ -89,6 +90,7 @@ impl Batch {
             .await
     }
 
+    /// A records page, fetched by `work` once per distinct `etag`.
     pub(crate) async fn page<F>(&self, etag: String, work: F) -> Result<Arc<RecordPage>, ApiError>
     where
         F: Future<Output = Result<RecordPage, ApiError>>,
@@ -98,6 +100,7 @@ impl Batch {
             .await
     }
 
+    /// A single record, fetched by `work` once per distinct `etag`.
     pub(crate) async fn record<F>(&self, etag: String, work: F) -> Result<Arc<Value>, ApiError>
     where
         F: Future<Output = Result<Value, ApiError>>,
@@ -107,6 +110,7 @@ impl Batch {
             .await
     }
 
+    /// An aggregation, run by `work` once per distinct `etag`.
     pub(crate) async fn agg<F>(&self, etag: String, work: F) -> Result<Arc<AggResult>, ApiError>
     where
         F: Future<Output = Result<AggResult, ApiError>>,
