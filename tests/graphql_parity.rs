@@ -13,6 +13,7 @@ mod common;
 
 use cases::{REQUESTS, encode, load};
 use common::{TestStore, get_with, post_graphql};
+use graphql::query::params::split_list;
 use serde_json::{Map, Value, json};
 
 const DATASET_FIELDS: &str = "slug title description recordCount updatedAt url license sourceUrl \
@@ -46,14 +47,7 @@ fn translate(raw: &str) -> Option<(String, Value)> {
             Some(v) => v.trim().parse::<i64>().ok().map(Value::from),
         }
     };
-    let list = |value: &str| -> Vec<String> {
-        value
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
+    let list = split_list;
     // q, q[name], _ids and exact matches, as REST reads them.
     let conditions = |skip: &[&str]| -> Option<Map<String, Value>> {
         let mut vars = Map::new();

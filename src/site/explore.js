@@ -346,6 +346,7 @@ function chart(groups, metric) {
     bar.setAttribute("y", String(y + 3));
     bar.setAttribute("height", String(row - 6));
     bar.setAttribute("width", String(w));
+    if ((value(g) || 0) < 0) bar.setAttribute("class", "neg"); // length is the magnitude
     const title = document.createElementNS(SVG, "title");
     title.textContent = `${key}: ${fmt(value(g))}`;
     bar.append(title);

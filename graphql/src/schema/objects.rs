@@ -32,14 +32,9 @@ pub struct DatasetList {
 /// A dataset's metadata (REST `GET /datasets/{slug}`, contract §3).
 #[derive(SimpleObject, Clone, Debug)]
 pub struct Dataset {
-    pub slug: String,
-    pub title: String,
-    pub description: String,
-    pub record_count: i64,
-    /// RFC 3339.
-    pub updated_at: String,
-    /// The REST metadata URL.
-    pub url: String,
+    /// The catalog item's fields, inline as in REST.
+    #[graphql(flatten)]
+    pub item: DatasetItem,
     pub license: Option<String>,
     pub source_url: Option<String>,
     /// The import's identifier field, whose values are `_id`.
@@ -169,12 +164,7 @@ impl From<views::DatasetDetail> for Dataset {
             links,
         } = v;
         Dataset {
-            slug: item.slug,
-            title: item.title,
-            description: item.description,
-            record_count: item.record_count,
-            updated_at: item.updated_at,
-            url: item.url,
+            item: item.into(),
             license,
             source_url,
             id_field,
