@@ -22,6 +22,7 @@ use tracing::Level;
 
 use graphql::query::Resolver;
 use graphql::query::memory::IndexPolicy;
+use graphql::schema::OdqsSchema;
 
 use crate::auth::bearer::TokenUsage;
 use crate::auth::rate_limit::RateLimiter;
@@ -32,25 +33,40 @@ use crate::rest;
 use crate::store::{Store, gc};
 
 /// What every handler can reach.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct AppState {
     pub store: Store,
     /// `{site_url}`, without a trailing slash.
     pub public_url: Arc<str>,
-    /// The query layer REST (and GraphQL) call into.
+    /// The query layer REST and GraphQL call into.
     pub resolver: Arc<Resolver>,
+    /// The GraphQL schema over the same resolver.
+    pub graphql: OdqsSchema,
     /// Throttles the "last used" writes of API tokens.
     pub token_usage: Arc<TokenUsage>,
     /// Request budgets per API token.
     pub rate_limiter: Arc<RateLimiter>,
 }
 
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The GraphQL schema has no `Debug` of its own.
+        f.debug_struct("AppState")
+            .field("store", &self.store)
+            .field("public_url", &self.public_url)
+            .field("resolver", &self.resolver)
+            .finish_non_exhaustive()
+    }
+}
+
 impl AppState {
     /// The state for serving `store` at `public_url` (`{site_url}`).
     pub fn new(store: Store, public_url: &str) -> Self {
         let public_url: Arc<str> = public_url.trim_end_matches('/').into();
+        let resolver = Arc::new(Resolver::new(store.db.clone(), &public_url));
         AppState {
-            resolver: Arc::new(Resolver::new(store.db.clone(), &public_url)),
+            graphql: graphql::schema::build(resolver.clone()),
+            resolver,
             store,
             public_url,
             token_usage: Arc::default(),
@@ -63,6 +79,7 @@ impl AppState {
     pub fn with_index_policy(mut self, policy: IndexPolicy) -> Self {
         let resolver = Resolver::new(self.store.db.clone(), &self.public_url);
         self.resolver = Arc::new(resolver.with_index_policy(policy));
+        self.graphql = graphql::schema::build(self.resolver.clone());
         self
     }
 

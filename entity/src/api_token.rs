@@ -15,7 +15,8 @@ pub struct Model {
     pub token_hash: String,
     /// The last four characters, so a person can tell tokens apart.
     pub last4: String,
-    /// `account`, `cli` or `device`: where the token was minted.
+    /// `account`, `cli`, `device` or `explore` (the site's short-lived explorer tokens): where
+    /// the token was minted.
     pub source: String,
     pub created_at: TimeDateTimeWithTimeZone,
     pub last_used_at: Option<TimeDateTimeWithTimeZone>,

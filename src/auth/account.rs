@@ -94,11 +94,18 @@ pub async fn sign_in(
     Ok(found.filter(|_| ok))
 }
 
-/// The account's tokens, newest first, revoked ones left out.
+/// The `source` of the tokens `/explore` mints for its own use.
+pub const EXPLORER_SOURCE: &str = "explore";
+/// How long an explorer token lives: a working session in the page.
+pub const EXPLORER_LIFETIME: time::Duration = time::Duration::hours(1);
+
+/// The account's tokens, newest first, revoked ones and the explorer's own short-lived tokens
+/// left out (the person never handles those; they expire within the hour).
 pub async fn tokens(store: &Store, user_id: i64) -> Result<Vec<api_token::Model>, StoreError> {
     Ok(api_token::Entity::find()
         .filter(api_token::Column::UserId.eq(user_id))
         .filter(api_token::Column::RevokedAt.is_null())
+        .filter(api_token::Column::Source.ne(EXPLORER_SOURCE))
         .order_by_desc(api_token::Column::CreatedAt)
         .order_by_desc(api_token::Column::Id)
         .all(&store.db)
@@ -118,4 +125,38 @@ pub async fn revoke(store: &Store, user_id: i64, token_id: i64) -> Result<bool, 
         .exec(&store.db)
         .await?;
     Ok(result.rows_affected == 1)
+}
+
+/// A fresh short-lived token for the `/explore` page of `user_id`. Plain tokens are never
+/// stored, so one cannot be handed out twice: each page load mints one, and the account's
+/// expired explorer tokens are deleted first, so they never pile up.
+pub async fn explorer_token(
+    store: &Store,
+    user_id: i64,
+) -> Result<(super::token::Secret, api_token::Model), StoreError> {
+    let now = OffsetDateTime::now_utc();
+    api_token::Entity::delete_many()
+        .filter(api_token::Column::UserId.eq(user_id))
+        .filter(api_token::Column::Source.eq(EXPLORER_SOURCE))
+        .filter(api_token::Column::ExpiresAt.lte(now))
+        .exec(&store.db)
+        .await?;
+    super::token::mint(
+        store,
+        user_id,
+        "explorer (site)",
+        EXPLORER_SOURCE,
+        Some(now + EXPLORER_LIFETIME),
+    )
+    .await
+}
+
+/// Ends the account's explorer tokens (at log-out: the pages that held them are done).
+pub async fn end_explorer_tokens(store: &Store, user_id: i64) -> Result<(), StoreError> {
+    api_token::Entity::delete_many()
+        .filter(api_token::Column::UserId.eq(user_id))
+        .filter(api_token::Column::Source.eq(EXPLORER_SOURCE))
+        .exec(&store.db)
+        .await?;
+    Ok(())
 }

@@ -1,10 +1,11 @@
-//! The REST API under `/api/v1` (spec §4.1–§4.5, contract §3–§7, §11). Handlers are thin: they
-//! read the request, call the query layer (`graphql::query`), and write the answer with the
-//! caching headers of contract §11.
+//! The API under `/api/v1` (spec §4.1–§4.5, contract §3–§7, §10, §11). Handlers are thin: they
+//! read the request, call the query layer (`graphql::query`) or the GraphQL schema built on it
+//! (`graphql::schema`), and write the answer with the caching headers of contract §11.
 
 mod agg;
 mod caching;
 mod datasets;
+pub mod graphql;
 pub mod openapi;
 mod query_string;
 mod records;
@@ -26,6 +27,7 @@ pub fn routes() -> Router<AppState> {
         .route("/datasets/{slug}/records", get(records::list_records))
         .route("/datasets/{slug}/records/{id}", get(records::get_record))
         .route("/datasets/{slug}/agg", get(agg::aggregate))
+        .route("/graphql", get(graphql::ide).post(graphql::execute))
         .route("/openapi.json", get(openapi::openapi_json))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(SetResponseHeaderLayer::if_not_present(

@@ -1,14 +1,17 @@
 //! The site at `{site_url}` (contract §9): accounts, the token page, the device approval
 //! page, and the Markdown guides. Server-rendered HTML (minijinja templates), readable on a
-//! phone, usable without JavaScript.
+//! phone, usable without JavaScript (except `/explore`, which is a
+//! JavaScript GraphQL client by design).
 //!
 //! - `visitor`: cookies, sessions, CSRF checks (`visitor::Posted`) and the client address.
 //! - `pages`: `/signup`, `/login`, `/logout`, `/account`.
 //! - `device_page`: `/device`.
+//! - `explore`: `/explore`, the dataset explorer, a GraphQL client with a short-lived token.
 //! - `guides` and `skill`: `/`, `/catalog.md`, `/datasets/{slug}/skill.md`.
 //! - `templates`: the HTML templates.
 
 pub mod device_page;
+pub mod explore;
 pub mod guides;
 pub mod pages;
 pub mod skill;
@@ -27,6 +30,8 @@ pub fn routes() -> Router<AppState> {
         .route("/catalog.md", get(guides::catalog_md))
         .route("/datasets/{slug}/skill.md", get(guides::skill_md))
         .route("/assets/site.js", get(guides::site_js))
+        .route("/assets/explore.js", get(explore::script))
+        .route("/explore", get(explore::show))
         .route("/signup", get(pages::signup_form).post(pages::signup))
         .route("/login", get(pages::login_form).post(pages::login))
         .route("/logout", get(pages::logout_form).post(pages::logout))

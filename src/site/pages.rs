@@ -263,10 +263,13 @@ pub struct Empty {}
 /// `POST /logout`: deletes the session row and the cookie.
 pub async fn logout(State(state): State<AppState>, posted: Posted<Empty>) -> Response {
     let visitor = posted.visitor;
-    if let Some(signed_in) = &visitor.signed_in
-        && let Err(e) = session::delete(&state.store, signed_in.session.id).await
-    {
-        return store_failed(e);
+    if let Some(signed_in) = &visitor.signed_in {
+        if let Err(e) = session::delete(&state.store, signed_in.session.id).await {
+            return store_failed(e);
+        }
+        if let Err(e) = account::end_explorer_tokens(&state.store, signed_in.user.id).await {
+            return store_failed(e);
+        }
     }
     let mut response = see_other("/");
     visitor.set_cookie(response.headers_mut(), SESSION_COOKIE, "", Some(0));

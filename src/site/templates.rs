@@ -16,6 +16,7 @@ static ENV: LazyLock<Environment<'static>> = LazyLock::new(|| {
         ("logout.html", include_str!("templates/logout.html")),
         ("account.html", include_str!("templates/account.html")),
         ("device.html", include_str!("templates/device.html")),
+        ("explore.html", include_str!("templates/explore.html")),
         ("message.html", include_str!("templates/message.html")),
     ] {
         env.add_template(name, source)
@@ -39,7 +40,13 @@ pub fn render(name: &str, context: Value) -> Result<String, StatusCode> {
 mod tests {
     #[test]
     fn every_template_parses() {
-        for name in ["home.html", "account.html", "device.html", "message.html"] {
+        for name in [
+            "home.html",
+            "account.html",
+            "device.html",
+            "explore.html",
+            "message.html",
+        ] {
             super::ENV.get_template(name).unwrap();
         }
     }

@@ -58,7 +58,7 @@ impl Visitor {
             "content-security-policy",
             HeaderValue::from_static(
                 "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self'; \
-                 form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+                 connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
             ),
         );
         headers.insert("referrer-policy", HeaderValue::from_static("same-origin"));

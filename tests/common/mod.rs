@@ -266,7 +266,6 @@ pub async fn get_with(
     token: Option<&str>,
     headers: &[(&str, &str)],
 ) -> Answer {
-    use tower::ServiceExt;
     let mut request = axum::http::Request::get(path);
     if let Some(token) = token {
         request = request.header("authorization", format!("Bearer {token}"));
@@ -274,11 +273,29 @@ pub async fn get_with(
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    let response = router
-        .clone()
-        .oneshot(request.body(axum::body::Body::empty()).unwrap())
-        .await
-        .unwrap();
+    answer(router, request.body(axum::body::Body::empty()).unwrap()).await
+}
+
+/// POSTs a GraphQL request (`query` and `variables`) to `/api/v1/graphql` with the token.
+pub async fn post_graphql(
+    router: &axum::Router,
+    token: Option<&str>,
+    query: &str,
+    variables: serde_json::Value,
+) -> Answer {
+    let mut request =
+        axum::http::Request::post("/api/v1/graphql").header("content-type", "application/json");
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let body = serde_json::json!({"query": query, "variables": variables}).to_string();
+    answer(router, request.body(axum::body::Body::from(body)).unwrap()).await
+}
+
+/// Sends `request` through the router and reads the answer.
+async fn answer(router: &axum::Router, request: axum::http::Request<axum::body::Body>) -> Answer {
+    use tower::ServiceExt;
+    let response = router.clone().oneshot(request).await.unwrap();
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)

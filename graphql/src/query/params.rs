@@ -103,18 +103,55 @@ pub fn parse_sort(value: &str) -> Result<Vec<SortParam>, ApiError> {
                 ),
             ));
         }
-        if keys.iter().any(|k: &SortParam| k.name == name) {
-            return Err(ApiError::invalid(
-                "sort",
-                format!("The sort key {name} is given twice."),
-            ));
-        }
         keys.push(SortParam {
             name: name.to_string(),
             descending,
         });
     }
+    check_sort_keys(&keys)?;
     Ok(keys)
+}
+
+/// The rule on a list of sort keys however it was written (a REST `sort` value or GraphQL's
+/// typed keys): each field at most once.
+pub fn check_sort_keys(keys: &[SortParam]) -> Result<(), ApiError> {
+    for (i, key) in keys.iter().enumerate() {
+        if keys[..i].iter().any(|k| k.name == key.name) {
+            return Err(ApiError::invalid(
+                "sort",
+                format!("The sort key {} is given twice.", key.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The rule on `_ids` however it was written: at least one identifier, at most [`MAX_IDS`].
+pub fn check_ids(ids: &[String]) -> Result<(), ApiError> {
+    if ids.is_empty() {
+        return Err(ApiError::invalid(
+            "_ids",
+            "_ids needs at least one identifier (comma-separated).",
+        ));
+    }
+    if ids.len() > MAX_IDS {
+        return Err(ApiError::invalid(
+            "_ids",
+            format!("_ids can list at most {MAX_IDS} identifiers."),
+        ));
+    }
+    Ok(())
+}
+
+/// The rule on a records request's `fields` however it was written: at least one name.
+pub fn check_fields(fields: &[String]) -> Result<(), ApiError> {
+    if fields.is_empty() {
+        return Err(ApiError::invalid(
+            "fields",
+            "fields needs at least one field name (comma-separated).",
+        ));
+    }
+    Ok(())
 }
 
 /// Splits a comma-separated list (`fields`, `_ids`), trimming items and dropping empty ones.
@@ -171,18 +208,7 @@ fn add_filter(filter: &mut FilterParams, pair: Pair<'_>) -> Result<(), ApiError>
         Pair::Ids(value) => {
             let ids = filter.ids.get_or_insert_with(Vec::new);
             ids.extend(split_list(value));
-            if ids.is_empty() {
-                return Err(ApiError::invalid(
-                    "_ids",
-                    "_ids needs at least one identifier (comma-separated).",
-                ));
-            }
-            if ids.len() > MAX_IDS {
-                return Err(ApiError::invalid(
-                    "_ids",
-                    format!("_ids can list at most {MAX_IDS} identifiers."),
-                ));
-            }
+            check_ids(ids)?;
         }
         Pair::Other(name, value) => filter.exact.push((name.into(), value.into())),
     }
@@ -222,12 +248,7 @@ impl RecordParams {
         }
         if let Some(fields) = fields {
             let list = split_list(&fields);
-            if list.is_empty() {
-                return Err(ApiError::invalid(
-                    "fields",
-                    "fields needs at least one field name (comma-separated).",
-                ));
-            }
+            check_fields(&list)?;
             params.fields = Some(list);
         }
         Ok(params)

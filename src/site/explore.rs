@@ -1,0 +1,52 @@
+//! `/explore` (issue 5): a dataset explorer for signed-in people that is itself a GraphQL
+//! client. The page carries a short-lived token minted for the signed-in account
+//! ([`account::explorer_token`]); its script (`explore.js`, served by the binary, no build
+//! step) uses only `POST /api/v1/graphql` with it.
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use minijinja::context;
+use time::OffsetDateTime;
+
+use super::pages::{page, store_failed, when};
+use super::visitor::{Visitor, see_other};
+use crate::app::AppState;
+use crate::auth::account;
+
+/// `GET /explore`: signed-in people only (others go to log in and come back).
+pub async fn show(State(state): State<AppState>, visitor: Visitor) -> Response {
+    let Some(signed_in) = &visitor.signed_in else {
+        return see_other("/login?next=/explore");
+    };
+    match account::explorer_token(&state.store, signed_in.user.id).await {
+        Ok((secret, model)) => {
+            let expires = model
+                .expires_at
+                .map(when)
+                .unwrap_or_else(|| when(OffsetDateTime::now_utc()));
+            page(
+                &visitor,
+                StatusCode::OK,
+                "explore.html",
+                context! { token => secret.expose(), expires },
+            )
+        }
+        Err(e) => store_failed(e),
+    }
+}
+
+/// `GET /assets/explore.js`.
+pub async fn script() -> Response {
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/javascript; charset=utf-8"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        include_str!("explore.js"),
+    )
+        .into_response()
+}

@@ -1,0 +1,335 @@
+//! The GraphQL endpoint beyond parity (issue 5, contract §10): tokens as for REST, the IDE, the
+//! depth, complexity and fetch limits with their codes, batching of identical sub-requests,
+//! and the checked-in example operations in `graphql/examples/`, run on both stores.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{TestStore, api_token, get_with, load_demo, post_graphql};
+use graphql::schema::{Batch, MAX_DEPTH, MAX_FETCHES, execute_with};
+use serde_json::{Value, json};
+
+/// The first error's `extensions.code`.
+fn code(body: &Value) -> &str {
+    body["errors"][0]["extensions"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error code in {body}"))
+}
+
+async fn tokens_ide_and_bodies(store: TestStore) {
+    let router = store.router();
+    let token = api_token(&store).await;
+    let query = "{ datasets { total } }";
+
+    let none = post_graphql(&router, None, query, Value::Null).await;
+    assert_eq!(none.status, 401, "{}", none.body);
+    assert_eq!(none.body["error"], "missing_token");
+    assert_eq!(none.headers["www-authenticate"], "Bearer");
+    let bad = post_graphql(&router, Some("odqs_nope"), query, Value::Null).await;
+    assert_eq!(bad.status, 401);
+    assert_eq!(bad.body["error"], "invalid_token");
+
+    let ok = post_graphql(&router, Some(&token), query, Value::Null).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.body["data"]["datasets"]["total"], 0);
+    assert_eq!(ok.headers["cache-control"], "private");
+
+    // A body that is not a GraphQL request: the contract's error, not a GraphQL answer.
+    use tower::ServiceExt;
+    let response = router
+        .clone()
+        .oneshot(
+            axum::http::Request::post("/api/v1/graphql")
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from("{not json"))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+
+    // GET serves the IDE, pointed at this endpoint.
+    let ide = router
+        .clone()
+        .oneshot(
+            axum::http::Request::get("/api/v1/graphql")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ide.status(), 200);
+    let html = axum::body::to_bytes(ide.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let html = String::from_utf8_lossy(&html);
+    assert!(html.contains("GraphiQL") && html.contains("\"http://odqs.test/api/v1/graphql\""));
+
+    // Other methods are refused like the rest of the read API.
+    let delete = router
+        .clone()
+        .oneshot(
+            axum::http::Request::delete("/api/v1/graphql")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(delete.status(), 405);
+}
+
+/// graphql-js's introspection query, as GraphiQL sends it (type references nine levels deep).
+const INTROSPECTION: &str = r#"
+query IntrospectionQuery {
+  __schema {
+    queryType { name } mutationType { name } subscriptionType { name }
+    types { ...FullType }
+    directives { name description locations args { ...InputValue } }
+  }
+}
+fragment FullType on __Type {
+  kind name description
+  fields(includeDeprecated: true) { name description args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
+  inputFields { ...InputValue }
+  interfaces { ...TypeRef }
+  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
+  possibleTypes { ...TypeRef }
+}
+fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue }
+fragment TypeRef on __Type {
+  kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name
+  ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name
+  } } } } } } } } }
+}
+"#;
+
+async fn limits_are_enforced_with_codes(store: TestStore) {
+    load_demo(&store).await;
+    let router = store.router();
+    let token = api_token(&store).await;
+
+    // GraphiQL's introspection query stays within the limits.
+    let introspection = post_graphql(&router, Some(&token), INTROSPECTION, Value::Null).await;
+    assert!(
+        introspection.body.get("errors").is_none(),
+        "{}",
+        introspection.body
+    );
+    assert!(introspection.body["data"]["__schema"]["types"].is_array());
+
+    // Too deep: ofType nested past the limit.
+    let mut deep = String::from("kind");
+    for _ in 0..MAX_DEPTH {
+        deep = format!("ofType {{ {deep} }}");
+    }
+    let deep = format!("{{ __type(name: \"Query\") {{ {deep} }} }}");
+    let answer = post_graphql(&router, Some(&token), &deep, Value::Null).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(code(&answer.body), "query_too_deep", "{}", answer.body);
+    assert!(
+        answer.body["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&MAX_DEPTH.to_string())
+    );
+    assert!(answer.body["data"].is_null());
+
+    // Too complex: hundreds of aliases, no fetch among them.
+    let many: String = (0..300)
+        .map(|i| {
+            format!(
+                "d{i}: dataset(slug: \"flights\") {{ fields {{ name type filter {{ exact fulltext sort groupBy }} }} }} "
+            )
+        })
+        .collect();
+    let answer = post_graphql(&router, Some(&token), &format!("{{ {many} }}"), Value::Null).await;
+    assert_eq!(code(&answer.body), "query_too_complex", "{}", answer.body);
+    assert!(answer.body["data"].is_null());
+
+    // Complexity counts page sizes: ten full pages fit, the same ten plus a few fields don't.
+    let pages = |fields: &str| -> String {
+        (0..MAX_FETCHES)
+            .map(|i| {
+                format!(
+                    "p{i}: records(slug: \"flights\", page: {}, perPage: 100) {{ {fields} }} ",
+                    i + 1
+                )
+            })
+            .collect()
+    };
+    let fits = post_graphql(
+        &router,
+        Some(&token),
+        &format!("{{ {} }}", pages("total records")),
+        Value::Null,
+    )
+    .await;
+    assert!(fits.body.get("errors").is_none(), "{}", fits.body);
+    assert_eq!(
+        fits.body["data"]["p9"]["records"].as_array().unwrap().len(),
+        100
+    );
+
+    // More fetches than the cap: refused before anything runs.
+    let fetches: String = (0..=MAX_FETCHES)
+        .map(|i| format!("a{i}: agg(slug: \"flights\", groupBy: \"carrier\") {{ totalGroups }} "))
+        .collect();
+    let state = odqs::app::AppState::new(store.store.clone(), "http://odqs.test");
+    let batch = Arc::new(Batch::default());
+    let response = execute_with(
+        &state.graphql,
+        async_graphql::Request::new(format!("{{ {fetches} }}")),
+        batch.clone(),
+    )
+    .await;
+    let body = serde_json::to_value(&response).unwrap();
+    assert_eq!(code(&body), "too_many_fetches", "{body}");
+    assert_eq!(batch.fetches() + batch.lookups(), 0, "nothing ran");
+    // Through a fragment too.
+    let answer = post_graphql(
+        &router,
+        Some(&token),
+        &format!("query {{ ...F }} fragment F on Query {{ {fetches} }}"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(code(&answer.body), "too_many_fetches", "{}", answer.body);
+}
+
+async fn identical_sub_requests_run_once(store: TestStore) {
+    load_demo(&store).await;
+    let state = odqs::app::AppState::new(store.store.clone(), "http://odqs.test");
+    let query = r#"{
+      a: records(slug: "flights", filters: [{field: "carrier", value: "UA"}, {field: "origin", value: "EWR"}]) { total records }
+      b: records(slug: "flights", filters: [{field: "origin", value: "EWR"}, {field: "carrier", value: "UA"}]) { total }
+      c: records(slug: "flights", filters: [{field: "carrier", value: "AA"}]) { total }
+      d: agg(slug: "flights", groupBy: "carrier") { totalGroups }
+      e: agg(slug: "flights", groupBy: "carrier") { totalRecords }
+      f: dataset(slug: "flights") { slug }
+      g: records(slug: "tw-scenic-spots", q: "溫泉") { total }
+      h: record(slug: "tw-scenic-spots", id: "C1_315081200H_000080")
+      i: record(slug: "tw-scenic-spots", id: "C1_315081200H_000080")
+      j: records(slug: "nope") { total }
+      k: records(slug: "nope") { total }
+    }"#;
+    let batch = Arc::new(Batch::default());
+    let response = execute_with(
+        &state.graphql,
+        async_graphql::Request::new(query),
+        batch.clone(),
+    )
+    .await;
+    let body = serde_json::to_value(&response).unwrap();
+    // The unknown dataset is refused (data is null for the whole document, as its fields are
+    // non-null), but every other field ran: count what ran.
+    let errors = body["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 2, "{body}");
+    assert!(
+        errors
+            .iter()
+            .all(|e| e["extensions"]["code"] == "dataset_not_found")
+    );
+    assert_eq!(
+        batch.lookups(),
+        3,
+        "flights, tw-scenic-spots, nope: one look-up each"
+    );
+    assert_eq!(
+        batch.fetches(),
+        5,
+        "records UA+EWR (twice, in two orders), records AA, agg (twice), records 溫泉, record (twice)"
+    );
+
+    // Without the unknown dataset, the answers of the shared fields are the same.
+    let query = query
+        .replace("j: records(slug: \"nope\") { total }", "")
+        .replace("k: records(slug: \"nope\") { total }", "");
+    let response = execute_with(
+        &state.graphql,
+        async_graphql::Request::new(query),
+        Arc::default(),
+    )
+    .await;
+    let data = serde_json::to_value(&response).unwrap()["data"].clone();
+    assert_eq!(data["a"]["total"], data["b"]["total"]);
+    assert!(data["a"]["total"].as_u64().unwrap() > 0);
+    assert!(data["d"]["totalGroups"].as_u64().unwrap() > 1);
+    assert_eq!(data["h"], data["i"]);
+}
+
+/// Every `graphql/examples/*.graphql` (with `NAME.json` as its variables when present) runs
+/// without errors and answers every field it asks.
+async fn example_operations_run(store: TestStore) {
+    load_demo(&store).await;
+    let router = store.router();
+    let token = api_token(&store).await;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("graphql/examples");
+    let mut ran = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.extension().and_then(|e| e.to_str()) != Some("graphql") {
+            continue;
+        }
+        let query = std::fs::read_to_string(&path).unwrap();
+        let variables = match std::fs::read_to_string(path.with_extension("json")) {
+            Ok(text) => serde_json::from_str(&text).unwrap(),
+            Err(_) => json!({}),
+        };
+        let answer = post_graphql(&router, Some(&token), &query, variables).await;
+        let name = path.display();
+        assert_eq!(answer.status, 200, "{name}: {}", answer.body);
+        assert!(
+            answer.body.get("errors").is_none(),
+            "{name}: {}",
+            answer.body
+        );
+        let data = answer.body["data"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{name}: no data"));
+        assert!(!data.is_empty(), "{name}");
+        for (field, value) in data {
+            let empty = match value {
+                Value::Null => true,
+                Value::Object(o) => o.is_empty() || o.get("total").is_some_and(|t| t == 0),
+                _ => false,
+            };
+            assert!(!empty, "{name}: {field} came back empty: {value}");
+        }
+        ran += 1;
+    }
+    assert!(ran >= 4, "only {ran} example operations");
+}
+
+async fn rest_limits_apply_to_graphql(store: TestStore) {
+    // The REST rate limit and the token are shared: an exhausted budget stops GraphQL too.
+    let state =
+        odqs::app::AppState::new(store.store.clone(), "http://odqs.test").with_api_rate_limit(2);
+    let router = odqs::app::router(state);
+    let token = api_token(&store).await;
+    assert_eq!(
+        get_with(&router, "/api/v1/datasets", Some(&token), &[])
+            .await
+            .status,
+        200
+    );
+    let second = post_graphql(&router, Some(&token), "{ datasets { total } }", Value::Null).await;
+    assert_eq!(second.status, 200);
+    let third = post_graphql(&router, Some(&token), "{ datasets { total } }", Value::Null).await;
+    assert_eq!(third.status, 429, "{}", third.body);
+    assert_eq!(third.body["error"], "rate_limited");
+}
+
+both_stores!(
+    tokens_ide_and_bodies,
+    limits_are_enforced_with_codes,
+    identical_sub_requests_run_once,
+    example_operations_run,
+    rest_limits_apply_to_graphql,
+);
