@@ -36,7 +36,7 @@ use clap::Parser;
 
 use args::{Args, StoreKind};
 use load::{Client, LoadSpec};
-use report::{Query, Report, Side};
+use report::{Report, Side};
 
 /// The connection counts of every row.
 const CONNECTIONS: [usize; 2] = [1, 16];
@@ -179,7 +179,11 @@ async fn run(args: Args) -> Result<()> {
                 duration: seconds,
             };
             let outcome = load::run(&odqs_client, &spec).await;
-            println!("  odqs {:<3} c={connections:<2} {}", query.name, outcome.summary());
+            println!(
+                "  odqs {:<3} c={connections:<2} {}",
+                query.name,
+                outcome.summary()
+            );
             report.measure(query.name, Side::Odqs, connections, outcome);
         }
     }
@@ -204,7 +208,8 @@ async fn run(args: Args) -> Result<()> {
         step("checking every Datasette answer once");
         let ds_queries = datasette::queries(&ids, &reference);
         for (query, path) in queries.iter().zip(&ds_queries) {
-            let check = checks::datasette(&ds_client, query.name, path, &reference, &expected_f).await;
+            let check =
+                checks::datasette(&ds_client, query.name, path, &reference, &expected_f).await;
             println!("  datasette {:<3} {}", query.name, check.describe());
             report.check(query.name, Side::Datasette, check);
         }

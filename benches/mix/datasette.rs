@@ -24,8 +24,7 @@ const BUILD_SCRIPT: &str = include_str!("build_flights_db.py");
 /// Query f in SQL: count, sum, avg, min, max and the quartiles by linear interpolation.
 const F_SQL: &str = include_str!("datasette_f.sql");
 /// Query e in SQL.
-const E_SQL: &str =
-    "select carrier, count(*) as n from flights where carrier is not null group by carrier order by n desc, carrier";
+const E_SQL: &str = "select carrier, count(*) as n from flights where carrier is not null group by carrier order by n desc, carrier";
 
 pub struct Datasette {
     child: Child,
@@ -97,7 +96,10 @@ impl Datasette {
         let script = dir.join("build_flights_db.py");
         std::fs::write(&script, BUILD_SCRIPT)?;
         let db = dir.join("flights.db");
-        eprintln!("bench: building {} (typed columns, indexes, FTS5)", db.display());
+        eprintln!(
+            "bench: building {} (typed columns, indexes, FTS5)",
+            db.display()
+        );
         let started = Instant::now();
         run(
             Command::new(bin.join("python"))
@@ -134,12 +136,15 @@ impl Datasette {
             log.display()
         );
         let child = &mut ds.child;
-        load::wait_until_ok(addr, "/-/versions.json", Duration::from_secs(60), || {
-            match child.try_wait()? {
+        load::wait_until_ok(
+            addr,
+            "/-/versions.json",
+            Duration::from_secs(60),
+            || match child.try_wait()? {
                 Some(status) => bail!("datasette exited ({status})"),
                 None => Ok(()),
-            }
-        })
+            },
+        )
         .await
         .context("Datasette never answered")?;
         Ok(ds)
@@ -168,7 +173,9 @@ pub fn queries(ids: &[String], flights: &Flights) -> Vec<Arc<[String]>> {
     vec![
         one(table.clone()),
         one(format!("{table}&carrier=UA&origin=EWR")),
-        one(format!("{table}&carrier=UA&origin=EWR&_sort_desc=dep_delay")),
+        one(format!(
+            "{table}&carrier=UA&origin=EWR&_sort_desc=dep_delay"
+        )),
         one(format!("{table}&_next={}", encode(page_1000_last))),
         one(sql(E_SQL)),
         one(sql(F_SQL.trim())),

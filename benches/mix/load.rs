@@ -36,10 +36,6 @@ pub struct Response {
 }
 
 impl Response {
-    pub fn json(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::from_slice(&self.body)?)
-    }
-
     pub fn snippet(&self) -> String {
         let text = String::from_utf8_lossy(&self.body);
         let text: String = text.chars().take(160).collect();
@@ -255,7 +251,9 @@ impl Outcome {
     }
 
     pub fn summary(&self) -> String {
-        let ms = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.2} ms", d.as_secs_f64() * 1e3));
+        let ms = |d: Option<Duration>| {
+            d.map_or("-".into(), |d| format!("{:.2} ms", d.as_secs_f64() * 1e3))
+        };
         let mut s = format!(
             "{:>9.1} req/s  p50 {:>10}  p99 {:>10}  ({} answers in {:.1} s)",
             self.requests_per_second(),
@@ -346,7 +344,10 @@ async fn connection_task(
             None => match Connection::open(&client).await {
                 Ok(open) => open,
                 Err(error) => {
-                    *outcome.errors.entry(format!("connect: {error}")).or_default() += 1;
+                    *outcome
+                        .errors
+                        .entry(format!("connect: {error}"))
+                        .or_default() += 1;
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -381,7 +382,10 @@ async fn connection_task(
                 }
             }
             Ok(Err(error)) => {
-                *outcome.errors.entry(format!("I/O: {error} on {path}")).or_default() += 1;
+                *outcome
+                    .errors
+                    .entry(format!("I/O: {error} on {path}"))
+                    .or_default() += 1;
             }
             Err(_) => {
                 *outcome

@@ -163,7 +163,14 @@ pub fn import(
 /// `odqs token create`: the token it prints.
 pub fn token(bin: &Path, database_url: &str) -> Result<String> {
     let output = odqs(bin, database_url)
-        .args(["token", "create", "--email", "bench@example.com", "--name", "bench"])
+        .args([
+            "token",
+            "create",
+            "--email",
+            "bench@example.com",
+            "--name",
+            "bench",
+        ])
         .stdin(Stdio::null())
         .output()
         .context("run odqs token create")?;
@@ -222,8 +229,14 @@ impl Server {
             .context("start odqs serve")?;
         let log = std::sync::Arc::new(std::sync::Mutex::new(File::create(&log_path)?));
         let (tx, index_lines) = mpsc::channel();
-        let stdout = child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>);
-        let stderr = child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>);
+        let stdout = child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>);
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>);
         for stream in [stdout, stderr].into_iter().flatten() {
             let log = log.clone();
             let tx = tx.clone();
@@ -268,7 +281,10 @@ impl Server {
         let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.index_lines.recv_timeout(left.min(Duration::from_millis(500))) {
+            match self
+                .index_lines
+                .recv_timeout(left.min(Duration::from_millis(500)))
+            {
                 Ok(line) if names_slug(&line, slug) => return Some(self.started.elapsed()),
                 Ok(_) => {}
                 Err(mpsc::RecvTimeoutError::Timeout) => {

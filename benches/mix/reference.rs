@@ -101,9 +101,11 @@ impl Flights {
                     intern(map, values, v) as u16
                 }
             };
-            flights
-                .carrier
-                .push(code(&mut carriers, &mut flights.carriers, &record[carrier_c]));
+            flights.carrier.push(code(
+                &mut carriers,
+                &mut flights.carriers,
+                &record[carrier_c],
+            ));
             flights
                 .origin
                 .push(code(&mut origins, &mut flights.origins, &record[origin_c]));
@@ -187,7 +189,8 @@ impl Flights {
 
     /// Rows with this carrier and origin.
     pub fn count_carrier_origin(&self, carrier: &str, origin: &str) -> usize {
-        let code = |values: &[String], v: &str| values.iter().position(|x| x == v).map(|c| c as u16);
+        let code =
+            |values: &[String], v: &str| values.iter().position(|x| x == v).map(|c| c as u16);
         let (Some(c), Some(o)) = (code(&self.carriers, carrier), code(&self.origins, origin))
         else {
             return 0;

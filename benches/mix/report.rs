@@ -28,7 +28,10 @@ pub fn queries(ids: &[String]) -> Vec<Query> {
     vec![
         one("a", RECORDS.to_string()),
         one("b", format!("{RECORDS}?carrier=UA&origin=EWR")),
-        one("c", format!("{RECORDS}?carrier=UA&origin=EWR&sort=dep_delay%3C")),
+        one(
+            "c",
+            format!("{RECORDS}?carrier=UA&origin=EWR&sort=dep_delay%3C"),
+        ),
         one("d", format!("{RECORDS}?page=1001")),
         one("e", format!("{AGG}?group_by=carrier")),
         one("f", format!("{AGG}?group_by=carrier&field=dep_delay")),
@@ -162,16 +165,20 @@ impl Report {
         self.row(name).checks[side_index(side)] = Some(check);
     }
 
-    pub fn measure(&mut self, name: &'static str, side: Side, connections: usize, outcome: Outcome) {
+    pub fn measure(
+        &mut self,
+        name: &'static str,
+        side: Side,
+        connections: usize,
+        outcome: Outcome,
+    ) {
         self.row(name).outcomes[side_index(side)][connections_index(connections)] = Some(outcome);
     }
 
     fn outcome(&self, name: &str, side: Side, connections: usize) -> Option<&Outcome> {
-        self.rows
-            .iter()
-            .find(|r| r.name == name)?
-            .outcomes[side_index(side)][connections_index(connections)]
-            .as_ref()
+        self.rows.iter().find(|r| r.name == name)?.outcomes[side_index(side)]
+            [connections_index(connections)]
+        .as_ref()
     }
 
     /// A wrong odqs answer, or an error on either side.
@@ -206,13 +213,21 @@ impl Report {
         }
         for c in ["1c", "16c"] {
             header.extend([
-                if c == "1c" { "odqs 1c req/s" } else { "odqs 16c req/s" },
+                if c == "1c" {
+                    "odqs 1c req/s"
+                } else {
+                    "odqs 16c req/s"
+                },
                 "p50",
                 "p99",
             ]);
             if datasette {
                 header.extend([
-                    if c == "1c" { "DS 1c req/s" } else { "DS 16c req/s" },
+                    if c == "1c" {
+                        "DS 1c req/s"
+                    } else {
+                        "DS 16c req/s"
+                    },
                     "p50",
                     "p99",
                     if c == "1c" { "ratio 1c" } else { "ratio 16c" },
