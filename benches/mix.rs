@@ -160,7 +160,12 @@ async fn run(args: Args) -> Result<()> {
 
     let odqs_client = Client::new(server.addr, Some(format!("Bearer {token}")));
     let queries = report::queries(&ids);
-    let mut report = Report::new(args.store.name(), reference_median, import.clone());
+    let mut report = Report::new(
+        args.store.name(),
+        reference.len(),
+        reference_median,
+        import.clone(),
+    );
     report.index_ready = index_ready;
 
     // Correctness first (each answer once), then the load.

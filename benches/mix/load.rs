@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
 
 /// A request that takes longer than this is an error.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -293,14 +292,12 @@ pub async fn run(client: &Client, spec: &LoadSpec) -> Outcome {
         stopped: AtomicBool::new(false),
         start,
     });
-    let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     for _ in 0..spec.connections {
         let client = client.clone();
         let paths = spec.paths.clone();
         let shared = shared.clone();
-        let stop = stop_rx.clone();
-        tasks.push(tokio::spawn(connection_task(client, paths, shared, stop)));
+        tasks.push(tokio::spawn(connection_task(client, paths, shared)));
     }
     // The window closes after `duration`, or later when too few answers came in by then.
     let end = start + spec.duration;
@@ -311,7 +308,6 @@ pub async fn run(client: &Client, spec: &LoadSpec) -> Outcome {
     }
     shared.stopped.store(true, Ordering::SeqCst);
     let stopped_at = Instant::now();
-    let _ = stop_tx.send(true);
     let mut outcome = Outcome {
         elapsed: stopped_at.saturating_duration_since(start),
         ..Outcome::default()
@@ -330,12 +326,7 @@ pub async fn run(client: &Client, spec: &LoadSpec) -> Outcome {
     outcome
 }
 
-async fn connection_task(
-    client: Client,
-    paths: Arc<[String]>,
-    shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
-) -> TaskOutcome {
+async fn connection_task(client: Client, paths: Arc<[String]>, shared: Arc<Shared>) -> TaskOutcome {
     let mut outcome = TaskOutcome::default();
     let mut connection: Option<Connection> = None;
     while !shared.stopped.load(Ordering::SeqCst) {
@@ -356,10 +347,9 @@ async fn connection_task(
         let index = shared.next_path.fetch_add(1, Ordering::Relaxed) % paths.len();
         let path = &paths[index];
         let sent = Instant::now();
-        let answer = tokio::select! {
-            answer = tokio::time::timeout(REQUEST_TIMEOUT, open.get(&client, path)) => answer,
-            _ = stop.changed() => break,
-        };
+        // A request in flight when the window closes is still read to its end (and not
+        // counted), so the server is idle when the next measurement starts.
+        let answer = tokio::time::timeout(REQUEST_TIMEOUT, open.get(&client, path)).await;
         let done = Instant::now();
         if shared.stopped.load(Ordering::SeqCst) {
             break;

@@ -76,6 +76,7 @@ struct Row {
 
 pub struct Report {
     store: &'static str,
+    records: usize,
     reference_median: Duration,
     import: Import,
     pub peak_rss_kb: Option<u64>,
@@ -139,9 +140,15 @@ fn millis(d: Option<Duration>) -> String {
 }
 
 impl Report {
-    pub fn new(store: &'static str, reference_median: Duration, import: Import) -> Self {
+    pub fn new(
+        store: &'static str,
+        records: usize,
+        reference_median: Duration,
+        import: Import,
+    ) -> Self {
         Self {
             store,
+            records,
             reference_median,
             import,
             peak_rss_kb: None,
@@ -204,8 +211,8 @@ impl Report {
     pub fn render(&self, datasette: bool) -> String {
         let mut out = String::new();
         out.push_str(&format!(
-            "### Query mix on {} ({} flights rows; req/s and latency in ms; ratio = odqs req/s ÷ Datasette req/s)\n\n",
-            self.store, "336,776"
+            "### Query mix on {} ({} flights; req/s, latency in ms; ratio = odqs req/s ÷ Datasette req/s)\n\n",
+            self.store, self.records
         ));
         let mut header = vec!["query", "odqs ✓"];
         if datasette {
