@@ -1,0 +1,269 @@
+//! The benchmark of issue 6: the query mix a–h against odqs (and, with `--datasette`, against
+//! Datasette on the same data), in one run.
+//!
+//! ```sh
+//! cargo bench --bench mix -- --store sqlite [--datasette] [--seconds N]
+//! cargo bench --bench mix -- --store postgres [--pg-url URL]
+//! ```
+//!
+//! Steps: import `../shared/data/flights.csv.gz` with its schema into a fresh store (timed), and
+//! the demo's scenic spots beside it; mint a token; start `odqs serve` without a rate limit;
+//! wait for `/readyz` and for the in-memory index's `index ready` log line; load the same CSV
+//! into memory and time the in-memory reference for query f; check every answer once; drive
+//! each query with the load generator at 1 and 16 connections; optionally do the same with
+//! Datasette; print one Markdown table (also written to `target/bench/mix-<store>.md`).
+
+#[path = "mix/args.rs"]
+mod args;
+#[path = "mix/checks.rs"]
+mod checks;
+#[path = "mix/datasette.rs"]
+mod datasette;
+#[path = "mix/load.rs"]
+mod load;
+#[path = "mix/odqs.rs"]
+mod odqs;
+#[path = "mix/reference.rs"]
+mod reference;
+#[path = "mix/report.rs"]
+mod report;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Parser;
+
+use args::{Args, StoreKind};
+use load::{Client, LoadSpec};
+use report::{Report, Side};
+
+/// The connection counts of every row.
+const CONNECTIONS: [usize; 2] = [1, 16];
+
+fn main() {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    if let Err(error) = runtime.block_on(run(args)) {
+        eprintln!("bench: error: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(args: Args) -> Result<()> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let data = args.data_dir(&root);
+    let flights_csv = data.join("flights.csv.gz");
+    let flights_schema = data.join("flights.schema.json");
+    let out_dir = root.join("target").join("bench");
+    std::fs::create_dir_all(&out_dir).context("create target/bench")?;
+    let scratch = tempfile::Builder::new()
+        .prefix("odqs-bench-")
+        .tempdir()
+        .context("create a temporary directory")?;
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_odqs"));
+    let seconds = Duration::from_secs_f64(args.seconds);
+    let warmup = Duration::from_secs_f64(args.warmup_seconds);
+    step(&format!(
+        "odqs binary {}, store {}, {} s per query and connection count (+{} s warm-up), scratch {}",
+        bin.display(),
+        args.store.name(),
+        args.seconds,
+        args.warmup_seconds,
+        scratch.path().display()
+    ));
+
+    // The in-memory reference: the CSV in columns, e+f timed in this process.
+    step("loading flights into memory for the reference");
+    let started = Instant::now();
+    let reference = reference::Flights::load(&flights_csv)?;
+    step(&format!(
+        "{} flights in memory in {:.1} s; timing the reference of f ({} runs)",
+        reference.len(),
+        started.elapsed().as_secs_f64(),
+        args.reference_runs
+    ));
+    let (reference_median, expected_f) = reference.time_agg(args.reference_runs);
+    step(&format!(
+        "reference e+f: median {:.3} ms over {} runs ({} groups)",
+        ms(reference_median),
+        args.reference_runs,
+        expected_f.len()
+    ));
+    let ids = reference.sample_ids(1000);
+
+    // odqs: a fresh store, the import (timed), a token, the server.
+    let store = odqs::Store::create(&args, scratch.path()).await?;
+    step(&format!("importing flights into {}", store.display()));
+    let import = odqs::import(
+        &bin,
+        &store.url,
+        &flights_csv,
+        "flights",
+        &flights_schema,
+        scratch.path(),
+    )?;
+    step(&format!(
+        "import: {:.1} s, peak RSS {} ({})",
+        import.seconds,
+        report::mb(import.peak_rss_kb),
+        import.summary
+    ));
+    let demo = root.join("demo");
+    odqs::import(
+        &bin,
+        &store.url,
+        &demo.join("tw-scenic-spots.ndjson.gz"),
+        "tw-scenic-spots",
+        &demo.join("tw-scenic-spots.schema.json"),
+        scratch.path(),
+    )
+    .context("import the demo's scenic spots")?;
+    let token = odqs::token(&bin, &store.url)?;
+    let mut server = odqs::Server::start(&bin, &store.url, scratch.path())?;
+    step(&format!(
+        "odqs serve: pid {}, http://{}, log {}",
+        server.pid(),
+        server.addr,
+        server.log_path.display()
+    ));
+    load::wait_until_ok(server.addr, "/readyz", Duration::from_secs(60), || {
+        server.check_alive()
+    })
+    .await
+    .context("odqs serve never answered /readyz")?;
+    let index_ready = if args.no_index_wait {
+        step("not waiting for the in-memory index (--no-index-wait)");
+        None
+    } else {
+        step(&format!(
+            "waiting up to {} s for the log line `index ready … flights`",
+            args.index_wait_seconds
+        ));
+        let waited = server.wait_for_index("flights", Duration::from_secs(args.index_wait_seconds));
+        match waited {
+            Some(after) => step(&format!(
+                "index ready {:.1} s after start",
+                after.as_secs_f64()
+            )),
+            None => eprintln!(
+                "bench: WARNING: odqs serve logged no `index ready` line for flights within {} s; \
+                 measuring anyway (this build may have no in-memory index)",
+                args.index_wait_seconds
+            ),
+        }
+        Some(waited.is_some())
+    };
+
+    let odqs_client = Client::new(server.addr, Some(format!("Bearer {token}")));
+    let queries = report::queries(&ids);
+    let mut report = Report::new(
+        args.store.name(),
+        reference.len(),
+        reference_median,
+        import.clone(),
+    );
+    report.index_ready = index_ready;
+
+    // Correctness first (each answer once), then the load.
+    step("checking every odqs answer once");
+    for query in &queries {
+        let check = checks::odqs(&odqs_client, query, &reference, &expected_f).await;
+        println!("  odqs {:<3} {}", query.name, check.describe());
+        report.check(query.name, Side::Odqs, check);
+    }
+    for query in &queries {
+        for &connections in &CONNECTIONS {
+            let spec = LoadSpec {
+                paths: query.odqs_paths.clone(),
+                connections,
+                warmup,
+                duration: seconds,
+            };
+            let outcome = load::run(&odqs_client, &spec).await;
+            println!(
+                "  odqs {:<3} c={connections:<2} {}",
+                query.name,
+                outcome.summary()
+            );
+            report.measure(query.name, Side::Odqs, connections, outcome);
+        }
+    }
+    report.peak_rss_kb = odqs::peak_rss_kb(server.pid());
+    step(&format!(
+        "odqs serve peak RSS after the mix: {}",
+        report::mb(report.peak_rss_kb)
+    ));
+    server.stop();
+    store.drop_scratch().await;
+
+    if args.datasette {
+        let ds = datasette::Datasette::start(
+            &args,
+            &out_dir,
+            scratch.path(),
+            &flights_csv,
+            &flights_schema,
+        )
+        .await?;
+        let ds_client = Client::new(ds.addr, None);
+        step("checking every Datasette answer once");
+        let ds_queries = datasette::queries(&ids, &reference);
+        for (query, path) in queries.iter().zip(&ds_queries) {
+            let check =
+                checks::datasette(&ds_client, query.name, path, &reference, &expected_f).await;
+            println!("  datasette {:<3} {}", query.name, check.describe());
+            report.check(query.name, Side::Datasette, check);
+        }
+        for (query, paths) in queries.iter().zip(&ds_queries) {
+            for &connections in &CONNECTIONS {
+                let spec = LoadSpec {
+                    paths: paths.clone(),
+                    connections,
+                    warmup,
+                    duration: seconds,
+                };
+                let outcome = load::run(&ds_client, &spec).await;
+                println!(
+                    "  datasette {:<3} c={connections:<2} {}",
+                    query.name,
+                    outcome.summary()
+                );
+                report.measure(query.name, Side::Datasette, connections, outcome);
+            }
+        }
+        drop(ds);
+    }
+
+    let table = report.render(args.datasette);
+    let file = out_dir.join(format!("mix-{}.md", args.store.name()));
+    std::fs::write(&file, &table).with_context(|| format!("write {}", file.display()))?;
+    println!();
+    println!("{table}");
+    step(&format!("table written to {}", file.display()));
+    if report.failed() {
+        anyhow::bail!("some answers were wrong or failed (see the ✗ and error counts above)");
+    }
+    Ok(())
+}
+
+/// One progress line on standard error.
+fn step(message: &str) {
+    eprintln!("bench: {message}");
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+impl StoreKind {
+    fn name(self) -> &'static str {
+        match self {
+            StoreKind::Sqlite => "sqlite",
+            StoreKind::Postgres => "postgres",
+        }
+    }
+}

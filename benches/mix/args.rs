@@ -1,0 +1,71 @@
+//! Command-line flags of the benchmark (after `cargo bench --bench mix --`).
+
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StoreKind {
+    Sqlite,
+    Postgres,
+}
+
+/// The query mix a–h against odqs and, with `--datasette`, against Datasette on the same data.
+#[derive(Debug, Parser)]
+#[command(name = "mix")]
+pub struct Args {
+    /// The store odqs imports into: a fresh SQLite file in a temporary directory, or a scratch
+    /// PostgreSQL database `odqs_bench_<random>` (created and dropped).
+    #[arg(long, value_enum, default_value = "sqlite")]
+    pub store: StoreKind,
+
+    /// PostgreSQL server to create the scratch database on (`--store postgres`).
+    #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    pub pg_url: String,
+
+    /// Also set up Datasette (PyPI, in a virtualenv under `target/bench/venv`) on the same data
+    /// and drive the equivalent URLs.
+    #[arg(long)]
+    pub datasette: bool,
+
+    /// Measured seconds per query and connection count.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+
+    /// Warm-up seconds before each measurement (not counted).
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup_seconds: f64,
+
+    /// How long to wait for odqs serve's `index ready` log line for flights.
+    #[arg(long, default_value_t = 180)]
+    pub index_wait_seconds: u64,
+
+    /// Do not wait for the `index ready` log line at all.
+    #[arg(long)]
+    pub no_index_wait: bool,
+
+    /// Runs of the in-memory reference of f (the median is reported).
+    #[arg(long, default_value_t = 31)]
+    pub reference_runs: usize,
+
+    /// Folder holding flights.csv.gz and flights.schema.json (default: ../shared/data beside
+    /// the repository).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+
+    /// The Python interpreter that creates Datasette's virtualenv.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    pub bench: bool,
+}
+
+impl Args {
+    pub fn data_dir(&self, root: &Path) -> PathBuf {
+        self.data
+            .clone()
+            .unwrap_or_else(|| root.join("..").join("shared").join("data"))
+    }
+}

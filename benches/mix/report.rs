@@ -1,0 +1,353 @@
+//! The query mix and the one table the benchmark prints.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::checks::Check;
+use crate::load::Outcome;
+use crate::odqs::Import;
+
+/// One row of the mix: its name and odqs's paths (several when they rotate, as for h).
+pub struct Query {
+    pub name: &'static str,
+    pub odqs_paths: Arc<[String]>,
+}
+
+/// Flights rows per page (odqs's default `per_page`, Datasette's `_size`).
+pub const PAGE: usize = 20;
+
+const RECORDS: &str = "/api/v1/datasets/flights/records";
+const AGG: &str = "/api/v1/datasets/flights/agg";
+
+/// The rows a, b, c, d, e, f, g1, g2, h.
+pub fn queries(ids: &[String]) -> Vec<Query> {
+    let one = |name, path: String| Query {
+        name,
+        odqs_paths: vec![path].into(),
+    };
+    vec![
+        one("a", RECORDS.to_string()),
+        one("b", format!("{RECORDS}?carrier=UA&origin=EWR")),
+        one(
+            "c",
+            format!("{RECORDS}?carrier=UA&origin=EWR&sort=dep_delay%3C"),
+        ),
+        one("d", format!("{RECORDS}?page=1001")),
+        one("e", format!("{AGG}?group_by=carrier")),
+        one("f", format!("{AGG}?group_by=carrier&field=dep_delay")),
+        one("g1", format!("{RECORDS}?q=denver")),
+        one("g2", format!("{RECORDS}?q=boeing")),
+        Query {
+            name: "h",
+            odqs_paths: ids.iter().map(|id| format!("{RECORDS}/{id}")).collect(),
+        },
+    ]
+}
+
+/// The throughput ratio odqs ÷ Datasette at 16 connections that issue 6 asks for.
+fn target_16(name: &str) -> f64 {
+    match name {
+        "a" | "b" | "c" | "e" => 20.0,
+        "f" => 200.0,
+        _ => 10.0,
+    }
+}
+
+/// f's median latency at one connection may be at most this many times the reference's.
+const F_REFERENCE_FACTOR: f64 = 5.0;
+/// Import of flights, seconds.
+const IMPORT_LIMIT: f64 = 20.0;
+/// Peak RSS of `odqs serve`, bytes (400 MB).
+const RSS_LIMIT: f64 = 400e6;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Odqs,
+    Datasette,
+}
+
+#[derive(Default)]
+struct Row {
+    name: &'static str,
+    checks: [Option<Check>; 2],
+    /// [side][connections index]
+    outcomes: [[Option<Outcome>; 2]; 2],
+}
+
+pub struct Report {
+    store: &'static str,
+    records: usize,
+    reference_median: Duration,
+    import: Import,
+    pub peak_rss_kb: Option<u64>,
+    /// `None`: not waited for; `Some(seen)`.
+    pub index_ready: Option<bool>,
+    rows: Vec<Row>,
+}
+
+fn side_index(side: Side) -> usize {
+    match side {
+        Side::Odqs => 0,
+        Side::Datasette => 1,
+    }
+}
+
+fn connections_index(connections: usize) -> usize {
+    usize::from(connections != 1)
+}
+
+pub fn mb(kb: Option<u64>) -> String {
+    kb.map_or("unknown".into(), |kb| {
+        format!("{:.0} MB", kb as f64 * 1024.0 / 1e6)
+    })
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok { "met" } else { "**NOT met**" }
+}
+
+fn rate(outcome: Option<&Outcome>) -> String {
+    match outcome {
+        None => "–".into(),
+        Some(o) if o.latencies.is_empty() => "0".into(),
+        Some(o) => {
+            let r = o.requests_per_second();
+            if r >= 100.0 {
+                format!("{r:.0}")
+            } else if r >= 1.0 {
+                format!("{r:.1}")
+            } else {
+                format!("{r:.3}")
+            }
+        }
+    }
+}
+
+fn millis(d: Option<Duration>) -> String {
+    match d {
+        None => "–".into(),
+        Some(d) => {
+            let ms = d.as_secs_f64() * 1e3;
+            if ms >= 100.0 {
+                format!("{ms:.0}")
+            } else if ms >= 10.0 {
+                format!("{ms:.1}")
+            } else {
+                format!("{ms:.2}")
+            }
+        }
+    }
+}
+
+impl Report {
+    pub fn new(
+        store: &'static str,
+        records: usize,
+        reference_median: Duration,
+        import: Import,
+    ) -> Self {
+        Self {
+            store,
+            records,
+            reference_median,
+            import,
+            peak_rss_kb: None,
+            index_ready: None,
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, name: &'static str) -> &mut Row {
+        if let Some(i) = self.rows.iter().position(|r| r.name == name) {
+            return &mut self.rows[i];
+        }
+        self.rows.push(Row {
+            name,
+            ..Row::default()
+        });
+        self.rows.last_mut().expect("just pushed")
+    }
+
+    pub fn check(&mut self, name: &'static str, side: Side, check: Check) {
+        self.row(name).checks[side_index(side)] = Some(check);
+    }
+
+    pub fn measure(
+        &mut self,
+        name: &'static str,
+        side: Side,
+        connections: usize,
+        outcome: Outcome,
+    ) {
+        self.row(name).outcomes[side_index(side)][connections_index(connections)] = Some(outcome);
+    }
+
+    fn outcome(&self, name: &str, side: Side, connections: usize) -> Option<&Outcome> {
+        self.rows.iter().find(|r| r.name == name)?.outcomes[side_index(side)]
+            [connections_index(connections)]
+        .as_ref()
+    }
+
+    /// A wrong odqs answer, or an error on either side.
+    pub fn failed(&self) -> bool {
+        self.rows.iter().any(|row| {
+            row.checks[0].as_ref().is_some_and(|c| !c.ok)
+                || row
+                    .outcomes
+                    .iter()
+                    .flatten()
+                    .flatten()
+                    .any(|o| o.error_count() > 0)
+        })
+    }
+
+    fn ratio(&self, name: &str, connections: usize) -> Option<f64> {
+        let odqs = self.outcome(name, Side::Odqs, connections)?;
+        let ds = self.outcome(name, Side::Datasette, connections)?;
+        let ds = ds.requests_per_second();
+        (ds > 0.0).then(|| odqs.requests_per_second() / ds)
+    }
+
+    pub fn render(&self, datasette: bool) -> String {
+        let mut out = String::new();
+        out.push_str(&format!(
+            "### Query mix on {} ({} flights; req/s, latency in ms; ratio = odqs req/s ÷ Datasette req/s)\n\n",
+            self.store, self.records
+        ));
+        let mut header = vec!["query", "odqs ✓"];
+        if datasette {
+            header.push("DS ✓");
+        }
+        for c in ["1c", "16c"] {
+            header.extend([
+                if c == "1c" {
+                    "odqs 1c req/s"
+                } else {
+                    "odqs 16c req/s"
+                },
+                "p50",
+                "p99",
+            ]);
+            if datasette {
+                header.extend([
+                    if c == "1c" {
+                        "DS 1c req/s"
+                    } else {
+                        "DS 16c req/s"
+                    },
+                    "p50",
+                    "p99",
+                    if c == "1c" { "ratio 1c" } else { "ratio 16c" },
+                ]);
+            }
+        }
+        header.push("target 16c");
+        out.push_str(&format!("| {} |\n", header.join(" | ")));
+        out.push_str(&format!(
+            "|{}|\n",
+            header
+                .iter()
+                .enumerate()
+                .map(|(i, _)| if i == 0 { "---" } else { "---:" })
+                .collect::<Vec<_>>()
+                .join("|")
+        ));
+        let mark = |c: &Option<Check>| match c {
+            None => "–",
+            Some(c) if c.ok => "✓",
+            Some(_) => "✗",
+        };
+        for row in &self.rows {
+            let mut cells = vec![row.name.to_string(), mark(&row.checks[0]).into()];
+            if datasette {
+                cells.push(mark(&row.checks[1]).into());
+            }
+            for connections in [1, 16] {
+                for side in [Side::Odqs, Side::Datasette] {
+                    if side == Side::Datasette && !datasette {
+                        continue;
+                    }
+                    let o = self.outcome(row.name, side, connections);
+                    let errors = o.map_or(0, Outcome::error_count);
+                    let mut r = rate(o);
+                    if errors > 0 {
+                        r.push_str(&format!(" (**{errors} errors**)"));
+                    }
+                    cells.push(r);
+                    cells.push(millis(o.and_then(|o| o.quantile(0.5))));
+                    cells.push(millis(o.and_then(|o| o.quantile(0.99))));
+                }
+                if datasette {
+                    cells.push(
+                        self.ratio(row.name, connections)
+                            .map_or("–".into(), |r| format!("{r:.1}×")),
+                    );
+                }
+            }
+            let target = target_16(row.name);
+            cells.push(match self.ratio(row.name, 16) {
+                Some(r) => format!("≥ {target:.0}×: {}", met(r >= target)),
+                None => format!("≥ {target:.0}×: –"),
+            });
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        out.push('\n');
+
+        let reference = self.reference_median.as_secs_f64() * 1e3;
+        match self
+            .outcome("f", Side::Odqs, 1)
+            .and_then(|o| o.quantile(0.5))
+        {
+            Some(p50) => {
+                let factor = p50.as_secs_f64() * 1e3 / reference;
+                out.push_str(&format!(
+                    "- f, 1 connection: odqs p50 {} ms; in-memory Rust reference (same process, median of its runs) {reference:.3} ms; \
+                     ratio {factor:.1}× (target ≤ {F_REFERENCE_FACTOR:.0}×: {})\n",
+                    millis(Some(p50)),
+                    met(factor <= F_REFERENCE_FACTOR)
+                ));
+            }
+            None => out.push_str(&format!(
+                "- f: in-memory reference {reference:.3} ms; no odqs measurement\n"
+            )),
+        }
+        out.push_str(&format!(
+            "- import of flights: {:.1} s (target ≤ {IMPORT_LIMIT:.0} s: {}); `odqs import` peak RSS {} (sampled)\n",
+            self.import.seconds,
+            met(self.import.seconds <= IMPORT_LIMIT),
+            mb(self.import.peak_rss_kb)
+        ));
+        out.push_str(&format!(
+            "- `odqs serve` peak RSS (VmHWM, flights + the demo's scenic spots, after the whole mix): {} (target ≤ 400 MB: {})\n",
+            mb(self.peak_rss_kb),
+            self.peak_rss_kb
+                .map_or("unknown", |kb| met(kb as f64 * 1024.0 <= RSS_LIMIT))
+        ));
+        out.push_str(&format!(
+            "- in-memory index: {}\n",
+            match self.index_ready {
+                None => "not waited for",
+                Some(true) => "`index ready` logged before the measurements",
+                Some(false) => "**no `index ready` line** (measured without it)",
+            }
+        ));
+        let wrong: Vec<String> = self
+            .rows
+            .iter()
+            .flat_map(|row| {
+                [("odqs", &row.checks[0]), ("Datasette", &row.checks[1])]
+                    .into_iter()
+                    .filter_map(move |(side, c)| match c {
+                        Some(c) if !c.ok => Some(format!("{side} {}: {}", row.name, c.note)),
+                        _ => None,
+                    })
+            })
+            .collect();
+        if wrong.is_empty() {
+            out.push_str("- answers: every checked answer is exact\n");
+        } else {
+            out.push_str(&format!("- **wrong answers**: {}\n", wrong.join("; ")));
+        }
+        out
+    }
+}
