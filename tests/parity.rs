@@ -94,8 +94,16 @@ async fn sqlite_and_postgres_answer_alike() {
         let text_a = serde_json::to_string_pretty(&a.body).unwrap();
         for (label, router, token) in [
             ("PostgreSQL", &pg_router, &pg_token),
-            ("SQLite without in-memory index", &sqlite_store_router, &sqlite_token),
-            ("PostgreSQL without in-memory index", &pg_store_router, &pg_token),
+            (
+                "SQLite without in-memory index",
+                &sqlite_store_router,
+                &sqlite_token,
+            ),
+            (
+                "PostgreSQL without in-memory index",
+                &pg_store_router,
+                &pg_token,
+            ),
         ] {
             let mut b = get_with(router, &path, Some(token), &[]).await;
             strip_timestamps(raw, &mut b.body);

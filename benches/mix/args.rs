@@ -27,6 +27,11 @@ pub struct Args {
     /// and drive the equivalent URLs.
     #[arg(long)]
     pub datasette: bool,
+    /// Serve Datasette with `--immutable` (as `datasette publish` does): it then counts each
+    /// table once and keeps the count, which speeds up a and b. Off by default, to match the
+    /// plain `datasette serve` that issue 6's reference figures were measured with.
+    #[arg(long)]
+    pub datasette_immutable: bool,
 
     /// Measured seconds per query and connection count.
     #[arg(long, default_value_t = 5.0)]

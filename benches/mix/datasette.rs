@@ -1,6 +1,7 @@
 //! Datasette on the same data, set up like a careful Datasette user would: from PyPI in a
 //! virtualenv (kept in `target/bench/venv` between runs), a typed `flights.db` with indexes and
-//! FTS5 (`build_flights_db.py`), served immutable with `suggest_facets off`; and the URLs
+//! FTS5 (`build_flights_db.py`), served with `suggest_facets off` (immutable with
+//! `--datasette-immutable`); and the URLs
 //! equivalent to the query mix.
 
 use std::fs::File;
@@ -115,9 +116,12 @@ impl Datasette {
         );
         let addr = crate::odqs::free_addr()?;
         let log = dir.join("datasette.log");
-        let child = Command::new(bin.join("datasette"))
-            .arg("serve")
-            .arg("--immutable")
+        let mut command = Command::new(bin.join("datasette"));
+        command.arg("serve");
+        if args.datasette_immutable {
+            command.arg("--immutable");
+        }
+        let child = command
             .arg(&db)
             .args(["--host", "127.0.0.1", "--port"])
             .arg(addr.port().to_string())

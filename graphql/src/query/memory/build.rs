@@ -14,13 +14,13 @@ use crate::query::schema::DatasetSchema;
 use crate::query::sql::Sql;
 
 /// Rows read per statement: bounded memory for the result set, few round trips.
-const CHUNK: i64 = 20_000;
+const CHUNK: i64 = 5_000;
 
 /// A column being collected.
 enum Pending {
     None,
     Str(StrBuilder),
-    Num(Vec<Option<f64>>),
+    Num(Vec<f64>),
     Text(Vec<u32>),
 }
 
@@ -99,7 +99,10 @@ pub async fn build(
                         let v: Option<String> = row.try_get_by_index(k + 2)?;
                         b.push(v.as_deref());
                     }
-                    Pending::Num(values) => values.push(row.try_get_by_index(k + 2)?),
+                    Pending::Num(values) => {
+                        let v: Option<f64> = row.try_get_by_index(k + 2)?;
+                        values.push(v.unwrap_or(f64::NAN));
+                    }
                     Pending::Text(codes) => {
                         let tid: Option<i64> = row.try_get_by_index(k + 2)?;
                         codes.push(

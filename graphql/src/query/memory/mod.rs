@@ -145,6 +145,9 @@ struct Slot {
 pub struct Memory {
     policy: IndexPolicy,
     state: Mutex<State>,
+    /// One build at a time: a build's scratch memory is a multiple of its index's, and two at
+    /// once (every dataset at start) would add up.
+    building: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -161,6 +164,7 @@ impl Memory {
         Memory {
             policy,
             state: Mutex::default(),
+            building: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -282,6 +286,7 @@ impl Memory {
                 "in-memory index beyond the memory budget; the store answers");
             return None;
         }
+        let _one_at_a_time = self.building.lock().await;
         let started = Instant::now();
         let index = match build::build(&db, &dataset.schema, rows).await {
             Ok(index) => index,

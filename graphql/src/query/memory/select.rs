@@ -3,6 +3,7 @@
 //! dictionary values, sorts put missing values last in both directions and break ties by file
 //! order.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use super::bits::Bits;
@@ -63,26 +64,12 @@ impl MemIndex {
     /// The rows matching `filter`; `None` when it has no condition (every row).
     pub fn matches(&self, filter: &Filter) -> Option<Bits> {
         let mut acc: Option<Bits> = None;
-        let mut and = |bits: Bits| match &mut acc {
-            None => acc = Some(bits),
+        let mut and = |bits: Cow<'_, Bits>| match &mut acc {
+            None => acc = Some(bits.into_owned()),
             Some(a) => a.intersect(&bits),
         };
         for (column, values) in &filter.exact {
-            let mut bits = Bits::new(self.rows as usize);
-            for value in values {
-                match (self.key(*column), value) {
-                    (Some(Key::Str(c)), ExactValue::Str(s)) => {
-                        if let Some(code) = c.dict.find(s) {
-                            c.postings.rows(code).iter().for_each(|&r| bits.insert(r));
-                        }
-                    }
-                    (Some(Key::Num(c)), ExactValue::Num(n)) => {
-                        c.equal(*n).iter().for_each(|&r| bits.insert(r));
-                    }
-                    _ => {}
-                }
-            }
-            and(bits);
+            and(self.exact_rows(*column, values));
         }
         if let Some(ids) = &filter.ids {
             let mut bits = Bits::new(self.rows as usize);
@@ -95,23 +82,51 @@ impl MemIndex {
                         .for_each(|&r| bits.insert(r));
                 }
             }
-            and(bits);
+            and(Cow::Owned(bits));
         }
         let text_fields: Vec<usize> = (0..self.fields.len())
             .filter(|&i| matches!(self.fields[i], FieldIndex::Text(_)))
             .collect();
         for term in &filter.terms {
             let codes = self.texts.containing(term);
-            and(self.text_rows(&text_fields, &codes));
+            and(Cow::Owned(self.text_rows(&text_fields, &codes)));
         }
         for (field, terms) in &filter.field_terms {
             let mut codes = self.texts.containing(&terms[0]);
             for term in &terms[1..] {
                 codes.retain(|&c| self.texts.get(c).contains(term.as_str()));
             }
-            and(self.text_rows(&[*field], &codes));
+            and(Cow::Owned(self.text_rows(&[*field], &codes)));
         }
         acc
+    }
+
+    /// Rows whose `column` holds one of `values`: a frequent value's kept set is borrowed.
+    fn exact_rows(&self, column: Column, values: &[ExactValue]) -> Cow<'_, Bits> {
+        let key = self.key(column);
+        if let (Some(Key::Str(c)), [ExactValue::Str(s)]) = (key, values)
+            && let Some(bits) = c.dict.find(s).and_then(|code| c.dense(code))
+        {
+            return Cow::Borrowed(bits);
+        }
+        let mut bits = Bits::new(self.rows as usize);
+        for value in values {
+            match (key, value) {
+                (Some(Key::Str(c)), ExactValue::Str(s)) => {
+                    if let Some(code) = c.dict.find(s) {
+                        match c.dense(code) {
+                            Some(dense) => bits.union(dense),
+                            None => c.postings.rows(code).iter().for_each(|&r| bits.insert(r)),
+                        }
+                    }
+                }
+                (Some(Key::Num(c)), ExactValue::Num(n)) => {
+                    c.equal(*n).iter().for_each(|&r| bits.insert(r));
+                }
+                _ => {}
+            }
+        }
+        Cow::Owned(bits)
     }
 
     /// Rows whose value in one of `fields` has one of the dictionary `codes`.
