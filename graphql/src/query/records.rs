@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use entity::record::{self, records_table};
-use sea_orm::{ConnectionTrait, FromQueryResult};
+use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
 use serde_json::Value;
 
 use super::error::ApiError;
@@ -196,7 +196,8 @@ impl Resolver {
                 }
             }
         }
-        Ok(self.record_page(dataset, query, total, rows))
+        let docs = rows.into_iter().map(|r| r.doc).collect();
+        Ok(self.record_page(dataset, query, total, docs))
     }
 
     /// The answer's envelope around `rows`, shaped and projected.
@@ -205,7 +206,7 @@ impl Resolver {
         dataset: &Dataset,
         query: &RecordQuery,
         total: u64,
-        rows: Vec<record::Model>,
+        docs: Vec<Value>,
     ) -> RecordPage {
         let schema = &dataset.schema;
         let projection = query.fields.as_deref();
@@ -213,50 +214,59 @@ impl Resolver {
             total,
             page: query.paging.page,
             per_page: query.paging.per_page,
-            records: rows
+            records: docs
                 .into_iter()
-                .map(|r| schema.shape(r.doc, projection))
+                .map(|doc| schema.shape(doc, projection))
                 .collect(),
             schema: schema.entries.clone(),
         }
     }
 
-    /// The records at in-memory rows `rows` (positions `row + 1`), in that order: the store
-    /// serves bodies by primary key.
+    /// The bodies of the records at in-memory rows `rows` (positions `row + 1`), in that
+    /// order: the store serves them by primary key. One statement text whatever the number of
+    /// rows (an array bound as one value), so it is prepared once per connection; SQLite's text
+    /// is parsed here rather than through `json()`, which would parse it twice.
     async fn at_positions(
         &self,
         schema: &DatasetSchema,
         rows: &[u32],
-    ) -> Result<Vec<record::Model>, ApiError> {
+    ) -> Result<Vec<Value>, ApiError> {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
         let backend = self.backend();
+        let positions: Vec<i64> = rows.iter().map(|&row| i64::from(row) + 1).collect();
         let mut sql = Sql::new(backend);
-        sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
-            .push(record::doc_select(backend))
-            .push(" FROM ")
-            .ident(&records_table(schema.version_id))
-            .push(" WHERE \"pos\" IN (");
-        for (i, &row) in rows.iter().enumerate() {
-            if i > 0 {
-                sql.push(", ");
+        sql.push("SELECT \"pos\", \"doc\" FROM ")
+            .ident(&records_table(schema.version_id));
+        match backend {
+            DatabaseBackend::Postgres => {
+                sql.push(" WHERE \"pos\" = ANY(")
+                    .bind(positions.clone())
+                    .push(")");
             }
-            sql.bind(i64::from(row) + 1);
+            _ => {
+                let json = serde_json::to_string(&positions).expect("positions serialize");
+                sql.push(" WHERE \"pos\" IN (SELECT value FROM json_each(")
+                    .bind(json)
+                    .push("))");
+            }
         }
-        sql.push(")");
-        let mut found: HashMap<i64, record::Model> = record::Model::find_by_statement(sql.build())
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(|r| (r.pos, r))
-            .collect();
-        rows.iter()
-            .map(|&row| {
-                found
-                    .remove(&(i64::from(row) + 1))
-                    .ok_or(ApiError::Internal)
-            })
+        let mut found: HashMap<i64, Value> = HashMap::with_capacity(rows.len());
+        for row in self.db.query_all_raw(sql.build()).await? {
+            let pos: i64 = row.try_get_by_index(0)?;
+            let doc = match backend {
+                DatabaseBackend::Postgres => row.try_get_by_index::<Value>(1)?,
+                _ => {
+                    let text: String = row.try_get_by_index(1)?;
+                    serde_json::from_str(&text).map_err(|_| ApiError::Internal)?
+                }
+            };
+            found.insert(pos, doc);
+        }
+        positions
+            .iter()
+            .map(|pos| found.remove(pos).ok_or(ApiError::Internal))
             .collect()
     }
 
