@@ -326,6 +326,13 @@ impl Resolver {
     ) -> Result<Value, ApiError> {
         let backend = self.backend();
         let schema = &dataset.schema;
+        if let Some(index) = self.memory_index(dataset).await {
+            let not_found = || ApiError::RecordNotFound { id: id.into() };
+            let code = index.id.dict.find(id).ok_or_else(not_found)?;
+            let row = index.id.postings.rows(code)[0];
+            let doc = self.at_positions(schema, &[row]).await?.pop();
+            return Ok(schema.shape(doc.ok_or_else(not_found)?, fields));
+        }
         let mut sql = Sql::new(backend);
         sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
             .push(record::doc_select(backend))
