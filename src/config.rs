@@ -81,7 +81,7 @@ pub struct ServeArgs {
 }
 
 /// The default memory budget of the in-memory indexes, in MiB: flights (336,776 records)
-/// takes about 90.
+/// takes about 102.
 pub const DEFAULT_INDEX_MEMORY_MB: u64 = 1024;
 
 /// API requests a minute per token unless configured: generous for people and scripts, a
