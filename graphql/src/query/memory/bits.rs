@@ -49,18 +49,7 @@ impl Bits {
 
     /// The rows in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &word)| {
-            let base = (i * 64) as u32;
-            let mut rest = word;
-            std::iter::from_fn(move || {
-                if rest == 0 {
-                    return None;
-                }
-                let bit = rest.trailing_zeros();
-                rest &= rest - 1;
-                Some(base + bit)
-            })
-        })
+        self.iter_from(0)
     }
 
     /// The rows in ascending order from the `skip`-th on, skipping whole words by their counts.
