@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use sea_orm::ConnectionTrait;
 
 use super::error::ApiError;
-use super::memory::bits::Bits;
 use super::request::AggQuery;
 use super::schema::Column;
 use super::sql::{Access, Sql, from_where};
@@ -22,7 +21,7 @@ impl Resolver {
         if let Some(index) = self.memory_index(dataset).await {
             let matches = index.matches(&query.filter);
             if let Some(groups) = index.groups(matches.as_ref(), query.group_by, query.field) {
-                let total_records = matches.as_ref().map_or(u64::from(index.rows), Bits::count);
+                let total_records = index.total(matches.as_ref());
                 return Ok(agg_result(total_records, groups));
             }
         }

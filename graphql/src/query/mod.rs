@@ -77,8 +77,7 @@ impl Resolver {
     /// The in-memory index of `dataset`'s live version, when it is built (see
     /// [`memory::IndexPolicy`]).
     async fn memory_index(&self, dataset: &Dataset) -> Option<Arc<memory::MemIndex>> {
-        let index = self.memory.index(&self.db, dataset).await?;
-        memory::fits(&index, &dataset.schema).then_some(index)
+        self.memory.index(&self.db, dataset).await
     }
 
     /// Starts building the indexes of every live version not indexed yet and drops those of

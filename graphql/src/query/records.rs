@@ -12,7 +12,6 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
 use serde_json::Value;
 
 use super::error::ApiError;
-use super::memory::bits::Bits;
 use super::request::{Filter, RecordQuery};
 use super::schema::{Column, DatasetSchema};
 use super::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
@@ -132,7 +131,7 @@ impl Resolver {
         let limit = query.paging.per_page;
         if let Some(index) = self.memory_index(dataset).await {
             let matches = index.matches(&query.filter);
-            let total = matches.as_ref().map_or(u64::from(index.rows), Bits::count);
+            let total = index.total(matches.as_ref());
             let positions = index.page(matches.as_ref(), &query.sort, offset, limit);
             let rows = self.at_positions(schema, &positions).await?;
             return Ok(self.record_page(dataset, query, total, rows));

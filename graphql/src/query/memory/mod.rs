@@ -28,7 +28,6 @@ use tokio::sync::OnceCell;
 use column::{Dict, NumColumn, StrColumn, TextColumn};
 
 use super::Dataset;
-use super::schema::DatasetSchema;
 
 /// The memory indexes may take unless configured: flights (336,776 rows, 24 fields) takes
 /// about 102 MB.
@@ -126,6 +125,11 @@ impl MemIndex {
             texts,
             bytes,
         }
+    }
+
+    /// How many rows `matches` holds (`None`: every row).
+    pub fn total(&self, matches: Option<&bits::Bits>) -> u64 {
+        matches.map_or(u64::from(self.rows), bits::Bits::count)
     }
 }
 
@@ -342,9 +346,4 @@ fn release_scratch() {
 
 fn slot_bytes(slot: &Slot) -> u64 {
     slot.accounted.load(Ordering::SeqCst)
-}
-
-/// The schema an index was built for must be the request's; a cheap guard for callers.
-pub fn fits(index: &MemIndex, schema: &DatasetSchema) -> bool {
-    index.version_id == schema.version_id && index.fields.len() == schema.fields.len()
 }

@@ -84,9 +84,14 @@ impl MemIndex {
             }
             and(Cow::Owned(bits));
         }
-        let text_fields: Vec<usize> = (0..self.fields.len())
-            .filter(|&i| matches!(self.fields[i], FieldIndex::Text(_)))
-            .collect();
+        // Only `q` needs the list of text fields; most requests have none.
+        let text_fields: Vec<usize> = if filter.terms.is_empty() {
+            Vec::new()
+        } else {
+            (0..self.fields.len())
+                .filter(|&i| matches!(self.fields[i], FieldIndex::Text(_)))
+                .collect()
+        };
         for term in &filter.terms {
             let codes = self.texts.containing(term);
             and(Cow::Owned(self.text_rows(&text_fields, &codes)));
