@@ -1,22 +1,18 @@
 //! The HTTP application: shared state, the router with its layers, and serving with a graceful
 //! shutdown. Tests build the same router and drive it in-process or on a bound socket.
 
-use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::Request;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::serve::IncomingStream;
 use axum::{Json, Router};
 use serde_json::json;
 use tokio::net::TcpListener;
-use tower_http::add_extension::AddExtension;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
@@ -25,11 +21,13 @@ use graphql::query::memory::IndexPolicy;
 use graphql::schema::OdqsSchema;
 
 use crate::auth::bearer::TokenUsage;
-use crate::auth::rate_limit::RateLimiter;
-use crate::config::DEFAULT_API_RATE_LIMIT;
+use crate::auth::rate_limit::RateLimits;
+use crate::auth::token_cache::TokenCache;
+use crate::client_addr::TrustedProxies;
+use crate::config::{DEFAULT_ADDRESS_RATE_LIMIT, DEFAULT_API_RATE_LIMIT};
 use crate::error::{ApiError, HttpError};
-use crate::request_line::RawQueryListener;
 use crate::rest;
+use crate::server::{self, ConnLimits};
 use crate::store::{Store, gc};
 
 /// What every handler can reach.
@@ -44,8 +42,16 @@ pub struct AppState {
     pub graphql: OdqsSchema,
     /// Throttles the "last used" writes of API tokens.
     pub token_usage: Arc<TokenUsage>,
-    /// Request budgets per API token.
-    pub rate_limiter: Arc<RateLimiter>,
+    /// Request budgets per API token and per client address.
+    pub rate_limits: Arc<RateLimits>,
+    /// Tokens confirmed lately, so a known token costs no store query.
+    pub token_cache: Arc<TokenCache>,
+    /// Timeouts and caps of connections ([`serve`]).
+    pub conn_limits: ConnLimits,
+    /// Set when shutdown begins: `/readyz` answers 503 from then on.
+    pub draining: Arc<AtomicBool>,
+    /// Whose `X-Forwarded-For` is believed ([`crate::client_addr`]).
+    pub trusted_proxies: Arc<TrustedProxies>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -70,8 +76,21 @@ impl AppState {
             store,
             public_url,
             token_usage: Arc::default(),
-            rate_limiter: Arc::new(RateLimiter::new(DEFAULT_API_RATE_LIMIT)),
+            rate_limits: Arc::new(RateLimits::new(
+                DEFAULT_API_RATE_LIMIT,
+                DEFAULT_ADDRESS_RATE_LIMIT,
+            )),
+            token_cache: Arc::default(),
+            conn_limits: ConnLimits::default(),
+            draining: Arc::default(),
+            trusted_proxies: Arc::default(),
         }
+    }
+
+    /// The same state believing `X-Forwarded-For` from `proxies` (`ODQS_TRUSTED_PROXIES`).
+    pub fn with_trusted_proxies(mut self, proxies: TrustedProxies) -> Self {
+        self.trusted_proxies = Arc::new(proxies);
+        self
     }
 
     /// The same state with in-memory query indexes under `policy` (the default: background
@@ -84,8 +103,21 @@ impl AppState {
     }
 
     /// The same state with `per_minute` API requests a minute per token (0: no limit).
-    pub fn with_api_rate_limit(mut self, per_minute: u32) -> Self {
-        self.rate_limiter = Arc::new(RateLimiter::new(per_minute));
+    pub fn with_api_rate_limit(self, per_minute: u32) -> Self {
+        let per_address = self.rate_limits.addresses.per_minute();
+        self.with_rate_limits(per_minute, per_address)
+    }
+
+    /// The same state with `per_token` API requests a minute per token and `per_address` per
+    /// client address for requests without a known token (0: no limit).
+    pub fn with_rate_limits(mut self, per_token: u32, per_address: u32) -> Self {
+        self.rate_limits = Arc::new(RateLimits::new(per_token, per_address));
+        self
+    }
+
+    /// The same state serving connections under `limits`.
+    pub fn with_conn_limits(mut self, limits: ConnLimits) -> Self {
+        self.conn_limits = limits;
         self
     }
 }
@@ -98,7 +130,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::site::routes())
         .merge(crate::auth::device::routes())
         .route("/docs", get(rest::openapi::docs_page))
-        .nest("/api/v1", rest::routes())
+        .nest("/api/v1", rest::routes(state.clone()))
         .fallback(not_found)
         .layer(
             TraceLayer::new_for_http()
@@ -120,8 +152,11 @@ async fn healthz() -> impl IntoResponse {
     Json(json!({"status": "ok"}))
 }
 
-/// Store reachable.
+/// Store reachable, and not shutting down (a load balancer stops sending new requests).
 async fn readyz(State(state): State<AppState>) -> axum::response::Response {
+    if state.draining.load(Ordering::SeqCst) {
+        return HttpError(ApiError::Unavailable).into_response();
+    }
     if state.store.ping().await {
         Json(json!({"status": "ready"})).into_response()
     } else {
@@ -133,59 +168,49 @@ async fn not_found() -> HttpError {
     HttpError(ApiError::NotFound)
 }
 
-/// Serves `state` on `listener` until `shutdown` resolves, then lets in-flight requests finish.
-/// Retired dataset versions are dropped in the background meanwhile.
+/// Serves `state` on `listener` until `shutdown` resolves, then lets in-flight requests finish
+/// within the drain deadline ([`server`] owns connections). Maintenance runs in the background
+/// meanwhile: index refreshes, dropping retired dataset versions, forgetting idle rate-limit
+/// keys and stale cached tokens.
 pub async fn serve(
     state: AppState,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let store = state.store.clone();
-    let resolver = state.resolver.clone();
-    let collector = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(30));
-        loop {
-            // The first tick is immediate: indexes start building as serving begins.
-            tick.tick().await;
-            if let Err(e) = resolver.refresh_indexes().await {
-                tracing::warn!(error = %e.message(), "in-memory index refresh failed");
-            }
-            match gc::collect(&store, gc::RETIRED_GRACE).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(versions = n, "dropped retired dataset versions"),
-                Err(e) => tracing::warn!(error = %e, "garbage collection failed"),
-            }
-        }
-    });
-    // Raw `<`/`>` in queries (`sort=name<`) reach the router (contract §5).
-    let listener = RawQueryListener::new(listener);
-    let result = axum::serve(listener, WithPeerAddr(router(state)))
-        .with_graceful_shutdown(shutdown)
-        .await;
-    collector.abort();
+    let maintenance = tokio::spawn(maintain(state.clone()));
+    let draining = state.draining.clone();
+    let shutdown = async move {
+        shutdown.await;
+        draining.store(true, Ordering::SeqCst);
+    };
+    let limits = state.conn_limits.fitted_to_fd_limit();
+    let result = server::run(listener, router(state), limits, shutdown).await;
+    maintenance.abort();
     result
 }
 
-/// Hands each connection the router with the peer's address as `ConnectInfo<SocketAddr>`, so
-/// the site can throttle per client address. (axum's own `into_make_service_with_connect_info`
-/// only knows its plain `TcpListener`, not the [`RawQueryListener`] around it.)
-#[derive(Clone)]
-struct WithPeerAddr(Router);
-
-impl<'a> tower::Service<IncomingStream<'a, RawQueryListener>> for WithPeerAddr {
-    type Response = AddExtension<Router, ConnectInfo<SocketAddr>>;
-    type Error = Infallible;
-    type Future = std::future::Ready<Result<Self::Response, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, incoming: IncomingStream<'a, RawQueryListener>) -> Self::Future {
-        let peer = ConnectInfo(*incoming.remote_addr());
-        std::future::ready(Ok(AddExtension::new(self.0.clone(), peer)))
+/// The maintenance tick.
+async fn maintain(state: AppState) {
+    let mut tick = tokio::time::interval(MAINTENANCE_EVERY);
+    loop {
+        // The first tick is immediate: indexes start building as serving begins.
+        tick.tick().await;
+        if let Err(e) = state.resolver.refresh_indexes().await {
+            tracing::warn!(error = %e.message(), "in-memory index refresh failed");
+        }
+        match gc::collect(&state.store, gc::RETIRED_GRACE).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(versions = n, "dropped retired dataset versions"),
+            Err(e) => tracing::warn!(error = %e, "garbage collection failed"),
+        }
+        crate::auth::purge::on_tick(&state.store).await;
+        state.rate_limits.forget_idle();
+        state.token_cache.forget_stale();
     }
 }
+
+/// How often [`maintain`] runs.
+const MAINTENANCE_EVERY: Duration = Duration::from_secs(30);
 
 /// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, not when
 /// the future is first polled, so a signal that arrives right after start-up is not lost (and

@@ -111,7 +111,9 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         "odqs is serving"
     );
     let state = AppState::new(store, &config.public_url)
-        .with_api_rate_limit(config.api_rate_limit)
+        .with_rate_limits(config.api_rate_limit, config.address_rate_limit)
+        .with_conn_limits(config.conn_limits)
+        .with_trusted_proxies(config.trusted_proxies.clone())
         .with_index_policy(IndexPolicy::background(config.index_memory_bytes));
     app::serve(state, listener, shutdown).await?;
     Ok(())

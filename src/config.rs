@@ -4,8 +4,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+
+use crate::client_addr::TrustedProxies;
+use crate::server::{self, ConnLimits};
 
 /// Open Dataset Query Service: a read-only REST API over published open datasets.
 #[derive(Debug, Parser)]
@@ -74,10 +78,36 @@ pub struct ServeArgs {
     /// the API answers 429 `rate_limited` with `Retry-After`. 0 turns the limit off.
     #[arg(long, env = "ODQS_API_RATE_LIMIT", default_value_t = DEFAULT_API_RATE_LIMIT)]
     pub api_rate_limit: u32,
+    /// API requests a minute per client address that carry no token the instance knows (no
+    /// token, or one not yet confirmed): they are charged before the store is asked, so a
+    /// flood of made-up tokens costs at most this many store queries. 0 turns the limit off.
+    #[arg(long, env = "ODQS_ADDRESS_RATE_LIMIT", default_value_t = DEFAULT_ADDRESS_RATE_LIMIT)]
+    pub address_rate_limit: u32,
+    /// Seconds a connection has to send a complete request head, from being accepted or from
+    /// its previous answer.
+    #[arg(long, env = "ODQS_HEADER_TIMEOUT_SECS", default_value_t = server::DEFAULT_HEADER_TIMEOUT_SECS)]
+    pub header_timeout_secs: u64,
+    /// Seconds an idle keep-alive connection stays open after its last answer.
+    #[arg(long, env = "ODQS_KEEPALIVE_TIMEOUT_SECS", default_value_t = server::DEFAULT_KEEPALIVE_TIMEOUT_SECS)]
+    pub keepalive_timeout_secs: u64,
+    /// Open connections at once (lowered to fit the open-file limit); more are closed at accept.
+    #[arg(long, env = "ODQS_MAX_CONNECTIONS", default_value_t = server::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Open connections from one client address (IPv6: one /64) at once.
+    #[arg(long, env = "ODQS_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = server::DEFAULT_MAX_PER_ADDRESS)]
+    pub max_connections_per_address: usize,
+    /// Seconds in-flight requests may run after SIGTERM before their connections are dropped.
+    #[arg(long, env = "ODQS_DRAIN_TIMEOUT_SECS", default_value_t = server::DEFAULT_DRAIN_TIMEOUT_SECS)]
+    pub drain_timeout_secs: u64,
     /// Memory, in MiB, the in-memory query indexes of all datasets may take together; a
     /// dataset beyond it is answered by the store's own indexes. 0 turns them off.
     #[arg(long, env = "ODQS_INDEX_MEMORY_MB", default_value_t = DEFAULT_INDEX_MEMORY_MB)]
     pub index_memory_mb: u64,
+    /// Reverse proxies whose `X-Forwarded-For` is believed: comma-separated addresses or CIDR
+    /// ranges (`10.0.0.0/8,::1`). Empty (the default): the header is ignored and the TCP peer is
+    /// the client every per-address limit counts.
+    #[arg(long, env = "ODQS_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: String,
 }
 
 /// The default memory budget of the in-memory indexes, in MiB: flights (336,776 records)
@@ -87,6 +117,11 @@ pub const DEFAULT_INDEX_MEMORY_MB: u64 = 1024;
 /// API requests a minute per token unless configured: generous for people and scripts, a
 /// bound for a runaway client.
 pub const DEFAULT_API_RATE_LIMIT: u32 = 1200;
+
+/// API requests a minute per client address without a known token unless configured: plenty
+/// for reading the OpenAPI document and getting a first token confirmed, a hard bound on
+/// guessing tokens.
+pub const DEFAULT_ADDRESS_RATE_LIMIT: u32 = 300;
 
 /// Flags of `odqs import`.
 #[derive(Debug, Clone, Args)]
@@ -217,8 +252,14 @@ pub struct ServeConfig {
     pub json_logs: bool,
     /// API requests a minute per token; 0 is no limit.
     pub api_rate_limit: u32,
+    /// API requests a minute per client address without a known token; 0 is no limit.
+    pub address_rate_limit: u32,
+    /// Timeouts and caps of connections.
+    pub conn_limits: ConnLimits,
     /// Bytes the in-memory indexes may take; 0 turns them off.
     pub index_memory_bytes: u64,
+    /// Whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl ServeConfig {
@@ -242,6 +283,11 @@ impl ServeConfig {
                 )));
             }
         };
+        let trusted_proxies = TrustedProxies::parse(&args.trusted_proxies).map_err(|entry| {
+            ConfigError(format!(
+                "ODQS_TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges like 10.0.0.0/8, got {entry:?}"
+            ))
+        })?;
         Ok(ServeConfig {
             store,
             listen,
@@ -249,9 +295,36 @@ impl ServeConfig {
             demo_data: args.demo_data,
             json_logs,
             api_rate_limit: args.api_rate_limit,
+            address_rate_limit: args.address_rate_limit,
+            conn_limits: conn_limits(args)?,
             index_memory_bytes: args.index_memory_mb.saturating_mul(1024 * 1024),
+            trusted_proxies,
         })
     }
+}
+
+/// The connection settings, checked: timeouts and caps of zero would refuse everything.
+fn conn_limits(args: &ServeArgs) -> Result<ConnLimits, ConfigError> {
+    for (name, value) in [
+        ("ODQS_HEADER_TIMEOUT_SECS", args.header_timeout_secs),
+        ("ODQS_KEEPALIVE_TIMEOUT_SECS", args.keepalive_timeout_secs),
+        ("ODQS_MAX_CONNECTIONS", args.max_connections as u64),
+        (
+            "ODQS_MAX_CONNECTIONS_PER_ADDRESS",
+            args.max_connections_per_address as u64,
+        ),
+    ] {
+        if value == 0 {
+            return Err(ConfigError(format!("{name} must be at least 1, got 0")));
+        }
+    }
+    Ok(ConnLimits {
+        header_timeout: Duration::from_secs(args.header_timeout_secs),
+        keepalive_timeout: Duration::from_secs(args.keepalive_timeout_secs),
+        max_connections: args.max_connections,
+        max_per_address: args.max_connections_per_address,
+        drain_timeout: Duration::from_secs(args.drain_timeout_secs),
+    })
 }
 
 /// `ODQS_PUBLIC_URL` must be an absolute http(s) URL; a trailing slash is dropped so that
@@ -311,6 +384,20 @@ mod tests {
         );
         let debug = format!("{:?}", StoreUrl::parse("postgres://a:pw@h/d").unwrap());
         assert!(!debug.contains("pw@"), "{debug}");
+    }
+
+    #[test]
+    fn trusted_proxies() {
+        let args = |list: &str| {
+            Cli::try_parse_from(["odqs", "--trusted-proxies", list])
+                .unwrap()
+                .serve
+        };
+        let config = ServeConfig::from_args(&args("10.0.0.0/8, ::1")).unwrap();
+        assert!(config.trusted_proxies.contains("10.9.8.7".parse().unwrap()));
+        let err = ServeConfig::from_args(&args("10.0.0.0/8,proxy.internal")).unwrap_err();
+        assert!(err.0.starts_with("ODQS_TRUSTED_PROXIES"), "{err}");
+        assert!(err.0.contains("\"proxy.internal\""), "{err}");
     }
 
     #[test]

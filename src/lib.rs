@@ -13,13 +13,16 @@
 //! - [`site`]: the HTML pages (sign-up, login, account, device approval) and the Markdown
 //!   guides (`catalog.md`, `skill.md`).
 //! - [`rest`]: the REST API under `/api/v1`, thin handlers over `graphql::query`.
-//! - [`app`]: the HTTP application: state, router, layers, graceful serving.
+//! - [`client_addr`]: who the client is (the TCP peer, or `X-Forwarded-For` from a trusted proxy).
+//! - [`app`]: the HTTP application: state, router, layers, maintenance.
+//! - [`server`]: accepting connections under timeouts and caps, and draining at shutdown.
 //! - [`request_line`]: lets raw `<`, `>` and `"` in query strings through hyper (contract §5).
 //! - [`error`]: the contract's JSON error shape.
 //! - [`commands`]: one function per sub-command.
 
 pub mod app;
 pub mod auth;
+pub mod client_addr;
 pub mod commands;
 pub mod config;
 pub mod demo;
@@ -27,5 +30,6 @@ pub mod error;
 pub mod import;
 pub mod request_line;
 pub mod rest;
+pub mod server;
 pub mod site;
 pub mod store;

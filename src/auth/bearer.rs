@@ -1,7 +1,9 @@
 //! `Authorization: Bearer` on the API (spec §5, contract §7): the token is looked up by its
 //! SHA-256, and unknown, revoked and expired tokens are refused alike. "Last used" is written at
 //! most once a minute per token and off the request's path, so reading the API never waits on
-//! a write. Each token's requests also draw on its budget ([`super::rate_limit`]).
+//! a write. The API gate ([`super::gate`]) does the checking once per request, with its
+//! budgets ([`super::rate_limit`]) and cache ([`super::token_cache`]); handlers take a
+//! [`Principal`] from what it found.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -68,8 +70,8 @@ impl TokenUsage {
 }
 
 /// The bearer token of a request: `Ok(None)` when there is none.
-fn bearer(parts: &Parts) -> Result<Option<&str>, ApiError> {
-    let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
+pub(super) fn bearer(headers: &axum::http::HeaderMap) -> Result<Option<&str>, ApiError> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
         return Ok(None);
     };
     let value = value.to_str().map_err(|_| ApiError::InvalidToken)?.trim();
@@ -92,11 +94,16 @@ fn bearer(parts: &Parts) -> Result<Option<&str>, ApiError> {
 
 /// Checks a plain token: the account and token it names, if it is live.
 pub async fn authenticate(store: &Store, plain: &str) -> Result<Principal, ApiError> {
-    authenticate_hash(store, &token::hash(plain)).await
+    authenticate_hash(store, &token::hash(plain))
+        .await
+        .map(|(principal, _)| principal)
 }
 
-/// [`authenticate`] for a token already hashed.
-async fn authenticate_hash(store: &Store, token_hash: &str) -> Result<Principal, ApiError> {
+/// [`authenticate`] for a token already hashed, with the token's expiry.
+pub(super) async fn authenticate_hash(
+    store: &Store,
+    token_hash: &str,
+) -> Result<(Principal, Option<OffsetDateTime>), ApiError> {
     let found = api_token::Entity::find()
         .filter(api_token::Column::TokenHash.eq(token_hash))
         .one(&store.db)
@@ -106,25 +113,29 @@ async fn authenticate_hash(store: &Store, token_hash: &str) -> Result<Principal,
     if found.revoked_at.is_some() || found.expires_at.is_some_and(|at| at <= now) {
         return Err(ApiError::InvalidToken);
     }
-    Ok(Principal {
+    let principal = Principal {
         user_id: found.user_id,
         token_id: found.id,
-    })
+    };
+    Ok((principal, found.expires_at))
 }
+
+/// Who the API gate ([`super::gate`]) found a request to act for: `Ok(None)` without a token.
+#[derive(Clone, Debug)]
+pub struct Authenticated(pub Result<Option<Principal>, ApiError>);
 
 impl FromRequestParts<AppState> for Principal {
     type Rejection = HttpError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, HttpError> {
-        let plain = bearer(parts)?.ok_or(ApiError::MissingToken)?;
-        let token_hash = token::hash(plain);
-        // The budget is checked before the store is asked, so a flood costs no queries.
-        state
-            .rate_limiter
-            .check(&token_hash)
-            .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
-        let principal = authenticate_hash(&state.store, &token_hash).await?;
-        state.token_usage.touch(&state.store, principal.token_id);
-        Ok(principal)
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, HttpError> {
+        match parts.extensions.get::<Authenticated>() {
+            Some(Authenticated(Ok(Some(principal)))) => Ok(*principal),
+            Some(Authenticated(Ok(None))) => Err(ApiError::MissingToken.into()),
+            Some(Authenticated(Err(error))) => Err(error.clone().into()),
+            None => {
+                tracing::error!("a route that needs a token is not behind the API gate");
+                Err(ApiError::Internal.into())
+            }
+        }
     }
 }

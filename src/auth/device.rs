@@ -1,9 +1,12 @@
 //! The device authorization endpoints (contract §8, RFC 8628): `POST /api/v1/auth/device`
 //! starts a request, `POST /api/v1/auth/token` polls it. They need no bearer token, accept JSON
 //! and `application/x-www-form-urlencoded` bodies alike, and answer errors in the OAuth shape
-//! `{"error", "error_description"}` (RFC 6749 §5.2, RFC 8628 §3.5), not the API's own.
+//! `{"error", "error_description"}` (RFC 6749 §5.2, RFC 8628 §3.5), not the API's own. Both are
+//! limited per client address in the store ([`throttle`]), so the budgets hold across instances;
+//! over budget, the answer is 429 `rate_limited` with `Retry-After`.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -14,7 +17,9 @@ use axum::routing::post;
 use serde_json::{Value, json};
 
 use super::grant::{self, PollOutcome};
+use super::throttle::{self, Limit, Verdict};
 use crate::app::AppState;
+use crate::client_addr::{self, ClientAddr};
 
 /// The grant type RFC 8628 §3.4 registers; the spec's short `device_code` is accepted too.
 pub const GRANT_TYPE_URN: &str = "urn:ietf:params:oauth:grant-type:device_code";
@@ -28,13 +33,16 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/auth/token", post(token))
 }
 
-/// An OAuth error answer: HTTP 400 (or 503 when the store is down) with
-/// `{"error", "error_description"}` and `Cache-Control: no-store` (RFC 6749 §5.1).
+/// An OAuth error answer: HTTP 400 (429 for a client address over its budget, 503 when the
+/// store is down) with `{"error", "error_description"}` and `Cache-Control: no-store`
+/// (RFC 6749 §5.1).
 #[derive(Debug)]
 pub struct OAuthError {
     status: StatusCode,
     error: &'static str,
     description: String,
+    /// Seconds for `Retry-After` (429 only).
+    retry_after: Option<i64>,
 }
 
 impl OAuthError {
@@ -43,6 +51,23 @@ impl OAuthError {
             status: StatusCode::BAD_REQUEST,
             error,
             description: description.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The client address is over `limit`: 429 `rate_limited` with `Retry-After`, the API's
+    /// own code for it (contract §7) in the OAuth shape. Not `slow_down`, which RFC 8628 gives
+    /// one device code's polling and which says the request is still pending: an address over
+    /// its budget is refused before any code is looked at.
+    fn rate_limited(what: &str, limit: Limit, retry_after: i64) -> Self {
+        OAuthError {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            error: "rate_limited",
+            description: format!(
+                "Too many {what} from this address: at most {} in {} seconds. Try again in {retry_after} seconds.",
+                limit.max, limit.window_secs
+            ),
+            retry_after: Some(retry_after),
         }
     }
 
@@ -53,16 +78,23 @@ impl OAuthError {
             error: "temporarily_unavailable",
             description: "The service cannot reach its data store right now; try again shortly."
                 .into(),
+            retry_after: None,
         }
     }
 }
 
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
-        no_store(
+        let mut response = no_store(
             self.status,
             json!({"error": self.error, "error_description": self.description}),
-        )
+        );
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        }
+        response
     }
 }
 
@@ -144,9 +176,30 @@ fn label(params: &mut HashMap<String, String>, name: &str) -> Result<Option<Stri
     }
 }
 
-/// `POST /api/v1/auth/device` (RFC 8628 §3.1–3.2): issues a device code and a user code.
+/// Counts one request from `address` against `limit` under `kind` before any other store work,
+/// and refuses when the address is over its budget.
+async fn take_budget(
+    state: &AppState,
+    address: IpAddr,
+    kind: &str,
+    limit: Limit,
+    what: &str,
+) -> Result<(), OAuthError> {
+    let key = throttle::key(kind, &client_addr::throttle_subject(address));
+    match throttle::take(&state.store, &key, limit).await {
+        Ok(Verdict::Allowed) => Ok(()),
+        Ok(Verdict::Refused { retry_after }) => {
+            Err(OAuthError::rate_limited(what, limit, retry_after))
+        }
+        Err(e) => Err(OAuthError::unavailable(e)),
+    }
+}
+
+/// `POST /api/v1/auth/device` (RFC 8628 §3.1–3.2): issues a device code and a user code,
+/// within [`throttle::DEVICE_START_PER_ADDRESS`] (a refused start stores nothing).
 async fn start(
     State(state): State<AppState>,
+    ClientAddr(address): ClientAddr,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
@@ -157,6 +210,14 @@ async fn start(
         Some(c) => Some(c),
         None => label(&mut params, "client_id")?,
     };
+    take_budget(
+        &state,
+        address,
+        "device:ip",
+        throttle::DEVICE_START_PER_ADDRESS,
+        "device authorizations",
+    )
+    .await?;
     let started = grant::start(&state.store, device_name, client)
         .await
         .map_err(OAuthError::unavailable)?;
@@ -174,9 +235,11 @@ async fn start(
     ))
 }
 
-/// `POST /api/v1/auth/token` (RFC 8628 §3.4–3.5): one poll.
+/// `POST /api/v1/auth/token` (RFC 8628 §3.4–3.5): one poll, within
+/// [`throttle::TOKEN_POLL_PER_ADDRESS`].
 async fn token(
     State(state): State<AppState>,
+    ClientAddr(address): ClientAddr,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
@@ -199,6 +262,14 @@ async fn token(
             "device_code is missing; send the device_code from POST /api/v1/auth/device.",
         ));
     };
+    take_budget(
+        &state,
+        address,
+        "token:ip",
+        throttle::TOKEN_POLL_PER_ADDRESS,
+        "token requests",
+    )
+    .await?;
     let outcome = grant::poll(&state.store, device_code)
         .await
         .map_err(OAuthError::unavailable)?;

@@ -1,17 +1,22 @@
 //! Authentication: API tokens, the device authorization grant, and the site's accounts.
 //!
 //! - [`token`]: minting and hashing API tokens; [`bearer`]: the API's `Authorization: Bearer`
-//!   check; [`rate_limit`]: request budgets per token.
+//!   check; [`gate`]: the API's door (who asks, within which budget); [`rate_limit`]: request
+//!   budgets per token and per client address; [`token_cache`]: live tokens without a query.
 //! - [`grant`]: the device grant's states in the store; [`device`]: its two HTTP endpoints.
 //! - [`account`], [`password`], [`session`], [`throttle`]: sign-up and sign-in, Argon2id,
-//!   server-side sessions, and failure counters for logins and user codes.
+//!   server-side sessions, and store-kept counters for logins, user codes and the device flow.
+//! - [`purge`]: expired grants, sessions, explorer tokens and counters, on the maintenance tick.
 
 pub mod account;
 pub mod bearer;
 pub mod device;
+pub mod gate;
 pub mod grant;
 pub mod password;
+pub mod purge;
 pub mod rate_limit;
 pub mod session;
 pub mod throttle;
 pub mod token;
+pub mod token_cache;

@@ -1,66 +1,141 @@
-//! Request budgets per API token (contract §7: 429 `rate_limited` with `Retry-After`), so one
-//! client cannot monopolize a public instance. A token bucket per token: `per_minute` requests
-//! at once, refilled at `per_minute / 60` a second. Buckets live in the process, so behind a
-//! load balancer each instance grants its own budget; that bounds the load an instance takes,
-//! which is what the limit is for.
+//! Request budgets (contract §7: 429 `rate_limited` with `Retry-After`; §12.5: `RateLimit-Policy`
+//! and `RateLimit` on every API answer), so that one client cannot monopolize a public instance
+//! and a flood cannot turn the limiter against us.
+//!
+//! Two budgets, each a GCRA (`governor`: a burst of `per_minute`, refilled evenly), O(1) a
+//! request whatever the number of keys:
+//! - per **known token** (keyed by the token's id, so only tokens that exist can make keys);
+//! - per **client address** for everything else: requests without a token and tokens this
+//!   instance does not know yet, which are charged *before* the store is asked. A flood of
+//!   random tokens therefore costs at most the address's budget in store queries, and makes no
+//!   keys beyond one per address (IPv6: per /64).
+//!
+//! Keys whose budget is full again are forgotten on the maintenance tick ([`RateLimits::forget_idle`]),
+//! so memory stays proportional to the clients of the last minute. Buckets live in the process:
+//! behind a load balancer each instance grants its own budget, which bounds the load an
+//! instance takes — what the limit is for.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Instant;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::time::Duration;
 
-/// Buckets kept before idle (full) ones are forgotten.
-const MAX_BUCKETS: usize = 100_000;
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::StateInformationMiddleware;
+use governor::state::keyed::DashMapStateStore;
+use governor::{Quota, RateLimiter};
 
-/// The budgets of every token seen lately.
+/// The window `per_minute` budgets are stated in, as `RateLimit-Policy` announces it.
+pub const WINDOW_SECS: u64 = 60;
+
+type Keyed<K> = RateLimiter<K, DashMapStateStore<K>, DefaultClock, StateInformationMiddleware>;
+
+/// One budget over keys of type `K`.
 #[derive(Debug)]
-pub struct RateLimiter {
-    /// Requests a minute per token; 0 turns the limit off.
-    per_minute: u32,
-    buckets: Mutex<HashMap<String, Bucket>>,
+pub struct Budget<K: std::hash::Hash + Eq + Clone> {
+    /// Requests a minute per key; `None`: no limit.
+    per_minute: Option<NonZeroU32>,
+    limiter: Option<Keyed<K>>,
+    clock: DefaultClock,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    tokens: f64,
-    updated: Instant,
+/// What a request's charge left: for the `RateLimit` header, or the wait on a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Charge {
+    /// The budget's size (`q` of the policy).
+    pub limit: u32,
+    /// Requests left in the burst (`r`).
+    pub remaining: u32,
+    /// Seconds until the budget is full again (`t`), or, when refused, until the next request fits.
+    pub reset_secs: u64,
+    /// Whether the request was refused.
+    pub refused: bool,
 }
 
-impl RateLimiter {
-    /// A limiter granting `per_minute` requests a minute per key (0: no limit).
+impl<K: std::hash::Hash + Eq + Clone> Budget<K> {
+    /// A budget of `per_minute` requests a minute per key (0: no limit).
     pub fn new(per_minute: u32) -> Self {
-        RateLimiter {
+        let per_minute = NonZeroU32::new(per_minute);
+        let limiter = per_minute.map(|n| {
+            RateLimiter::dashmap(Quota::per_minute(n))
+                .with_middleware::<StateInformationMiddleware>()
+        });
+        Budget {
             per_minute,
-            buckets: Mutex::new(HashMap::new()),
+            limiter,
+            clock: DefaultClock::default(),
         }
     }
 
-    /// Takes one request from `key`'s budget; `Err(seconds)` says when the next one fits.
-    /// `key` should not be a secret itself (pass the token's hash).
-    pub fn check(&self, key: &str) -> Result<(), u64> {
-        if self.per_minute == 0 {
-            return Ok(());
+    /// Requests a minute per key (0: no limit).
+    pub fn per_minute(&self) -> u32 {
+        self.per_minute.map_or(0, NonZeroU32::get)
+    }
+
+    /// Takes one request from `key`'s budget; `None` when there is no limit.
+    pub fn charge(&self, key: &K) -> Option<Charge> {
+        let (limiter, limit) = (self.limiter.as_ref()?, self.per_minute?.get());
+        let per_request = Duration::from_secs(WINDOW_SECS) / limit;
+        Some(match limiter.check_key(key) {
+            Ok(snapshot) => {
+                let remaining = snapshot.remaining_burst_capacity();
+                let used = u64::from(limit - remaining.min(limit));
+                Charge {
+                    limit,
+                    remaining,
+                    reset_secs: (per_request * used as u32).as_secs_f64().ceil() as u64,
+                    refused: false,
+                }
+            }
+            Err(not_until) => Charge {
+                limit,
+                remaining: 0,
+                reset_secs: not_until
+                    .wait_time_from(self.clock.now())
+                    .as_secs_f64()
+                    .ceil()
+                    .max(1.0) as u64,
+                refused: true,
+            },
+        })
+    }
+
+    /// Forgets keys whose budget is full again (they carry no information).
+    pub fn forget_idle(&self) {
+        if let Some(limiter) = &self.limiter {
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
         }
-        let capacity = f64::from(self.per_minute);
-        let per_second = capacity / 60.0;
-        let now = Instant::now();
-        let mut buckets = self.buckets.lock().expect("rate limiter lock");
-        if buckets.len() >= MAX_BUCKETS {
-            // A bucket untouched for a minute is full again: forgetting it changes nothing.
-            buckets.retain(|_, b| now.duration_since(b.updated).as_secs() < 60);
+    }
+
+    /// Keys held.
+    pub fn keys(&self) -> usize {
+        self.limiter.as_ref().map_or(0, |l| l.len())
+    }
+}
+
+/// The two budgets of the API.
+#[derive(Debug)]
+pub struct RateLimits {
+    /// Per known token, by token id.
+    pub tokens: Budget<i64>,
+    /// Per client address (IPv6: per /64): requests without a known token.
+    pub addresses: Budget<IpAddr>,
+}
+
+impl RateLimits {
+    /// `per_token` requests a minute per token, `per_address` per client address for requests
+    /// without a known token (0: no limit).
+    pub fn new(per_token: u32, per_address: u32) -> Self {
+        RateLimits {
+            tokens: Budget::new(per_token),
+            addresses: Budget::new(per_address),
         }
-        let bucket = buckets.entry(key.to_string()).or_insert(Bucket {
-            tokens: capacity,
-            updated: now,
-        });
-        let elapsed = now.duration_since(bucket.updated).as_secs_f64();
-        bucket.tokens = (bucket.tokens + elapsed * per_second).min(capacity);
-        bucket.updated = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(((1.0 - bucket.tokens) / per_second).ceil().max(1.0) as u64)
-        }
+    }
+
+    /// Forgets idle keys of both budgets (the maintenance tick).
+    pub fn forget_idle(&self) {
+        self.tokens.forget_idle();
+        self.addresses.forget_idle();
     }
 }
 
@@ -70,14 +145,32 @@ mod tests {
 
     #[test]
     fn a_budget_runs_out_and_names_the_wait() {
-        let limiter = RateLimiter::new(3);
-        for _ in 0..3 {
-            assert_eq!(limiter.check("a"), Ok(()));
+        let budget = Budget::<&str>::new(3);
+        for left in [2, 1, 0] {
+            let charge = budget.charge(&"a").unwrap();
+            assert!(!charge.refused);
+            assert_eq!(charge.remaining, left);
+            assert_eq!(charge.limit, 3);
         }
         // One request refills every 20 s at 3 a minute.
-        assert_eq!(limiter.check("a"), Err(20));
-        assert_eq!(limiter.check("b"), Ok(()), "budgets are per key");
-        let off = RateLimiter::new(0);
-        assert!((0..10_000).all(|_| off.check("a").is_ok()));
+        let refused = budget.charge(&"a").unwrap();
+        assert!(refused.refused);
+        assert!((19..=20).contains(&refused.reset_secs), "{refused:?}");
+        assert!(!budget.charge(&"b").unwrap().refused, "budgets are per key");
+        let off = Budget::<&str>::new(0);
+        assert!((0..10_000).all(|_| off.charge(&"a").is_none()));
+    }
+
+    #[test]
+    fn idle_keys_are_forgotten() {
+        let budget = Budget::<u32>::new(1_000_000);
+        for key in 0..1000 {
+            budget.charge(&key);
+        }
+        assert_eq!(budget.keys(), 1000);
+        // At a million a minute one request refills in 60 µs: every key is full again soon.
+        std::thread::sleep(Duration::from_millis(5));
+        budget.forget_idle();
+        assert_eq!(budget.keys(), 0);
     }
 }

@@ -22,16 +22,33 @@ pub async fn execute(
     State(state): State<AppState>,
     body: Bytes,
 ) -> Result<Response, HttpError> {
-    let request: async_graphql::Request = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::invalid(
-            "body",
-            format!(
-                "The body must be a JSON GraphQL request such as {{\"query\": \"{{ datasets {{ total }} }}\"}} ({e})."
-            ),
-        )
-    })?;
-    let response = graphql::schema::execute(&state.graphql, request).await;
+    let parse = || -> Result<async_graphql::Request, ApiError> {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError::invalid(
+                "body",
+                format!(
+                    "The body must be a JSON GraphQL request such as {{\"query\": \"{{ datasets {{ total }} }}\"}} ({e})."
+                ),
+            )
+        })
+    };
+    let mut response = graphql::schema::execute(&state.graphql, parse()?).await;
+    // A store fault answers `unavailable` inside a 200; a read is safe to run once more, on a
+    // fresh connection (as REST does in `resilience`).
+    if response.errors.iter().any(is_unavailable) {
+        tracing::info!("a store fault cut a GraphQL read; running it once more");
+        response = graphql::schema::execute(&state.graphql, parse()?).await;
+    }
     Ok(Json(response).into_response())
+}
+
+fn is_unavailable(error: &async_graphql::ServerError) -> bool {
+    let code = ApiError::Unavailable.code();
+    error
+        .extensions
+        .as_ref()
+        .and_then(|e| e.get("code"))
+        .is_some_and(|c| *c == async_graphql::Value::from(code))
 }
 
 /// The GraphiQL IDE. Its scripts and styles load from the unpkg CDN, so the IDE needs a

@@ -9,18 +9,26 @@ pub mod graphql;
 pub mod openapi;
 mod query_string;
 mod records;
+mod resilience;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, Method, header};
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::get;
 use tower_http::cors::{Any, CorsLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::app::AppState;
+use crate::auth::gate::{self, RATELIMIT, RATELIMIT_POLICY};
 use crate::error::{ApiError, HttpError};
 
-/// The read API, to be nested at `/api/v1`.
-pub fn routes() -> Router<AppState> {
+pub use resilience::MAX_BODY_BYTES;
+
+/// The read API, to be nested at `/api/v1`. Layers, outermost first: CORS and the caching
+/// headers; the gate (who asks, within which budget); every error in the contract's JSON
+/// shape; one retry of a request a store fault cut; the body limit.
+pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/datasets", get(datasets::list_datasets))
         .route("/datasets/{slug}", get(datasets::get_dataset))
@@ -30,6 +38,10 @@ pub fn routes() -> Router<AppState> {
         .route("/graphql", get(graphql::ide).post(graphql::execute))
         .route("/openapi.json", get(openapi::openapi_json))
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(from_fn(resilience::retry_store_faults))
+        .layer(from_fn(resilience::json_errors))
+        .layer(from_fn_with_state(state, gate::gate))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CACHE_CONTROL,
             HeaderValue::from_static("private"),
@@ -51,7 +63,12 @@ pub fn cors() -> CorsLayer {
             header::CONTENT_TYPE,
             header::IF_NONE_MATCH,
         ])
-        .expose_headers([header::ETAG, HeaderName::from_static("retry-after")])
+        .expose_headers([
+            header::ETAG,
+            HeaderName::from_static("retry-after"),
+            RATELIMIT_POLICY.clone(),
+            RATELIMIT.clone(),
+        ])
         .max_age(std::time::Duration::from_secs(3600))
 }
 

@@ -2,7 +2,8 @@
 //! code (or arrive with `?code=`), compare it and the requesting `device_name` / `client` with
 //! the terminal, then 同意授權 (approve) or 拒絕 (refuse). Signing in comes first and returns
 //! here. Unknown codes count against the account and the client address (RFC 8628 §5.1), so
-//! guessing a live code is hopeless within its 15-minute lifetime.
+//! guessing a live code is hopeless within its 15-minute lifetime; every attempt is counted
+//! before the code is looked up, and given back when the code exists.
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -15,7 +16,7 @@ use super::pages::{page, store_failed, too_many, when};
 use super::visitor::{Posted, Visitor, see_other};
 use crate::app::AppState;
 use crate::auth::grant::{self, Decision, Lookup};
-use crate::auth::throttle;
+use crate::auth::throttle::{self, Verdict};
 
 /// `?code=` on `GET /device`.
 #[derive(Deserialize)]
@@ -51,25 +52,20 @@ fn keys(visitor: &Visitor, user_id: i64) -> [(String, throttle::Limit); 2] {
     ]
 }
 
-/// Refuses when this account or address has typed too many wrong codes lately.
-async fn check_throttle(state: &AppState, visitor: &Visitor, user_id: i64) -> Option<Response> {
-    for (key, limit) in keys(visitor, user_id) {
-        match throttle::blocked_for(&state.store, &key, limit).await {
-            Ok(Some(wait)) => return Some(too_many(visitor, wait, "wrong codes")),
-            Ok(None) => {}
-            Err(e) => return Some(store_failed(e)),
-        }
+/// Counts this attempt against the account and the address before the code is looked up, and
+/// refuses when either is over its budget: counting first is what holds the budget when many
+/// attempts arrive at once. A code that turns out to exist is given back
+/// ([`throttle::give_back`]); only unknown codes stay counted.
+async fn take_attempt(
+    state: &AppState,
+    visitor: &Visitor,
+    keys: &[(String, throttle::Limit)],
+) -> Option<Response> {
+    match throttle::take_all(&state.store, keys).await {
+        Ok(Verdict::Allowed) => None,
+        Ok(Verdict::Refused { retry_after }) => Some(too_many(visitor, retry_after, "wrong codes")),
+        Err(e) => Some(store_failed(e)),
     }
-    None
-}
-
-async fn count_wrong_code(state: &AppState, visitor: &Visitor, user_id: i64) -> Option<Response> {
-    for (key, limit) in keys(visitor, user_id) {
-        if let Err(e) = throttle::record_failure(&state.store, &key, limit).await {
-            return Some(store_failed(e));
-        }
-    }
-    None
 }
 
 /// The page for a code that is not pending.
@@ -120,10 +116,15 @@ pub async fn show(
             context! { code => typed, error => "A code has eight letters, like BCDF-GHJK 代碼為八個字母." },
         );
     };
-    if let Some(refused) = check_throttle(&state, &visitor, user_id).await {
+    let keys = keys(&visitor, user_id);
+    if let Some(refused) = take_attempt(&state, &visitor, &keys).await {
         return refused;
     }
-    match grant::look_up(&state.store, &code).await {
+    let found = grant::look_up(&state.store, &code).await;
+    if !matches!(found, Ok(Lookup::Unknown)) {
+        throttle::give_back(&state.store, &keys).await;
+    }
+    match found {
         Ok(Lookup::Pending(grant)) => stage(
             &visitor,
             StatusCode::OK,
@@ -135,12 +136,6 @@ pub async fn show(
                 created => when(grant.created_at),
             },
         ),
-        Ok(Lookup::Unknown) => {
-            if let Some(failed) = count_wrong_code(&state, &visitor, user_id).await {
-                return failed;
-            }
-            not_pending(&visitor, &Lookup::Unknown)
-        }
         Ok(other) => not_pending(&visitor, &other),
         Err(e) => store_failed(e),
     }
@@ -171,22 +166,21 @@ pub async fn decide(State(state): State<AppState>, posted: Posted<DecisionForm>)
             "A code has eight letters, like BCDF-GHJK.",
         );
     };
-    if let Some(refused) = check_throttle(&state, &visitor, user_id).await {
+    let keys = keys(&visitor, user_id);
+    if let Some(refused) = take_attempt(&state, &visitor, &keys).await {
         return refused;
     }
-    match grant::decide(&state.store, &code, user_id, decision).await {
+    let decided = grant::decide(&state.store, &code, user_id, decision).await;
+    if !matches!(decided, Ok(Lookup::Unknown)) {
+        throttle::give_back(&state.store, &keys).await;
+    }
+    match decided {
         Ok(Lookup::Pending(_)) => {
             let done = match decision {
                 Decision::Approve => "approved",
                 Decision::Deny => "denied",
             };
             stage(&visitor, StatusCode::OK, done, context! {})
-        }
-        Ok(Lookup::Unknown) => {
-            if let Some(failed) = count_wrong_code(&state, &visitor, user_id).await {
-                return failed;
-            }
-            not_pending(&visitor, &Lookup::Unknown)
         }
         Ok(other) => not_pending(&visitor, &other),
         Err(e) => store_failed(e),

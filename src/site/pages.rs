@@ -15,6 +15,7 @@ use super::templates::render;
 use super::visitor::{Posted, SESSION_COOKIE, Visitor, see_other, unavailable};
 use crate::app::AppState;
 use crate::auth::account::{self, SignupError};
+use crate::auth::throttle::Verdict;
 use crate::auth::{password, session, throttle, token};
 use crate::store::StoreError;
 
@@ -205,49 +206,48 @@ pub async fn login_form(visitor: Visitor, Query(q): Query<NextQuery>) -> Respons
     credentials_page(&visitor, StatusCode::OK, "login.html", &next, "", None)
 }
 
-/// `POST /login`, throttled per address and per client (wrong passwords only count).
+/// `POST /login`, throttled per account and per client address (wrong passwords only count;
+/// a right one clears the account's counter).
 pub async fn login(State(state): State<AppState>, posted: Posted<Credentials>) -> Response {
     let Posted { visitor, form } = posted;
     let next = safe_next(form.next.as_deref());
     let email =
         token::normalize_email(&form.email).unwrap_or_else(|| form.email.trim().to_lowercase());
     let account_key = throttle::key("login:email", &email);
-    let address_key = throttle::key("login:ip", &visitor.address);
-    for (key, limit) in [
-        (&account_key, throttle::LOGIN_PER_ACCOUNT),
-        (&address_key, throttle::LOGIN_PER_ADDRESS),
-    ] {
-        match throttle::blocked_for(&state.store, key, limit).await {
-            Ok(Some(wait)) => return too_many(&visitor, wait, "failed logins"),
-            Ok(None) => {}
-            Err(e) => return store_failed(e),
+    let keys = [
+        (account_key.clone(), throttle::LOGIN_PER_ACCOUNT),
+        (
+            throttle::key("login:ip", &visitor.address),
+            throttle::LOGIN_PER_ADDRESS,
+        ),
+    ];
+    // Counted before the password is checked, so concurrent guesses cannot outrun the budget;
+    // a right password gives its attempt back.
+    match throttle::take_all(&state.store, &keys).await {
+        Ok(Verdict::Allowed) => {}
+        Ok(Verdict::Refused { retry_after }) => {
+            return too_many(&visitor, retry_after, "failed logins");
         }
+        Err(e) => return store_failed(e),
     }
     match account::sign_in(&state.store, &email, form.password.clone()).await {
         Ok(Some(user)) => {
             let _ = throttle::clear(&state.store, &account_key).await;
-            let _ = throttle::purge_stale(&state.store).await;
+            throttle::give_back(&state.store, &keys[1..]).await;
             start_session(&state, &visitor, user.id, &next).await
         }
-        Ok(None) => {
-            for (key, limit) in [
-                (&account_key, throttle::LOGIN_PER_ACCOUNT),
-                (&address_key, throttle::LOGIN_PER_ADDRESS),
-            ] {
-                if let Err(e) = throttle::record_failure(&state.store, key, limit).await {
-                    return store_failed(e);
-                }
-            }
-            credentials_page(
-                &visitor,
-                StatusCode::UNAUTHORIZED,
-                "login.html",
-                &next,
-                &form.email,
-                Some("Wrong e-mail address or password."),
-            )
+        Ok(None) => credentials_page(
+            &visitor,
+            StatusCode::UNAUTHORIZED,
+            "login.html",
+            &next,
+            &form.email,
+            Some("Wrong e-mail address or password."),
+        ),
+        Err(e) => {
+            throttle::give_back(&state.store, &keys).await;
+            store_failed(e)
         }
-        Err(e) => store_failed(e),
     }
 }
 
@@ -270,6 +270,8 @@ pub async fn logout(State(state): State<AppState>, posted: Posted<Empty>) -> Res
         if let Err(e) = account::end_explorer_tokens(&state.store, signed_in.user.id).await {
             return store_failed(e);
         }
+        // Ended here: refused at once, not when the cached confirmation lapses.
+        state.token_cache.forget_user(signed_in.user.id);
     }
     let mut response = see_other("/");
     visitor.set_cookie(response.headers_mut(), SESSION_COOKIE, "", Some(0));
@@ -377,7 +379,12 @@ pub async fn revoke_token(
     let Some(signed_in) = &visitor.signed_in else {
         return see_other("/login");
     };
-    match account::revoke(&state.store, signed_in.user.id, id).await {
+    let revoked = account::revoke(&state.store, signed_in.user.id, id).await;
+    if matches!(revoked, Ok(true)) {
+        // Refused by this instance at once; others within the cache's FRESH_FOR.
+        state.token_cache.forget_token(id);
+    }
+    match revoked {
         Ok(true) => account_page(&state, &visitor, None, Some("The token was revoked.")).await,
         Ok(false) => message_page(
             StatusCode::NOT_FOUND,

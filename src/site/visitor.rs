@@ -1,5 +1,5 @@
 //! Who is asking, for the site's pages: the session cookie, the CSRF token forms must echo,
-//! and the client address that throttling counts.
+//! and the client address that throttling counts ([`crate::client_addr`]).
 //!
 //! CSRF protection (contract §9) has three layers: cookies are `SameSite=Lax`, so a
 //! cross-site POST carries none; every POST must carry a `csrf` field equal to the session's
@@ -7,9 +7,7 @@
 //! sign-up forms, the double-submit pattern); and a POST whose `Origin` is not the public URL's
 //! is refused. [`Posted`] applies all of them, so no form handler can forget one.
 
-use std::net::SocketAddr;
-
-use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -19,6 +17,7 @@ use super::pages::message_page;
 use crate::app::AppState;
 use crate::auth::session::{self, SignedIn};
 use crate::auth::token::random_secret;
+use crate::client_addr;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "odqs_session";
@@ -37,7 +36,8 @@ pub struct Visitor {
     fresh_csrf_cookie: bool,
     /// Cookies get `Secure` when the public URL is https.
     secure: bool,
-    /// The client's address, for throttling (`unknown` when the server did not record it).
+    /// The client's address as per-address throttles count it
+    /// ([`client_addr::throttle_subject`] of [`client_addr::of`]).
     pub address: String,
 }
 
@@ -116,11 +116,7 @@ impl FromRequestParts<AppState> for Visitor {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         let secure = state.public_url.starts_with("https://");
-        let address = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(a)| a.ip().to_string())
-            .unwrap_or_else(|| "unknown".to_string());
+        let address = client_addr::throttle_subject(client_addr::of(parts, state));
         let signed_in = match cookie(&parts.headers, SESSION_COOKIE).filter(|v| plausible(v)) {
             Some(secret) => session::find(&state.store, secret).await.map_err(|e| {
                 tracing::error!(error = %e, "site: session look-up failed");

@@ -52,6 +52,10 @@ pub enum ApiError {
     NotFound,
     /// A write method on the read API.
     MethodNotAllowed,
+    /// A request body over the limit (bytes).
+    PayloadTooLarge {
+        limit_bytes: usize,
+    },
     /// Too many requests; retry after this many seconds.
     RateLimited {
         retry_after: u64,
@@ -86,6 +90,7 @@ impl ApiError {
             ApiError::RecordNotFound { .. } => "record_not_found",
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::PayloadTooLarge { .. } => "payload_too_large",
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
@@ -106,6 +111,7 @@ impl ApiError {
             | ApiError::RecordNotFound { .. }
             | ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
+            ApiError::PayloadTooLarge { .. } => 413,
             ApiError::RateLimited { .. } => 429,
             ApiError::Unavailable => 503,
             ApiError::Internal => 500,
@@ -154,6 +160,9 @@ impl ApiError {
             ApiError::MethodNotAllowed => {
                 "The API is read-only: use GET (POST only for the device flow and GraphQL).".into()
             }
+            ApiError::PayloadTooLarge { limit_bytes } => {
+                format!("The request body is larger than {limit_bytes} bytes; send a smaller one.")
+            }
             ApiError::RateLimited { retry_after } => {
                 format!("Too many requests; try again in {retry_after} seconds.")
             }
@@ -184,6 +193,7 @@ impl ApiError {
                 ("type", json!(field_type.as_str())),
                 ("allowed", json!(["number"])),
             ],
+            ApiError::PayloadTooLarge { limit_bytes } => vec![("limit_bytes", json!(limit_bytes))],
             ApiError::RateLimited { retry_after } => vec![("retry_after", json!(retry_after))],
             _ => Vec::new(),
         }
@@ -221,19 +231,10 @@ impl From<DbErr> for ApiError {
     }
 }
 
-/// Whether a store error means "cannot reach the store" (503) rather than a bug (500).
-fn unreachable(error: &DbErr) -> bool {
-    let sqlx_unreachable = |e: &sqlx::Error| {
-        matches!(
-            e,
-            sqlx::Error::Io(_)
-                | sqlx::Error::PoolTimedOut
-                | sqlx::Error::PoolClosed
-                | sqlx::Error::Tls(_)
-                | sqlx::Error::Protocol(_)
-                | sqlx::Error::WorkerCrashed
-        )
-    };
+/// Whether a store error means "cannot reach the store" (503) rather than a bug (500): the
+/// connection broke, the pool has none to give, or the server is shutting down, restarting or
+/// refusing connections — all things a retry later can cure.
+pub fn unreachable(error: &DbErr) -> bool {
     match error {
         DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
         DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => {
@@ -241,4 +242,25 @@ fn unreachable(error: &DbErr) -> bool {
         }
         _ => false,
     }
+}
+
+/// [`unreachable`] for sqlx's own errors.
+pub fn sqlx_unreachable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| unavailable_sqlstate(&code)),
+        _ => false,
+    }
+}
+
+/// PostgreSQL SQLSTATEs that mean the connection or the server is going away, not that the
+/// statement is wrong: class 08 (connection exception), 57P01–57P05 (admin or crash shutdown,
+/// cannot connect now, idle session timeout), 53300 (too many connections).
+fn unavailable_sqlstate(code: &str) -> bool {
+    code.starts_with("08") || code.starts_with("57P") || code == "53300"
 }

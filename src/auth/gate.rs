@@ -1,0 +1,146 @@
+//! The API's door: every request under `/api/v1` passes here once, before any handler. It
+//! finds who the request acts for and charges the right budget, in an order a flood cannot
+//! turn against us:
+//!
+//! 1. a token this instance confirmed within [`FRESH_FOR`](super::token_cache::FRESH_FOR) is
+//!    charged to its own budget and costs no store query;
+//! 2. a token confirmed before but not lately is checked again, charged to its own budget;
+//! 3. anything else (no token, a malformed header, a token never seen) is charged to the
+//!    client address's budget first, and only within it is the store asked; a token the
+//!    store confirms is then charged to its own budget as well.
+//!
+//! The answer carries `RateLimit-Policy` and `RateLimit` (IETF draft, contract §12.5) for the
+//! budget charged; a refusal is 429 `rate_limited` with `Retry-After`.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::bearer::{Authenticated, Principal, authenticate_hash, bearer};
+use super::rate_limit::{Charge, WINDOW_SECS};
+use super::token;
+use super::token_cache::Known;
+use crate::app::AppState;
+use crate::client_addr;
+use crate::error::{ApiError, HttpError};
+
+/// `RateLimit-Policy`: the budget's name, size and window.
+pub static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+/// `RateLimit`: what is left of it and when it is full again.
+pub static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+
+/// Which budget a request was charged to (the policy's name in the headers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Charged {
+    Token,
+    Address,
+}
+
+impl Charged {
+    fn name(self) -> &'static str {
+        match self {
+            Charged::Token => "token",
+            Charged::Address => "address",
+        }
+    }
+}
+
+/// The middleware (install with `axum::middleware::from_fn_with_state`).
+pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let address = client_addr::network(client_addr::of_request(&request, &state));
+    let limits = &state.rate_limits;
+    let (who, charged, charge) = match bearer(request.headers()) {
+        Err(error) => (
+            Err(error),
+            Charged::Address,
+            limits.addresses.charge(&address),
+        ),
+        Ok(None) => (
+            Ok(None),
+            Charged::Address,
+            limits.addresses.charge(&address),
+        ),
+        Ok(Some(plain)) => {
+            let token_hash = token::hash(plain);
+            match state.token_cache.get(&token_hash) {
+                Known::Fresh(principal) => (
+                    Ok(Some(principal)),
+                    Charged::Token,
+                    limits.tokens.charge(&principal.token_id),
+                ),
+                Known::Stale(principal) => {
+                    let charge = limits.tokens.charge(&principal.token_id);
+                    let who = if charge.is_some_and(|c| c.refused) {
+                        Ok(Some(principal))
+                    } else {
+                        check(&state, &token_hash).await
+                    };
+                    (who, Charged::Token, charge)
+                }
+                Known::Unknown => {
+                    let charge = limits.addresses.charge(&address);
+                    if charge.is_some_and(|c| c.refused) {
+                        (Ok(None), Charged::Address, charge)
+                    } else {
+                        match check(&state, &token_hash).await {
+                            // Confirmed: from here on the token's own budget counts.
+                            Ok(Some(principal)) => (
+                                Ok(Some(principal)),
+                                Charged::Token,
+                                limits.tokens.charge(&principal.token_id),
+                            ),
+                            other => (other, Charged::Address, charge),
+                        }
+                    }
+                }
+            }
+        }
+    };
+    if let Some(charge) = charge.filter(|c| c.refused) {
+        let mut response = HttpError(ApiError::RateLimited {
+            retry_after: charge.reset_secs,
+        })
+        .into_response();
+        announce(&mut response, charged, charge);
+        return response;
+    }
+    if let Ok(Some(principal)) = &who {
+        state.token_usage.touch(&state.store, principal.token_id);
+    }
+    request.extensions_mut().insert(Authenticated(who));
+    let mut response = next.run(request).await;
+    if let Some(charge) = charge {
+        announce(&mut response, charged, charge);
+    }
+    response
+}
+
+/// Asks the store about a token and keeps the answer in the cache.
+async fn check(state: &AppState, token_hash: &str) -> Result<Option<Principal>, ApiError> {
+    match authenticate_hash(&state.store, token_hash).await {
+        Ok((principal, expires_at)) => {
+            state.token_cache.confirm(token_hash, principal, expires_at);
+            Ok(Some(principal))
+        }
+        Err(error) => {
+            if error == ApiError::InvalidToken {
+                state.token_cache.forget(token_hash);
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Adds `RateLimit-Policy` and `RateLimit` for `charge`.
+fn announce(response: &mut Response, charged: Charged, charge: Charge) {
+    let name = charged.name();
+    let policy = format!("\"{name}\";q={};w={WINDOW_SECS}", charge.limit);
+    let left = format!("\"{name}\";r={};t={}", charge.remaining, charge.reset_secs);
+    let headers = response.headers_mut();
+    for (header, value) in [(&RATELIMIT_POLICY, policy), (&RATELIMIT, left)] {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(header.clone(), value);
+        }
+    }
+}
