@@ -5,7 +5,7 @@
 //! - [`inputs`]: typed arguments turned into the query layer's parameters.
 //! - [`objects`]: the answers as typed objects; records are a `JSON` scalar.
 //! - [`errors`]: rejections with the REST code in `extensions.code`.
-//! - [`limits`]: depth, complexity and fetch-count limits.
+//! - [`limits`]: size, nesting, depth, complexity, spread, alias and fetch-count limits.
 //! - [`batch`]: the per-request memo that runs identical sub-requests once.
 
 pub mod batch;
@@ -20,7 +20,10 @@ use std::sync::Arc;
 use async_graphql::{EmptyMutation, EmptySubscription, Request, Response, Schema};
 
 pub use batch::Batch;
-pub use limits::{MAX_COMPLEXITY, MAX_DEPTH, MAX_FETCHES};
+pub use limits::{
+    MAX_ALIASES, MAX_COMPLEXITY, MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_FETCHES, MAX_FRAGMENT_SPREADS,
+    MAX_NESTING,
+};
 pub use root::QueryRoot;
 
 use crate::query::Resolver;
