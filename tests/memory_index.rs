@@ -123,6 +123,22 @@ async fn background_builds_answer_alike(store: TestStore) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(before, answers(&router, &token).await);
+
+    // A re-import: the first request that sees the new version starts its build (no refresh
+    // tick needed), and answers from the store meanwhile.
+    let built = state.resolver.index_bytes();
+    import(&store, &cities(1500, &["Taipei", "Tainan"])).await;
+    let during = answers(&router, &token).await;
+    assert_eq!(during[1]["total"], 750);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while state.resolver.index_bytes() <= built {
+        assert!(
+            Instant::now() < deadline,
+            "the new version was never indexed"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(during, answers(&router, &token).await);
 }
 
 both_stores!(

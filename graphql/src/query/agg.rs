@@ -17,7 +17,6 @@ use super::{Dataset, Resolver};
 impl Resolver {
     /// `GET /datasets/{slug}/agg`.
     pub async fn agg(&self, dataset: &Dataset, query: &AggQuery) -> Result<AggResult, ApiError> {
-        let schema = &dataset.schema;
         if let Some(index) = self.memory_index(dataset).await {
             let matches = index.matches(&query.filter);
             if let Some(groups) = index.groups(matches.as_ref(), query.group_by, query.field) {
@@ -25,6 +24,20 @@ impl Resolver {
                 return Ok(agg_result(total_records, groups));
             }
         }
+        let key = self.etag(dataset, "agg", query);
+        self.flights
+            .agg
+            .run(key, self.agg_from_store(dataset, query))
+            .await
+    }
+
+    /// [`Self::agg`] when no in-memory index answers.
+    async fn agg_from_store(
+        &self,
+        dataset: &Dataset,
+        query: &AggQuery,
+    ) -> Result<AggResult, ApiError> {
+        let schema = &dataset.schema;
         let resolved = self.resolve(schema, &query.filter).await?;
         let total_records = self.count(dataset, &resolved, None).await?;
         let group_column = schema.sql_column(Column::Field(query.group_by));

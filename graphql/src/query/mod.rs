@@ -7,6 +7,7 @@
 //! - [`sql`]: statements for both stores, values always bound.
 //! - [`records`], [`agg`], [`catalog`]: running requests; [`views`]: the answers' shapes.
 //! - [`cache`]: totals per (version, normalized condition); datasets change only by import.
+//! - [`single_flight`]: one store computation per distinct request at a time.
 //! - [`memory`]: in-memory indexes per version, which answer filters, totals, sorts and
 //!   aggregations without the store when they fit the memory budget.
 //! - [`error`]: the contract's error codes.
@@ -20,6 +21,7 @@ pub mod params;
 pub mod records;
 pub mod request;
 pub mod schema;
+pub mod single_flight;
 pub mod sql;
 pub mod views;
 
@@ -46,6 +48,14 @@ pub struct Resolver {
     schemas: Mutex<HashMap<i64, Arc<DatasetSchema>>>,
     totals: cache::Totals,
     memory: Arc<memory::Memory>,
+    flights: Flights,
+}
+
+/// Store computations under way, by kind of answer (see [`single_flight`]).
+#[derive(Debug, Default)]
+struct Flights {
+    records: single_flight::SingleFlight<views::RecordPage>,
+    agg: single_flight::SingleFlight<views::AggResult>,
 }
 
 /// A published dataset resolved to its live version, for the length of one request: the
@@ -64,6 +74,7 @@ impl Resolver {
             site_url: site_url.trim_end_matches('/').into(),
             schemas: Mutex::new(HashMap::new()),
             totals: cache::Totals::default(),
+            flights: Flights::default(),
             memory: Arc::new(memory::Memory::new(memory::IndexPolicy::default())),
         }
     }

@@ -136,6 +136,22 @@ impl Resolver {
             let rows = self.at_positions(schema, &positions).await?;
             return Ok(self.record_page(dataset, query, total, rows));
         }
+        let key = self.etag(dataset, "records", query);
+        self.flights
+            .records
+            .run(key, self.records_from_store(dataset, query))
+            .await
+    }
+
+    /// [`Self::records`] when no in-memory index answers.
+    async fn records_from_store(
+        &self,
+        dataset: &Dataset,
+        query: &RecordQuery,
+    ) -> Result<RecordPage, ApiError> {
+        let schema = &dataset.schema;
+        let offset = query.paging.offset();
+        let limit = query.paging.per_page;
         let resolved = self.resolve(schema, &query.filter).await?;
         let total = self.count(dataset, &resolved, None).await?;
         let mut rows = Vec::new();
