@@ -68,7 +68,10 @@ pub async fn sign_up(
             .insert(&store.db)
             .await;
             match inserted {
-                Ok(model) => Ok(model),
+                Ok(model) => {
+                    tracing::info!(user_id = model.id, "account created");
+                    Ok(model)
+                }
                 Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
                     Err(SignupError::Taken)
                 }
@@ -124,6 +127,9 @@ pub async fn revoke(store: &Store, user_id: i64, token_id: i64) -> Result<bool, 
         .filter(api_token::Column::RevokedAt.is_null())
         .exec(&store.db)
         .await?;
+    if result.rows_affected == 1 {
+        tracing::info!(user_id, token_id, "token revoked");
+    }
     Ok(result.rows_affected == 1)
 }
 

@@ -140,6 +140,9 @@ pub async fn take(store: &Store, key: &str, limit: Limit) -> Result<Verdict, Sto
     Ok(if hits <= i64::from(limit.max) {
         Verdict::Allowed
     } else {
+        // The kind only (`login:email`, `code:ip`…): the subject may be an e-mail address.
+        let kind: String = key.split(':').take(2).collect::<Vec<_>>().join(":");
+        tracing::info!(throttle = %kind, hits, "throttled");
         Verdict::Refused {
             retry_after: (window_start + limit.window_secs - now).max(1),
         }

@@ -120,6 +120,7 @@ pub async fn mint_on(
     }
     .insert(conn)
     .await?;
+    tracing::info!(user_id, token_id = model.id, source, "token minted");
     Ok((secret, model))
 }
 
