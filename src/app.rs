@@ -132,6 +132,10 @@ pub fn router(state: AppState) -> Router {
         .route("/docs", get(rest::openapi::docs_page))
         .nest("/api/v1", rest::routes(state.clone()))
         .fallback(not_found)
+        .layer(crate::compression::layer())
+        .layer(axum::middleware::map_response(
+            crate::compression::weak_etag_when_encoded,
+        ))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request<_>| {

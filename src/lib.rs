@@ -15,6 +15,7 @@
 //! - [`rest`]: the REST API under `/api/v1`, thin handlers over `graphql::query`.
 //! - [`client_addr`]: who the client is (the TCP peer, or `X-Forwarded-For` from a trusted proxy).
 //! - [`app`]: the HTTP application: state, router, layers, maintenance.
+//! - [`compression`]: gzip, br and zstd answers, with weak ETags when encoded.
 //! - [`server`]: accepting connections under timeouts and caps, and draining at shutdown.
 //! - [`request_line`]: lets raw `<`, `>` and `"` in query strings through hyper (contract §5).
 //! - [`error`]: the contract's JSON error shape.
@@ -24,6 +25,7 @@ pub mod app;
 pub mod auth;
 pub mod client_addr;
 pub mod commands;
+pub mod compression;
 pub mod config;
 pub mod demo;
 pub mod error;

@@ -36,7 +36,7 @@ async fn tokens_ide_and_bodies(store: TestStore) {
     assert_eq!(ok.body["data"]["datasets"]["total"], 0);
     assert_eq!(ok.headers["cache-control"], "private");
 
-    // A body that is not a GraphQL request: the contract's error, not a GraphQL answer.
+    // A body that is not a GraphQL request: 400 with a GraphQL-shaped error list.
     use tower::ServiceExt;
     let response = router
         .clone()
@@ -51,11 +51,12 @@ async fn tokens_ide_and_bodies(store: TestStore) {
         .unwrap();
     assert_eq!(response.status(), 400);
 
-    // GET serves the IDE, pointed at this endpoint.
+    // GET from a browser serves the IDE, pointed at this endpoint.
     let ide = router
         .clone()
         .oneshot(
             axum::http::Request::get("/api/v1/graphql")
+                .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
                 .body(axum::body::Body::empty())
                 .unwrap(),
         )
@@ -326,7 +327,134 @@ async fn rest_limits_apply_to_graphql(store: TestStore) {
     assert_eq!(third.body["error"], "rate_limited");
 }
 
+/// Sends `request` and returns status, content type and the body as JSON.
+async fn send(
+    router: &axum::Router,
+    request: axum::http::Request<axum::body::Body>,
+) -> (u16, String, Value) {
+    use tower::ServiceExt;
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let media = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        media,
+        serde_json::from_slice(&body).unwrap_or(Value::Null),
+    )
+}
+
+/// GraphQL over HTTP (contract §12.5): GET queries, the graphql-response media type and its
+/// statuses, application/json for older clients, batches, content types.
+async fn graphql_over_http(store: TestStore) {
+    load_demo(&store).await;
+    let router = store.router();
+    let token = api_token(&store).await;
+    let bearer = format!("Bearer {token}");
+    let get = |query: &str, accept: Option<&str>| {
+        let url = format!(
+            "/api/v1/graphql?query={}",
+            percent_encoding::utf8_percent_encode(query, percent_encoding::NON_ALPHANUMERIC)
+        );
+        let mut request = axum::http::Request::get(url).header("authorization", &bearer);
+        if let Some(accept) = accept {
+            request = request.header("accept", accept);
+        }
+        request.body(axum::body::Body::empty()).unwrap()
+    };
+    const GQL: &str = "application/graphql-response+json";
+
+    // GET runs queries, answering the media type asked for.
+    for (accept, media) in [
+        (Some(GQL), GQL),
+        (Some("application/json"), "application/json"),
+        (None, "application/json"),
+        (
+            Some("application/json;q=0.5, application/graphql-response+json"),
+            GQL,
+        ),
+    ] {
+        let (status, got, body) = send(&router, get("{ datasets { total } }", accept)).await;
+        assert_eq!((status, got.as_str()), (200, media), "{accept:?}: {body}");
+        assert_eq!(body["data"]["datasets"]["total"], 2, "{body}");
+    }
+    // A request error: 400 without `data` under the GraphQL media type, 200 under JSON.
+    let (status, _, body) = send(&router, get("{ nothing }", Some(GQL))).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.get("data").is_none(), "{body}");
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"],
+        "graphql_validation_failed"
+    );
+    let (status, _, body) = send(&router, get("{ nothing }", Some("application/json"))).await;
+    assert_eq!(status, 200, "{body}");
+    // A field error is not a request error: 200 with data.
+    let (status, _, body) = send(
+        &router,
+        get(
+            "{ dataset(slug: \"nope\") { slug } datasets { total } }",
+            Some(GQL),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["datasets"]["total"], 2, "{body}");
+    // Nothing we can answer: 406.
+    let (status, _, _) = send(&router, get("{ datasets { total } }", Some("image/png"))).await;
+    assert_eq!(status, 406);
+    // GET still needs a token (the IDE does not).
+    let anonymous =
+        axum::http::Request::get("/api/v1/graphql?query=%7B%20datasets%20%7B%20total%20%7D%20%7D")
+            .header("accept", GQL)
+            .body(axum::body::Body::empty())
+            .unwrap();
+    assert_eq!(send(&router, anonymous).await.0, 401);
+
+    // POST: JSON only; batches of at most MAX_BATCH.
+    let post = |body: &str, content_type: Option<&str>| {
+        let mut request = axum::http::Request::post("/api/v1/graphql")
+            .header("authorization", &bearer)
+            .header("accept", GQL);
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        request
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap()
+    };
+    let one = r#"{"query": "{ datasets { total } }"}"#;
+    let (status, _, _) = send(&router, post(one, Some("text/plain"))).await;
+    assert_eq!(status, 415);
+    let (status, _, _) = send(&router, post(one, None)).await;
+    assert_eq!(status, 415);
+    let (status, _, body) = send(&router, post(one, Some("application/json; charset=utf-8"))).await;
+    assert_eq!(
+        (status, body["data"]["datasets"]["total"].clone()),
+        (200, json!(2))
+    );
+    let (status, _, body) = send(&router, post("{not json", Some("application/json"))).await;
+    assert_eq!(status, 400);
+    assert!(body["errors"][0]["message"].is_string(), "{body}");
+    let batch = format!("[{one}, {one}]");
+    let (status, _, body) = send(&router, post(&batch, Some("application/json"))).await;
+    assert_eq!(status, 200);
+    assert_eq!(body.as_array().map(Vec::len), Some(2), "{body}");
+    let too_many = format!(
+        "[{}]",
+        vec![one; odqs::rest::graphql::MAX_BATCH + 1].join(",")
+    );
+    let (status, _, body) = send(&router, post(&too_many, Some("application/json"))).await;
+    assert_eq!(status, 400, "{body}");
+}
+
 both_stores!(
+    graphql_over_http,
     tokens_ide_and_bodies,
     limits_are_enforced_with_codes,
     identical_sub_requests_run_once,

@@ -35,7 +35,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/datasets/{slug}/records", get(records::list_records))
         .route("/datasets/{slug}/records/{id}", get(records::get_record))
         .route("/datasets/{slug}/agg", get(agg::aggregate))
-        .route("/graphql", get(graphql::ide).post(graphql::execute))
+        .route("/graphql", get(graphql::endpoint).post(graphql::endpoint))
         .route("/openapi.json", get(openapi::openapi_json))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
