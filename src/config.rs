@@ -226,6 +226,10 @@ impl StoreUrl {
             return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // Checked here so a wrong sslmode or a missing root certificate is a configuration
+            // error, before anything starts.
+            crate::store::pg_tls::connect_options(url, crate::store::pg_tls::home_dir())
+                .map_err(|e| ConfigError(format!("DATABASE_URL {e}")))?;
             return Ok(StoreUrl::Postgres(url.to_string()));
         }
         Err(ConfigError(format!(
