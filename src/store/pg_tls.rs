@@ -2,12 +2,14 @@
 //! that works with `psql` works here too, and a log line at start-up that says what the
 //! connection actually is: `sslmode=prefer` may fall back to plain text without a word.
 //!
-//! sqlx does the TLS (rustls with ring, the public web roots of `webpki-roots`); this module
-//! adds what libpq does and sqlx does not:
+//! sqlx does the TLS (rustls with ring, trusting the system's certificate authorities, read
+//! by `rustls-native-certs` from `/etc/ssl/certs` or `SSL_CERT_FILE`/`SSL_CERT_DIR`); this
+//! module adds what libpq does and sqlx does not:
 //! - `sslmode=require` with a `sslrootcert` verifies the certificate chain (`verify-ca`);
 //! - `verify-ca` and `verify-full` without `sslrootcert` use `~/.postgresql/root.crt`, and
 //!   fail with advice when it does not exist;
-//! - `sslrootcert=system` trusts the public roots and needs (and defaults to) `verify-full`.
+//! - `sslrootcert=system` trusts the system's authorities and needs (and defaults to)
+//!   `verify-full`.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -64,7 +66,7 @@ pub fn connect_options(url: &str, home: Option<PathBuf>) -> Result<PgConnectOpti
     let root = last(&ROOT_KEYS).or(env_root);
     let system = root.as_deref() == Some("system");
     // sqlx would read `system` as a file name: it is left out, and sqlx's default trust store
-    // (the public roots) is what `system` means.
+    // (the system's authorities) is what `system` means.
     let url = if system {
         let kept = form_urlencoded::Serializer::new(String::new())
             .extend_pairs(
@@ -112,7 +114,7 @@ pub fn connect_options(url: &str, home: Option<PathBuf>) -> Result<PgConnectOpti
                     return Err(format!(
                         "sslmode={} needs the certificate of the authority that signed the \
                          server's: set sslrootcert=/path/to/ca.pem (your provider's CA), or \
-                         sslrootcert=system to trust the public authorities \
+                         sslrootcert=system to trust the system's authorities \
                          (~/.postgresql/root.crt does not exist)",
                         mode_name(mode)
                     ));
