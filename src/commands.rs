@@ -132,6 +132,7 @@ async fn import_demo(store: &Store) -> Result<(), Failure> {
 
 async fn import(args: ImportArgs) -> Result<(), Failure> {
     init_logging(false, "warn");
+    let max_record_bytes = args.max_record_bytes().map_err(config_failure)?;
     let schema = match &args.schema {
         Some(path) => SchemaFile::load(path)?,
         None => SchemaFile::default(),
@@ -146,6 +147,7 @@ async fn import(args: ImportArgs) -> Result<(), Failure> {
         id_field: args.id_field,
         title: args.title,
         description: args.description,
+        max_record_bytes,
     };
     let summary = import::import(&store, request, progress).await?;
     println!(

@@ -143,8 +143,24 @@ pub struct ImportArgs {
     /// Description; default: the schema's, else empty.
     #[arg(long)]
     pub description: Option<String>,
+    /// Size, in MiB, one record may take in the file (decompressed): a larger one, such as a
+    /// field or line that never ends, fails the import before it is held whole in memory.
+    #[arg(long, env = "ODQS_MAX_RECORD_MB", default_value_t = crate::import::DEFAULT_MAX_RECORD_MB)]
+    pub max_record_mb: u64,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+impl ImportArgs {
+    /// The record size limit in bytes, checked: a limit of zero would refuse every file.
+    pub fn max_record_bytes(&self) -> Result<u64, ConfigError> {
+        match self.max_record_mb {
+            0 => Err(ConfigError(
+                "ODQS_MAX_RECORD_MB must be at least 1, got 0".into(),
+            )),
+            mb => Ok(mb.saturating_mul(crate::import::MIB)),
+        }
+    }
 }
 
 /// `odqs datasets …`
@@ -210,6 +226,10 @@ impl StoreUrl {
             return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // Checked here so a wrong sslmode or a missing root certificate is a configuration
+            // error, before anything starts.
+            crate::store::pg_tls::connect_options(url, crate::store::pg_tls::home_dir())
+                .map_err(|e| ConfigError(format!("DATABASE_URL {e}")))?;
             return Ok(StoreUrl::Postgres(url.to_string()));
         }
         Err(ConfigError(format!(

@@ -49,6 +49,7 @@ pub async fn load_if_empty(store: &Store) -> Result<usize, ImportError> {
             id_field: None,
             title: None,
             description: None,
+            max_record_bytes: import::DEFAULT_MAX_RECORD_MB * import::MIB,
         };
         let summary = import::import(store, request, Arc::new(import::progress::Silent)).await?;
         tracing::info!(

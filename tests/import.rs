@@ -412,7 +412,463 @@ async fn bad_requests_are_refused_before_loading(store: TestStore) {
     assert_no_leftovers(&store).await;
 }
 
+/// Imports with a record size limit other than the default.
+async fn import_limited(
+    store: &TestStore,
+    path: &std::path::Path,
+    slug: &str,
+    max_record_bytes: u64,
+) -> Result<odqs::import::ImportSummary, ImportError> {
+    odqs::import::import(
+        &store.store,
+        odqs::import::ImportRequest {
+            source: odqs::import::reader::Source::File(path.to_path_buf()),
+            slug: slug.to_string(),
+            schema: odqs::import::schema::SchemaFile::default(),
+            id_field: None,
+            title: None,
+            description: None,
+            max_record_bytes,
+        },
+        std::sync::Arc::new(odqs::import::progress::Silent),
+    )
+    .await
+}
+
+/// Asserts `slug` was not published and nothing of the failed import remains.
+async fn assert_not_published(store: &TestStore, slug: &str) {
+    assert!(catalog::find(&store.store, slug).await.unwrap().is_none());
+    assert_no_leftovers(store).await;
+}
+
+/// A data column named `_id` is the identifier when the import says so, and is refused
+/// otherwise, with the line and what to do: it is never silently overwritten.
+async fn id_column_is_kept_or_refused(store: TestStore) {
+    let path = write_file(&store, "ids.csv", b"id,_id,a\n1,x,y\n2,z,w\n");
+    let refusal = "line 2 has a value in a field named \"_id\", the name odqs gives each \
+                   record's identifier: to use these values as identifiers, import with \
+                   --id-field _id (or \"id_field\": \"_id\" in the schema file); otherwise \
+                   rename the field";
+    for id_field in [Some("id"), None] {
+        let err = import_file(&store, &path, "ids", None, id_field)
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), refusal, "id field {id_field:?}");
+        assert_not_published(&store, "ids").await;
+    }
+    // The same refusal from the loading pass, when a schema lists every other column.
+    let schema = r#"{"fields":[{"name":"id","type":"keyword"},{"name":"a","type":"keyword"}]}"#;
+    let err = import_file(&store, &path, "ids", Some(schema), Some("id"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), refusal);
+    assert_not_published(&store, "ids").await;
+
+    // `--id-field _id`: the column's values are the identifiers, every other column is kept.
+    let summary = import_file(&store, &path, "ids", None, Some("_id"))
+        .await
+        .unwrap();
+    assert_eq!((summary.records, summary.fields), (2, 2));
+    let (dataset, fields) = live(&store, "ids").await;
+    assert_eq!(dataset.id_field.as_deref(), Some("_id"));
+    assert_eq!(
+        types(&fields),
+        vec![
+            ("id".into(), FieldType::Number),
+            ("a".into(), FieldType::Keyword)
+        ]
+    );
+    assert_eq!(
+        docs(&store, dataset.version_id).await,
+        vec![
+            json!({"_id": "x", "id": 1, "a": "y"}),
+            json!({"_id": "z", "id": 2, "a": "w"})
+        ]
+    );
+    let z = records::by_id(&store.store, dataset.version_id, "z")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(z.doc["a"], "w");
+    // The schema's id_field says the same.
+    import_file(&store, &path, "ids2", Some(r#"{"id_field": "_id"}"#), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        live(&store, "ids2").await.0.id_field.as_deref(),
+        Some("_id")
+    );
+
+    // JSON: a number becomes its string form; a value that cannot identify is refused; an
+    // `_id` inside an object is an ordinary field; `null` is no value and loses nothing.
+    let ndjson = write_file(
+        &store,
+        "ids.ndjson",
+        b"{\"_id\": 7, \"a\": {\"_id\": 1}}\n{\"_id\": \"b\", \"a\": {\"_id\": 2}}\n",
+    );
+    import_file(&store, &ndjson, "nd", None, Some("_id"))
+        .await
+        .unwrap();
+    let (dataset, fields) = live(&store, "nd").await;
+    assert_eq!(types(&fields), vec![("a._id".into(), FieldType::Number)]);
+    assert_eq!(
+        docs(&store, dataset.version_id).await,
+        vec![
+            json!({"_id": "7", "a": {"_id": 1}}),
+            json!({"_id": "b", "a": {"_id": 2}})
+        ]
+    );
+    let object_id = write_file(
+        &store,
+        "obj.ndjson",
+        b"{\"_id\": \"a\"}\n{\"_id\": {\"k\": 1}}\n",
+    );
+    let err = import_file(&store, &object_id, "obj", None, Some("_id"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 2 field \"_id\" is the identifier and must be a string or a number, got an object"
+    );
+    let late = write_file(
+        &store,
+        "late.ndjson",
+        b"{\"k\": 1, \"_id\": null}\n{\"k\": 2}\n{\"k\": 3, \"_id\": \"q\"}\n",
+    );
+    let err = import_file(&store, &late, "late", None, None)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("line 3 has a value in a field named \"_id\""),
+        "{err}"
+    );
+    assert_not_published(&store, "obj").await;
+    assert_not_published(&store, "late").await;
+    let missing = import_file(&store, &late, "late", None, Some("_id"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        "line 1 has no value for the id field \"_id\""
+    );
+}
+
+/// A NUL character (which PostgreSQL cannot store) is refused on both stores alike, naming the
+/// line and the field, before it reaches the store; nothing is published.
+async fn nul_is_refused_with_its_line(store: TestStore) {
+    let csv = write_file(&store, "nul.csv", b"id,a\n1,x\n2,a\0b\n");
+    let message = "line 3 field \"a\" holds a NUL character (\\0), which a store cannot keep";
+    let err = import_file(&store, &csv, "nul", None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), message);
+    assert_not_published(&store, "nul").await;
+    // Without inference (the schema lists every column) the loading pass refuses it.
+    let schema = r#"{"fields":[{"name":"id","type":"keyword"},{"name":"a","type":"text"}]}"#;
+    let err = import_file(&store, &csv, "nul", Some(schema), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), message);
+    assert_not_published(&store, "nul").await;
+
+    let ndjson = write_file(
+        &store,
+        "nul.ndjson",
+        b"{\"a\": \"x\"}\n{\"b\": {\"c\": [\"ok\", \"x\\u0000\"]}}\n",
+    );
+    let err = import_file(&store, &ndjson, "nul", None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 2 field \"b.c\" holds a NUL character (\\0), which a store cannot keep"
+    );
+    let json = write_file(&store, "nul.json", b"[{\"a\": 1}, {\"x\\u0000y\": 2}]");
+    let err = import_file(&store, &json, "nul", None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "record 2 has a field name with a NUL character (\"x\\0y\"), which a store cannot keep"
+    );
+    let err = import_file(
+        &store,
+        &json,
+        "nul",
+        Some(r#"{"title": "bad\u0000title"}"#),
+        None,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the schema file's title holds a NUL character (\\0), which a store cannot keep"
+    );
+    assert_not_published(&store, "nul").await;
+}
+
+/// A record over the size limit is refused with its line (record, for a JSON array) and the
+/// limit, from the command line as from the library; a record within it is imported.
+async fn oversized_record_is_refused(store: TestStore) {
+    let dir = store.dir.path();
+    let big = "y".repeat(2 << 20);
+    let csv = write_file(
+        &store,
+        "big.csv",
+        format!("id,a\n1,x\n2,{big}\n3,z\n").as_bytes(),
+    );
+    let odqs = || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_odqs"));
+        command
+            .current_dir(dir)
+            .env_remove("ODQS_MAX_RECORD_MB")
+            .env("DATABASE_URL", &store.url);
+        command
+    };
+    let output = odqs()
+        .arg("import")
+        .arg(&csv)
+        .args(["--slug", "big", "--max-record-mb", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).lines().last(),
+        Some(
+            "odqs: error: line 3 is a record of more than 1 MB, the most one record may take \
+             (--max-record-mb or ODQS_MAX_RECORD_MB)"
+        )
+    );
+    assert_not_published(&store, "big").await;
+    // The environment variable sets it too, and the default (16 MB) lets the record in.
+    let output = odqs()
+        .arg("import")
+        .arg(&csv)
+        .args(["--slug", "big"])
+        .env("ODQS_MAX_RECORD_MB", "1")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_not_published(&store, "big").await;
+    let output = odqs()
+        .arg("import")
+        .arg(&csv)
+        .args(["--slug", "big", "--max-record-mb", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let output = odqs()
+        .arg("import")
+        .arg(&csv)
+        .args(["--slug", "big"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (dataset, _) = live(&store, "big").await;
+    assert_eq!(
+        docs(&store, dataset.version_id).await[1]["a"]
+            .as_str()
+            .map(str::len),
+        Some(2 << 20)
+    );
+
+    // A line of NDJSON, and an element of a JSON array, are bounded alike.
+    let limit = 1 << 20;
+    let ndjson = write_file(
+        &store,
+        "big.ndjson",
+        format!("{{\"a\": 1}}\n\n{{\"a\": \"{big}\"}}\n").as_bytes(),
+    );
+    let err = import_limited(&store, &ndjson, "bignd", limit)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 3 is a record of more than 1 MB, the most one record may take \
+         (--max-record-mb or ODQS_MAX_RECORD_MB)"
+    );
+    let json = write_file(
+        &store,
+        "big.json",
+        format!("[{{\"a\": 1}}, {{\"a\": \"{big}\"}}]").as_bytes(),
+    );
+    let err = import_limited(&store, &json, "bigjs", limit)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("record 2 is a record of more than 1 MB"),
+        "{err}"
+    );
+    assert_not_published(&store, "bignd").await;
+    assert_not_published(&store, "bigjs").await;
+    // Just under the limit passes, in every format.
+    let near = "n".repeat(limit as usize - 100);
+    for (name, text) in [
+        ("near.csv", format!("a\n{near}\nb\n")),
+        (
+            "near.ndjson",
+            format!("{{\"a\": \"{near}\"}}\n{{\"a\": \"b\"}}\n"),
+        ),
+        (
+            "near.json",
+            format!("[{{\"a\": \"{near}\"}}, {{\"a\": \"b\"}}]"),
+        ),
+    ] {
+        let path = write_file(&store, name, text.as_bytes());
+        let summary = import_limited(&store, &path, "near", limit).await.unwrap();
+        assert_eq!(summary.records, 2, "{name}");
+    }
+}
+
+/// A dataset holds at most `MAX_FIELDS` fields, and an exact-match value or identifier at most
+/// `MAX_KEY_BYTES` bytes: the widest row and the longest keys allowed fit PostgreSQL (one row
+/// in a page, one key in a B-tree entry), and anything beyond is refused on both stores alike.
+async fn widest_records_fit_and_wider_are_refused(store: TestStore) {
+    use odqs::import::schema::{MAX_FIELDS, MAX_KEY_BYTES};
+    // Each value is 23 characters, the longest PostgreSQL keeps inside the row.
+    let header: Vec<String> = (0..MAX_FIELDS).map(|i| format!("f{i}")).collect();
+    let values: Vec<String> = (0..MAX_FIELDS)
+        .map(|i| format!("{i:04}abcdefghijklmnopqrs"))
+        .collect();
+    let wide = write_file(
+        &store,
+        "wide.csv",
+        format!("{}\n{}\n", header.join(","), values.join(",")).as_bytes(),
+    );
+    let summary = import_file(&store, &wide, "wide", None, None)
+        .await
+        .unwrap();
+    assert_eq!(summary.fields, MAX_FIELDS);
+    let (_, fields) = live(&store, "wide").await;
+    assert!(fields.iter().all(|f| f.field_type == FieldType::Keyword));
+
+    let wider = write_file(
+        &store,
+        "wider.csv",
+        format!("{},extra\n{},1\n", header.join(","), values.join(",")).as_bytes(),
+    );
+    let err = import_file(&store, &wider, "wider", None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "line 1 has {} columns; a dataset holds at most {MAX_FIELDS} fields (MAX_FIELDS), so \
+             that every record fits one row of the store: split the file",
+            MAX_FIELDS + 1
+        )
+    );
+    let mut objects: Vec<String> = (0..MAX_FIELDS)
+        .map(|i| format!("{{\"f{i}\": 1}}"))
+        .collect();
+    objects.push("{\"f0\": 2, \"last\": 3}".into());
+    let many = write_file(&store, "many.ndjson", objects.join("\n").as_bytes());
+    let err = import_file(&store, &many, "many", None, None)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().starts_with(&format!(
+            "line {} brings the number of fields past {MAX_FIELDS}",
+            MAX_FIELDS + 1
+        )),
+        "{err}"
+    );
+    // Declared as one json field in a schema file, an object with many keys is one field.
+    let keys: Vec<String> = (0..MAX_FIELDS + 10)
+        .map(|i| format!("\"k{i}\": {i}"))
+        .collect();
+    let nested = write_file(
+        &store,
+        "nested.ndjson",
+        format!("{{\"id\": 1, \"o\": {{{}}}}}\n", keys.join(", ")).as_bytes(),
+    );
+    import_file(
+        &store,
+        &nested,
+        "nested",
+        Some(r#"{"fields":[{"name":"o","type":"json"}]}"#),
+        None,
+    )
+    .await
+    .unwrap();
+    let err = import_file(&store, &nested, "nested2", None, None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().starts_with("line 1 brings"), "{err}");
+
+    // Keys: random letters, which PostgreSQL cannot compress below the B-tree's limit.
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut letters = |n: usize| -> String {
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (b'a' + (seed % 26) as u8) as char
+            })
+            .collect()
+    };
+    let schema = r#"{"fields":[{"name":"k","type":"keyword"},{"name":"n","type":"number"}]}"#;
+    let longest = write_file(
+        &store,
+        "keys.csv",
+        format!(
+            "k,n\n{},1\n{},2\n",
+            letters(MAX_KEY_BYTES),
+            letters(MAX_KEY_BYTES)
+        )
+        .as_bytes(),
+    );
+    import_file(&store, &longest, "keys", Some(schema), Some("k"))
+        .await
+        .unwrap();
+    let too_long = write_file(
+        &store,
+        "long.csv",
+        format!("k,n\nshort,1\n{},2\n", letters(MAX_KEY_BYTES + 1)).as_bytes(),
+    );
+    let err = import_file(&store, &too_long, "long", Some(schema), Some("n"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "line 3 field \"k\" holds a value of {} bytes; a keyword value holds at most \
+             {MAX_KEY_BYTES} bytes (MAX_KEY_BYTES): declare the field text in a schema file",
+            MAX_KEY_BYTES + 1
+        )
+    );
+    let err = import_file(&store, &too_long, "long", Some(schema), Some("k"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "line 3 has an identifier of {} bytes; an identifier holds at most {MAX_KEY_BYTES} \
+             bytes (MAX_KEY_BYTES)",
+            MAX_KEY_BYTES + 1
+        )
+    );
+    let as_text = r#"{"fields":[{"name":"k","type":"text"}]}"#;
+    import_file(&store, &too_long, "long", Some(as_text), None)
+        .await
+        .unwrap();
+    for slug in ["wider", "many", "nested2"] {
+        assert_not_published(&store, slug).await;
+    }
+}
+
 both_stores!(
+    id_column_is_kept_or_refused,
+    nul_is_refused_with_its_line,
+    oversized_record_is_refused,
+    widest_records_fit_and_wider_are_refused,
     csv_with_schema_gzipped,
     json_array_with_inference,
     ndjson_gzipped_with_nested_and_missing,

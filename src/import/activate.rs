@@ -6,7 +6,7 @@ use entity::{dataset, dataset_field, dataset_version};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set, TransactionTrait};
 use time::OffsetDateTime;
 
-use super::schema::Plan;
+use super::schema::{ID, IdSource, Plan};
 use super::{ImportError, ImportRequest};
 use crate::store::catalog;
 
@@ -52,7 +52,11 @@ pub async fn activate(
         .clone()
         .or_else(|| schema.description.clone())
         .unwrap_or_default();
-    let id_field = plan.id_field.map(|i| plan.fields[i].name.clone());
+    let id_field = match plan.id {
+        IdSource::Position => None,
+        IdSource::Field(i) => Some(plan.fields[i].name.clone()),
+        IdSource::Own => Some(ID.to_string()),
+    };
     let existing = dataset::Entity::find()
         .filter(dataset::Column::Slug.eq(&request.slug))
         .one(&txn)

@@ -66,9 +66,33 @@ pub enum ImportError {
     DuplicateId { id: String, first: i64, second: i64 },
     #[error("the file holds no records")]
     Empty,
+    #[error(
+        "{location} is a record of more than {}, the most one record may take \
+         (--max-record-mb or ODQS_MAX_RECORD_MB)",
+        size_text(*limit)
+    )]
+    RecordTooLarge { location: Location, limit: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+/// A byte count as written in messages: whole mebibytes as `16 MB`, anything else in bytes.
+fn size_text(bytes: u64) -> String {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// One mebibyte: the unit of `--max-record-mb`, as of the other `*_MB` settings.
+pub const MIB: u64 = 1024 * 1024;
+
+/// The record size limit unless configured (`--max-record-mb`, `ODQS_MAX_RECORD_MB`): far above
+/// any real record (a flight takes 300 bytes), low enough that a broken or hostile file with
+/// one endless field or line is refused after 16 MB instead of growing the import without
+/// bound. An import holds a few copies of a record at once (parsed, converted, batched).
+pub const DEFAULT_MAX_RECORD_MB: u64 = 16;
 
 impl From<sea_orm::DbErr> for ImportError {
     fn from(e: sea_orm::DbErr) -> Self {
@@ -94,6 +118,9 @@ pub struct ImportRequest {
     pub title: Option<String>,
     /// Overrides the schema's description.
     pub description: Option<String>,
+    /// Bytes one record may take in the file (decompressed); a larger one fails the import.
+    /// [`DEFAULT_MAX_RECORD_MB`] unless configured.
+    pub max_record_bytes: u64,
 }
 
 /// What an import did.
@@ -136,16 +163,19 @@ pub async fn import(
         .clone()
         .or_else(|| request.schema.id_field.clone());
 
+    for (what, value) in [
+        ("the title", &request.title),
+        ("the description", &request.description),
+        ("the id field", &id_field),
+    ] {
+        if let Some(value) = value {
+            schema::check_no_nul(what, value)?;
+        }
+    }
+
     let inferred = if needs_inference(&request, format, gzip)? {
         progress.phase("reading the file to infer field types");
-        infer(
-            &request.source,
-            format,
-            gzip,
-            id_field.clone(),
-            progress.clone(),
-        )
-        .await?
+        infer(&request, format, gzip, id_field.clone(), progress.clone()).await?
     } else {
         Vec::new()
     };
@@ -204,27 +234,42 @@ fn needs_inference(
     if request.schema.fields.is_empty() || format != Format::Csv {
         return Ok(true);
     }
-    let headers = reader::csv_headers(request.source.open(gzip, Arc::default())?)?;
+    let headers = reader::csv_headers(
+        request.source.open(gzip, Arc::default())?,
+        request.max_record_bytes,
+    )?;
     Ok(headers
         .iter()
         .any(|h| !request.schema.fields.iter().any(|f| &f.name == h)))
 }
 
+/// Reads the whole file once for the types of the fields the schema does not list. Every
+/// record is checked here already (size, NUL, `_id`, number of fields), so a file with such a
+/// fault fails before anything is written to the store.
 async fn infer(
-    source: &Source,
+    request: &ImportRequest,
     format: Format,
     gzip: bool,
     id_field: Option<String>,
     progress: Arc<dyn Progress>,
 ) -> Result<Vec<(String, entity::FieldType)>, ImportError> {
-    let source = source.clone();
+    let source = request.source.clone();
+    let max_record_bytes = request.max_record_bytes;
+    let mut inference = Inference::new(&request.schema);
     tokio::task::spawn_blocking(move || {
         let consumed = Arc::default();
         let input = source.open(gzip, Arc::clone(&consumed))?;
-        let mut inference = Inference::default();
+        let own_id = id_field.as_deref() == Some(schema::ID);
         let mut count = 0u64;
-        reader::read_records(input, format, |record| {
-            inference.observe(&record.object, record.untyped);
+        reader::read_records(input, format, max_record_bytes, |record| {
+            let malformed = |message| ImportError::Malformed {
+                location: record.location,
+                message,
+            };
+            schema::check_reserved_id(&record.object, own_id).map_err(malformed)?;
+            inference
+                .observe(&record.object, record.untyped)
+                .map_err(malformed)?;
             count += 1;
             if count.is_multiple_of(4096) {
                 progress.records(count, &consumed);
@@ -252,6 +297,7 @@ async fn load(
         request.source.clone(),
         format,
         gzip,
+        request.max_record_bytes,
         plan.clone(),
         progress.clone(),
     );

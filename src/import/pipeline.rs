@@ -14,6 +14,9 @@ use super::{ImportError, Progress};
 
 /// Rows per batch handed to the loader.
 pub const BATCH_ROWS: usize = 1000;
+/// Bytes of records (their JSON) past which a batch is handed over before it has
+/// [`BATCH_ROWS`] rows, so batches of large records do not hold thousands of them.
+const BATCH_BYTES: usize = 8 << 20;
 /// Batches in flight between reader and loader; bounds memory.
 const CHANNEL_BATCHES: usize = 4;
 /// Distinct text values remembered for de-duplication before the memory is reset. A value seen
@@ -33,6 +36,7 @@ pub fn start(
     source: Source,
     format: Format,
     gzip: bool,
+    max_record_bytes: u64,
     plan: Plan,
     progress: Arc<dyn Progress>,
 ) -> (JoinHandle<Result<u64, ImportError>>, mpsc::Receiver<Batch>) {
@@ -43,9 +47,10 @@ pub fn start(
         let mut dictionary: HashMap<String, i64> = HashMap::new();
         let mut next_text_id = 1;
         let mut batch = Batch::default();
+        let mut batch_bytes = 0;
         let mut count = 0u64;
         let mut loader_gone = false;
-        reader::read_records(input, format, |record| {
+        reader::read_records(input, format, max_record_bytes, |record| {
             count += 1;
             let mut row = plan
                 .convert(record.number as i64, record.object)
@@ -72,8 +77,10 @@ pub fn start(
                     *cell = Cell::TextId(id);
                 }
             }
+            batch_bytes += row.doc.len();
             batch.rows.push(row);
-            if batch.rows.len() >= BATCH_ROWS {
+            if batch.rows.len() >= BATCH_ROWS || batch_bytes >= BATCH_BYTES {
+                batch_bytes = 0;
                 progress.records(count, &consumed);
                 if sender.blocking_send(std::mem::take(&mut batch)).is_err() {
                     loader_gone = true;

@@ -4,15 +4,24 @@
 //! number (JSON arrays), so memory stays flat whatever the file size and every error can say
 //! where it is. A CSV header `a.b` makes a nested object `{"a": {"b": …}}`, mirroring how
 //! nested objects of JSON files become dotted field names.
+//!
+//! A record may take at most `max_record_bytes` of the (decompressed) file: the readers sit on
+//! a [`Bounded`] input that refuses to hand out more than that much past the start of the
+//! record being read, so one huge field or line is refused before it is held whole in memory.
+//! Every record is also checked for NUL characters, which PostgreSQL cannot store, so both
+//! stores refuse the same files with the same message.
 
+use std::cell::Cell;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::schema::MAX_FIELDS;
 use super::{ImportError, Location};
 
 /// The file formats `odqs import` reads.
@@ -134,28 +143,199 @@ pub struct SourceRecord {
 }
 
 /// Reads every record of `input` in order, calling `each` for each; stops at the first error,
-/// from the file or from `each`.
+/// from the file or from `each`. A record of more than `max_record_bytes` is refused, and so is
+/// one holding a NUL character.
 pub fn read_records(
     input: Box<dyn BufRead + Send>,
     format: Format,
+    max_record_bytes: u64,
     mut each: impl FnMut(SourceRecord) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
+    let (input, bounds) = Bounded::new(input, max_record_bytes);
+    let mut checked = |record: SourceRecord| {
+        if let Some(message) = nul_problem(&record.object, &mut String::new()) {
+            return Err(ImportError::Malformed {
+                location: record.location,
+                message,
+            });
+        }
+        each(record)
+    };
     match format {
-        Format::Csv => read_csv(input, &mut each),
-        Format::Ndjson => read_ndjson(input, &mut each),
-        Format::Json => read_json_array(input, &mut each),
+        Format::Csv => read_csv(input, &bounds, &mut checked),
+        Format::Ndjson => read_ndjson(input, &bounds, &mut checked),
+        Format::Json => read_json_array(input, &bounds, &mut checked),
     }
 }
 
-/// The column names of a CSV file, read from its header alone.
-pub fn csv_headers(input: Box<dyn BufRead + Send>) -> Result<Vec<String>, ImportError> {
+/// The column names of a CSV file, read from its header alone (at most `max_record_bytes`).
+pub fn csv_headers(
+    input: Box<dyn BufRead + Send>,
+    max_record_bytes: u64,
+) -> Result<Vec<String>, ImportError> {
+    let (input, bounds) = Bounded::new(input, max_record_bytes);
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(input);
-    header_names(reader.headers().map_err(|e| csv_error(&e))?)
+    let headers = reader
+        .headers()
+        .map_err(|e| bounds.error_or(Location::Line(1), || csv_error(&e)))?;
+    header_names(headers)
+}
+
+/// Bytes a reader may have read past the start of a record beyond the limit itself: the CSV
+/// reader's own read-ahead buffer (8 KiB) fits, so a record within the limit is never refused
+/// because the next one was read ahead.
+const READ_AHEAD: u64 = 64 * 1024;
+
+/// The record size limit and where the current record started, shared by the reading loop
+/// (which moves the start at each record boundary) and the [`Bounded`] input.
+struct Bounds {
+    limit: u64,
+    /// Bytes handed out so far.
+    read: Cell<u64>,
+    /// `read` when the current record began.
+    start: Cell<u64>,
+    /// Whether a read was refused for going past the limit.
+    exceeded: Cell<bool>,
+}
+
+impl Bounds {
+    /// Marks the start of the next record at `byte` (a count of bytes handed out).
+    fn record_starts_at(&self, byte: u64) {
+        self.start.set(byte);
+    }
+
+    /// Bytes that may still be handed out for the current record.
+    fn allowance(&self) -> std::io::Result<usize> {
+        let end = self.start.get() + self.limit + READ_AHEAD;
+        match end.saturating_sub(self.read.get()) {
+            0 => {
+                self.exceeded.set(true);
+                Err(std::io::Error::other("the record is larger than the limit"))
+            }
+            n => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        }
+    }
+
+    /// The refusal of a record that started at `location` and took `bytes`, if over the limit.
+    fn check(&self, location: Location, bytes: u64) -> Result<(), ImportError> {
+        if bytes > self.limit {
+            return Err(self.too_large(location));
+        }
+        Ok(())
+    }
+
+    fn too_large(&self, location: Location) -> ImportError {
+        ImportError::RecordTooLarge {
+            location,
+            limit: self.limit,
+        }
+    }
+
+    /// After a reader failed: the refusal of the record at `location` when the failure was the
+    /// limit's doing, else the reader's own error.
+    fn error_or(&self, location: Location, other: impl FnOnce() -> ImportError) -> ImportError {
+        if self.exceeded.get() {
+            self.too_large(location)
+        } else {
+            other()
+        }
+    }
+}
+
+/// An input that hands out at most [`Bounds::limit`] (plus [`READ_AHEAD`]) bytes past the start
+/// of the current record, then fails, so no reader buffers an endless record.
+struct Bounded<R> {
+    inner: R,
+    bounds: Rc<Bounds>,
+}
+
+impl<R> Bounded<R> {
+    fn new(inner: R, limit: u64) -> (Self, Rc<Bounds>) {
+        let bounds = Rc::new(Bounds {
+            limit,
+            read: Cell::new(0),
+            start: Cell::new(0),
+            exceeded: Cell::new(false),
+        });
+        (
+            Bounded {
+                inner,
+                bounds: Rc::clone(&bounds),
+            },
+            bounds,
+        )
+    }
+}
+
+impl<R: BufRead> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let allowed = self.bounds.allowance()?.min(buf.len());
+        let n = self.inner.read(&mut buf[..allowed])?;
+        self.bounds.read.set(self.bounds.read.get() + n as u64);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Bounded<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        let allowed = self.bounds.allowance()?;
+        let buf = self.inner.fill_buf()?;
+        Ok(&buf[..buf.len().min(allowed)])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.inner.consume(amount);
+        self.bounds.read.set(self.bounds.read.get() + amount as u64);
+    }
+}
+
+/// What is wrong when a field name or a string value of `object` (at any depth, arrays
+/// included) holds a NUL character: PostgreSQL's `text` and `jsonb` cannot store one, so no
+/// store is given one. `path` is the dotted name of `object` itself.
+fn nul_problem(object: &Map<String, Value>, path: &mut String) -> Option<String> {
+    for (key, value) in object {
+        let len = path.len();
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(key);
+        if key.contains('\0') {
+            return Some(format!(
+                "has a field name with a NUL character ({path:?}), which a store cannot keep"
+            ));
+        }
+        if let Some(problem) = nul_in_value(value, path) {
+            return Some(problem);
+        }
+        path.truncate(len);
+    }
+    None
+}
+
+fn nul_in_value(value: &Value, path: &mut String) -> Option<String> {
+    match value {
+        Value::String(s) if s.contains('\0') => Some(format!(
+            "field {path:?} holds a NUL character (\\0), which a store cannot keep"
+        )),
+        Value::Array(items) => items.iter().find_map(|item| nul_in_value(item, path)),
+        Value::Object(inner) => nul_problem(inner, path),
+        _ => None,
+    }
 }
 
 /// Checked column names: trimmed, without the UTF-8 byte-order mark spreadsheets write, none
 /// empty (nor with an empty dotted part), none twice.
 fn header_names(headers: &csv::StringRecord) -> Result<Vec<String>, ImportError> {
+    if headers.len() > MAX_FIELDS {
+        return Err(ImportError::Malformed {
+            location: Location::Line(1),
+            message: format!(
+                "has {} columns; a dataset holds at most {MAX_FIELDS} fields (MAX_FIELDS), so \
+                 that every record fits one row of the store: split the file",
+                headers.len()
+            ),
+        });
+    }
     let mut names: Vec<String> = Vec::with_capacity(headers.len());
     for (i, header) in headers.iter().enumerate() {
         let name = header.trim_start_matches('\u{feff}').trim().to_string();
@@ -202,18 +382,36 @@ fn csv_error(error: &csv::Error) -> ImportError {
 }
 
 fn read_csv(
-    input: Box<dyn BufRead + Send>,
+    input: Bounded<Box<dyn BufRead + Send>>,
+    bounds: &Bounds,
     each: &mut dyn FnMut(SourceRecord) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(input);
-    let names = header_names(reader.headers().map_err(|e| csv_error(&e))?)?;
+    let headers = reader
+        .headers()
+        .map_err(|e| bounds.error_or(Location::Line(1), || csv_error(&e)))?
+        .clone();
+    bounds.check(Location::Line(1), reader.position().byte())?;
+    let names = header_names(&headers)?;
     let headers: Vec<Vec<String>> = names
         .iter()
         .map(|h| h.split('.').map(str::to_string).collect())
         .collect();
     let mut record = csv::StringRecord::new();
     let mut number = 0;
-    while reader.read_record(&mut record).map_err(|e| csv_error(&e))? {
+    loop {
+        // The csv reader counts the bytes it parsed; the input has handed out those and at most
+        // its read-ahead buffer more.
+        let start = reader.position().clone();
+        bounds.record_starts_at(start.byte());
+        let location = Location::Line(start.line());
+        let more = reader
+            .read_record(&mut record)
+            .map_err(|e| bounds.error_or(location, || csv_error(&e)))?;
+        if !more {
+            return Ok(());
+        }
+        bounds.check(location, reader.position().byte() - start.byte())?;
         number += 1;
         let line = record.position().map(|p| p.line()).unwrap_or(number + 1);
         let mut object = Map::new();
@@ -230,7 +428,6 @@ fn read_csv(
             untyped: true,
         })?;
     }
-    Ok(())
 }
 
 /// Sets `object[path[0]][path[1]]… = value`, creating objects on the way.
@@ -250,29 +447,38 @@ fn insert_path(object: &mut Map<String, Value>, path: &[String], value: Value) {
 }
 
 fn read_ndjson(
-    mut input: Box<dyn BufRead + Send>,
+    mut input: Bounded<Box<dyn BufRead + Send>>,
+    bounds: &Bounds,
     each: &mut dyn FnMut(SourceRecord) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut line_number = 0;
     let mut number = 0;
     loop {
         line.clear();
-        let read = input
-            .read_line(&mut line)
-            .map_err(|e| ImportError::Malformed {
-                location: Location::Line(line_number + 1),
+        let location = Location::Line(line_number + 1);
+        bounds.record_starts_at(bounds.read.get());
+        let read = input.read_until(b'\n', &mut line).map_err(|e| {
+            bounds.error_or(location, || ImportError::Malformed {
+                location,
                 message: format!("cannot be read: {e}"),
-            })?;
+            })
+        })?;
         if read == 0 {
             return Ok(());
         }
         line_number += 1;
-        let text = line.trim();
+        let text = line.trim_ascii();
+        bounds.check(location, text.len() as u64)?;
         if text.is_empty() {
             continue;
         }
-        let location = Location::Line(line_number);
+        let Ok(text) = std::str::from_utf8(text) else {
+            return Err(ImportError::Malformed {
+                location,
+                message: "is not valid UTF-8".into(),
+            });
+        };
         let object = match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(object)) => object,
             Ok(_) => {
@@ -300,13 +506,17 @@ fn read_ndjson(
 
 /// A JSON array is read element by element through serde's sequence visitor, never whole.
 fn read_json_array(
-    input: Box<dyn BufRead + Send>,
+    input: Bounded<Box<dyn BufRead + Send>>,
+    bounds: &Bounds,
     each: &mut dyn FnMut(SourceRecord) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
     let mut failure = None;
     let mut deserializer = serde_json::Deserializer::from_reader(input);
+    let mut number = 0;
     let seed = ArraySeed {
         each,
+        bounds,
+        number: &mut number,
         failure: &mut failure,
     };
     let result = seed
@@ -315,15 +525,22 @@ fn read_json_array(
     match (failure, result) {
         (Some(error), _) => Err(error),
         (None, Ok(())) => Ok(()),
-        (None, Err(e)) => Err(ImportError::Malformed {
-            location: Location::Line(e.line() as u64),
-            message: format!("is not a valid JSON array of objects: {e}"),
-        }),
+        (None, Err(e)) => {
+            Err(
+                bounds.error_or(Location::Record(number + 1), || ImportError::Malformed {
+                    location: Location::Line(e.line() as u64),
+                    message: format!("is not a valid JSON array of objects: {e}"),
+                }),
+            )
+        }
     }
 }
 
 struct ArraySeed<'a> {
     each: &'a mut dyn FnMut(SourceRecord) -> Result<(), ImportError>,
+    bounds: &'a Bounds,
+    /// Records read so far, so a failure can name the next one.
+    number: &'a mut u64,
     failure: &'a mut Option<ImportError>,
 }
 
@@ -343,10 +560,19 @@ impl<'de> Visitor<'de> for ArraySeed<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut number = 0;
-        while let Some(value) = seq.next_element::<Value>()? {
-            number += 1;
+        loop {
+            let start = self.bounds.read.get();
+            self.bounds.record_starts_at(start);
+            let Some(value) = seq.next_element::<Value>()? else {
+                return Ok(());
+            };
+            *self.number += 1;
+            let number = *self.number;
             let location = Location::Record(number);
+            if let Err(error) = self.bounds.check(location, self.bounds.read.get() - start) {
+                *self.failure = Some(error);
+                return Err(serde::de::Error::custom("stopped"));
+            }
             let Value::Object(object) = value else {
                 *self.failure = Some(ImportError::Malformed {
                     location,
@@ -364,7 +590,6 @@ impl<'de> Visitor<'de> for ArraySeed<'_> {
                 return Err(serde::de::Error::custom("stopped"));
             }
         }
-        Ok(())
     }
 }
 
@@ -377,7 +602,7 @@ mod tests {
         let source = Source::Bytes { name, data };
         let input = source.open(gzip, Arc::default())?;
         let mut out = Vec::new();
-        read_records(input, format, |r| {
+        read_records(input, format, 1 << 20, |r| {
             out.push(Value::Object(r.object));
             Ok(())
         })?;

@@ -47,8 +47,25 @@ impl SchemaFile {
     pub fn parse(text: &str) -> Result<Self, ImportError> {
         let schema: SchemaFile = serde_json::from_str(text)
             .map_err(|e| ImportError::Schema(format!("the schema file is not valid: {e}")))?;
+        for (what, value) in [
+            ("title", &schema.title),
+            ("description", &schema.description),
+            ("license", &schema.license),
+            ("source_url", &schema.source_url),
+            ("id_field", &schema.id_field),
+        ] {
+            if let Some(value) = value {
+                check_no_nul(&format!("the schema file's {what}"), value)?;
+            }
+        }
         let mut seen = HashSet::new();
         for field in &schema.fields {
+            if let Some(description) = &field.description {
+                check_no_nul(
+                    &format!("the description of field {:?}", field.name),
+                    description,
+                )?;
+            }
             if FieldType::parse(&field.field_type).is_none() {
                 return Err(ImportError::Schema(format!(
                     "field {:?} has unknown type {:?}; use keyword, text, number, boolean, date or json",
@@ -68,12 +85,72 @@ impl SchemaFile {
 }
 
 fn check_field_name(name: &str) -> Result<(), ImportError> {
-    if name.is_empty() || name.split('.').any(str::is_empty) || name == "_id" {
+    if name.is_empty()
+        || name.split('.').any(str::is_empty)
+        || name.split('.').next() == Some(ID)
+        || name.contains('\0')
+    {
         return Err(ImportError::Schema(format!(
-            "{name:?} cannot be a field name (empty parts, or the reserved _id)"
+            "{name:?} cannot be a field name (empty parts, a NUL character, or the reserved _id: \
+             to use a column _id as the identifier, set \"id_field\": \"_id\" and do not list it)"
         )));
     }
     Ok(())
+}
+
+/// Refuses text that holds a NUL character, which PostgreSQL cannot store; `what` names it.
+pub fn check_no_nul(what: &str, value: &str) -> Result<(), ImportError> {
+    if value.contains('\0') {
+        return Err(ImportError::Schema(format!(
+            "{what} holds a NUL character (\\0), which a store cannot keep"
+        )));
+    }
+    Ok(())
+}
+
+/// The field under which every record carries its identifier (contract §2).
+pub const ID: &str = "_id";
+
+/// Fields a dataset may have. Each field with a type other than `json` is a column of
+/// `records_v{N}`, and PostgreSQL keeps a row within one 8 KB page: 300 columns each holding
+/// the longest value it cannot move out of the row (24 bytes) still fit (a test loads such a
+/// row), 340 do not. The limit is on fields, not columns, so a file cannot pass or fail by the
+/// types inferred for it.
+pub const MAX_FIELDS: usize = 300;
+
+/// Bytes of one value of an exact-match field (keyword, boolean, date) and of an identifier:
+/// each is a key of a PostgreSQL B-tree index, whose entries hold at most 2,704 bytes, so a
+/// longer value would fail on one store and not the other. Longer values belong in `text`.
+pub const MAX_KEY_BYTES: usize = 2048;
+
+/// Where each record's `_id` comes from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum IdSource {
+    /// The 1-based record number (no id field named).
+    Position,
+    /// The field at this index of [`Plan::fields`].
+    Field(usize),
+    /// The source's own `_id` field (`--id-field _id`), which is then no field of the plan:
+    /// `_id` is always the first schema entry already.
+    Own,
+}
+
+/// Whether a value counts as absent: `null` or an empty string, as an import stores them.
+fn is_missing(value: &Value) -> bool {
+    matches!(value, Value::Null) || matches!(value, Value::String(s) if s.is_empty())
+}
+
+/// Refuses a record holding a value under `_id` unless that field is the identifier
+/// (`own_id`): the identifier would overwrite it, silently losing data.
+pub fn check_reserved_id(object: &Map<String, Value>, own_id: bool) -> Result<(), String> {
+    match object.get(ID) {
+        Some(value) if !own_id && !is_missing(value) => Err(format!(
+            "has a value in a field named {ID:?}, the name odqs gives each record's identifier: \
+             to use these values as identifiers, import with --id-field {ID} (or \"id_field\": \
+             \"{ID}\" in the schema file); otherwise rename the field"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A field of the dataset being imported.
@@ -91,8 +168,8 @@ pub struct PlannedField {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub fields: Vec<PlannedField>,
-    /// Index into `fields` of the id field, when `_id` comes from a field.
-    pub id_field: Option<usize>,
+    /// Where `_id` comes from.
+    pub id: IdSource,
 }
 
 /// A typed value for one column.
@@ -158,8 +235,17 @@ impl Plan {
                 column: None,
             });
         }
-        let id_field = match id_field {
-            None => None,
+        if fields.len() > MAX_FIELDS {
+            return Err(ImportError::Schema(format!(
+                "the dataset would have {} fields; a dataset holds at most {MAX_FIELDS} \
+                 (MAX_FIELDS), so that every record fits one row of the store: declare an \
+                 object holding many of them as one json field in a schema file, or split the file",
+                fields.len()
+            )));
+        }
+        let id = match id_field {
+            None => IdSource::Position,
+            Some(ID) if inferred.iter().any(|(name, _)| name == ID) => IdSource::Own,
             Some(name) => {
                 let Some(&i) = index.get(name) else {
                     return Err(ImportError::Schema(format!(
@@ -175,7 +261,7 @@ impl Plan {
                         fields[i].field_type
                     )));
                 }
-                Some(i)
+                IdSource::Field(i)
             }
         };
         for (position, field) in fields.iter_mut().enumerate() {
@@ -185,7 +271,7 @@ impl Plan {
                 _ => None,
             };
         }
-        Ok(Plan { fields, id_field })
+        Ok(Plan { fields, id })
     }
 
     /// The fields that have a column, in column order.
@@ -195,10 +281,15 @@ impl Plan {
 
     /// Converts one source record; the error says which field and why.
     pub fn convert(&self, pos: i64, mut object: Map<String, Value>) -> Result<Row, String> {
+        check_reserved_id(&object, self.id == IdSource::Own)?;
         let mut cells = Vec::with_capacity(self.fields.len());
-        let mut id = None;
+        let mut id = match self.id {
+            IdSource::Own => Some(own_id(&object)?),
+            _ => None,
+        };
         for (i, field) in self.fields.iter().enumerate() {
-            if field.column.is_none() && self.id_field != Some(i) {
+            let is_id = self.id == IdSource::Field(i);
+            if field.column.is_none() && !is_id {
                 continue;
             }
             let (cell, replacement) = match lookup(&object, &field.path) {
@@ -206,7 +297,20 @@ impl Plan {
                 Some(value) => coerce(value, field.field_type)
                     .map_err(|why| format!("field {:?} {why}", field.name))?,
             };
-            if self.id_field == Some(i) {
+            if let Cell::Str(s) = &cell
+                && !is_id
+                && field.field_type.is_exact()
+                && s.len() > MAX_KEY_BYTES
+            {
+                return Err(format!(
+                    "field {:?} holds a value of {} bytes; a {} value holds at most \
+                     {MAX_KEY_BYTES} bytes (MAX_KEY_BYTES): declare the field text in a schema file",
+                    field.name,
+                    s.len(),
+                    field.field_type
+                ));
+            }
+            if is_id {
                 id = Some(match &cell {
                     Cell::Str(s) | Cell::Text(s) => s.clone(),
                     Cell::Num(_) => match lookup(&object, &field.path) {
@@ -227,13 +331,36 @@ impl Plan {
             }
         }
         let id = id.unwrap_or_else(|| pos.to_string());
-        object.shift_insert(0, "_id".to_string(), Value::String(id.clone()));
+        if id.len() > MAX_KEY_BYTES {
+            return Err(format!(
+                "has an identifier of {} bytes; an identifier holds at most {MAX_KEY_BYTES} \
+                 bytes (MAX_KEY_BYTES)",
+                id.len()
+            ));
+        }
+        object.shift_insert(0, ID.to_string(), Value::String(id.clone()));
         Ok(Row {
             pos,
             id,
             doc: Value::Object(object).to_string(),
             cells,
         })
+    }
+}
+
+/// The identifier a record gives itself in its `_id` field: a string as written, or a number
+/// in its JSON form (`_id` is always a string, contract §2).
+fn own_id(object: &Map<String, Value>) -> Result<String, String> {
+    match object.get(ID) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(Value::Number(n)) => Ok(n.to_string()),
+        None | Some(Value::Null | Value::String(_)) => {
+            Err(format!("has no value for the id field {ID:?}"))
+        }
+        Some(other) => Err(format!(
+            "field {ID:?} is the identifier and must be a string or a number, got {}",
+            kind(other)
+        )),
     }
 }
 
@@ -371,11 +498,16 @@ pub fn is_iso_date(s: &str) -> bool {
             .all(|c| c.is_ascii_digit() || matches!(c, b':' | b'.' | b'+' | b'-' | b'Z'))
 }
 
-/// Type inference over a whole file, one record at a time, in bounded memory.
+/// Type inference over a whole file, one record at a time, in bounded memory: at most
+/// [`MAX_FIELDS`] fields are tracked, each with at most [`DISTINCT_CAP`] short values.
 #[derive(Default)]
 pub struct Inference {
     order: Vec<String>,
     stats: HashMap<String, Stats>,
+    /// Objects the schema file declares as one `json` field: inference does not look inside.
+    opaque: HashSet<String>,
+    /// Whether a record brought more than [`MAX_FIELDS`] fields.
+    too_many: bool,
 }
 
 /// Distinct values tracked per field before we stop counting (memory stays bounded).
@@ -397,10 +529,32 @@ struct Stats {
 }
 
 impl Inference {
-    /// Takes one record into account.
-    pub fn observe(&mut self, object: &Map<String, Value>, untyped: bool) {
+    /// Inference for fields `schema` does not list; what it declares as `json` stays whole.
+    pub fn new(schema: &SchemaFile) -> Self {
+        Inference {
+            opaque: schema
+                .fields
+                .iter()
+                .filter(|f| FieldType::parse(&f.field_type) == Some(FieldType::Json))
+                .map(|f| f.name.clone())
+                .collect(),
+            ..Inference::default()
+        }
+    }
+
+    /// Takes one record into account; refuses it when it brings the fields past
+    /// [`MAX_FIELDS`] (the error says why, the caller says where).
+    pub fn observe(&mut self, object: &Map<String, Value>, untyped: bool) -> Result<(), String> {
         let mut path = String::new();
         self.walk(object, &mut path, untyped);
+        if self.too_many {
+            return Err(format!(
+                "brings the number of fields past {MAX_FIELDS}, the most a dataset holds \
+                 (MAX_FIELDS), so that every record fits one row of the store: declare an \
+                 object holding many of them as one json field in a schema file, or split the file"
+            ));
+        }
+        Ok(())
     }
 
     fn walk(&mut self, object: &Map<String, Value>, path: &mut String, untyped: bool) {
@@ -411,7 +565,9 @@ impl Inference {
             }
             path.push_str(key);
             match value {
-                Value::Object(inner) => self.walk(inner, path, untyped),
+                Value::Object(inner) if !self.opaque.contains(path.as_str()) => {
+                    self.walk(inner, path, untyped)
+                }
                 Value::Null => {}
                 leaf => self.leaf(path, leaf, untyped),
             }
@@ -421,6 +577,10 @@ impl Inference {
 
     fn leaf(&mut self, path: &str, value: &Value, untyped: bool) {
         if !self.stats.contains_key(path) {
+            if self.order.len() >= MAX_FIELDS {
+                self.too_many = true;
+                return;
+            }
             self.order.push(path.to_string());
         }
         let stats = self.stats.entry(path.to_string()).or_default();
@@ -454,6 +614,11 @@ impl Inference {
         stats.seen += 1;
         stats.max_chars = stats.max_chars.max(as_text.chars().count());
         stats.whitespace |= as_text.contains(char::is_whitespace);
+        if stats.max_chars > KEYWORD_MAX_CHARS && !stats.overflow {
+            // Too long to be a keyword whatever repeats: no need to remember long values.
+            stats.overflow = true;
+            stats.distinct = HashSet::new();
+        }
         if !stats.overflow {
             stats.distinct.insert(as_text);
             if stats.distinct.len() > DISTINCT_CAP {
@@ -466,7 +631,7 @@ impl Inference {
     /// The inferred fields in order of first appearance (contract §1: numbers → number; short,
     /// repeated strings → keyword; other strings → text), plus boolean, date and json.
     pub fn finish(self, id_field: Option<&str>) -> Vec<(String, FieldType)> {
-        let Inference { order, stats } = self;
+        let Inference { order, stats, .. } = self;
         order
             .into_iter()
             .map(|name| {
@@ -503,7 +668,9 @@ mod tests {
     fn infer(rows: &[Value], untyped: bool) -> Vec<(String, FieldType)> {
         let mut inference = Inference::default();
         for row in rows {
-            inference.observe(row.as_object().unwrap(), untyped);
+            inference
+                .observe(row.as_object().unwrap(), untyped)
+                .unwrap();
         }
         inference.finish(None)
     }

@@ -477,6 +477,9 @@ pub fn skill_md(guide: &Guide, site_url: &str) -> String {
         let _ = writeln!(md, "- Source: <{}>", cell(s));
     }
     match &d.id_field {
+        Some(f) if f == crate::import::schema::ID => {
+            let _ = writeln!(md, "- Record identifier: `_id`, as the file gives it");
+        }
         Some(f) => {
             let _ = writeln!(md, "- Record identifier: `_id`, the value of `{}`", cell(f));
         }

@@ -5,15 +5,15 @@
 pub mod catalog;
 pub mod gc;
 pub mod lock;
+pub mod pg_tls;
 pub mod records;
 pub mod stats;
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use migration::MigratorTrait;
 use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::config::StoreUrl;
@@ -76,13 +76,24 @@ impl Store {
                 sea_orm::SqlxSqliteConnector::from_sqlx_sqlite_pool(pool)
             }
             StoreUrl::Postgres(raw) => {
-                let options = PgConnectOptions::from_str(raw).map_err(failed)?;
+                let options = pg_tls::connect_options(raw, pg_tls::home_dir())
+                    .map_err(|e| failed(sqlx::Error::Configuration(e.into())))?;
+                // The mode in effect, which libpq's rules may have raised (require → verify-ca),
+                // explains a failed handshake.
+                let failed = |source| StoreError::Connect {
+                    url: format!(
+                        "{url:?} (sslmode={})",
+                        pg_tls::mode_name(options.get_ssl_mode())
+                    ),
+                    source,
+                };
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(5))
-                    .connect_with(options)
+                    .connect_with(options.clone())
                     .await
                     .map_err(failed)?;
+                pg_tls::log_transport(&pool, &options).await;
                 sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(pool)
             }
         };

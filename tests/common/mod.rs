@@ -235,6 +235,7 @@ pub async fn import_file(
             id_field: id_field.map(str::to_string),
             title: None,
             description: None,
+            max_record_bytes: import::DEFAULT_MAX_RECORD_MB * import::MIB,
         },
         Arc::new(import::progress::Silent),
     )
