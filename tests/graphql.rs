@@ -445,10 +445,7 @@ async fn graphql_over_http(store: TestStore) {
     let (status, _, body) = send(&router, post(&batch, Some("application/json"))).await;
     assert_eq!(status, 200);
     assert_eq!(body.as_array().map(Vec::len), Some(2), "{body}");
-    let too_many = format!(
-        "[{}]",
-        vec![one; odqs::rest::graphql::MAX_BATCH + 1].join(",")
-    );
+    let too_many = format!("[{}]", [one; odqs::rest::graphql::MAX_BATCH + 1].join(","));
     let (status, _, body) = send(&router, post(&too_many, Some("application/json"))).await;
     assert_eq!(status, 400, "{body}");
 }
