@@ -130,6 +130,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::site::routes())
         .merge(crate::auth::device::routes())
         .route("/docs", get(rest::openapi::docs_page))
+        .route("/assets/{version}/{name}", get(rest::graphql::asset))
         .nest("/api/v1", rest::routes(state.clone()))
         .fallback(not_found)
         .layer(crate::compression::layer())

@@ -63,11 +63,39 @@ async fn tokens_ide_and_bodies(store: TestStore) {
         .await
         .unwrap();
     assert_eq!(ide.status(), 200);
+    let csp = ide.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
     let html = axum::body::to_bytes(ide.into_body(), 1 << 20)
         .await
         .unwrap();
-    let html = String::from_utf8_lossy(&html);
+    // Attribute values as a browser reads them (the template escapes `/`).
+    let html = String::from_utf8_lossy(&html).replace("&#x2f;", "/");
     assert!(html.contains("GraphiQL") && html.contains("\"http://odqs.test/api/v1/graphql\""));
+    // Its scripts and styles come from this site, vendored (no CDN, no inline script).
+    assert!(
+        !html.contains("https://") && !html.contains("unpkg"),
+        "{html}"
+    );
+    let assets: Vec<&str> = html
+        .split(['"', '\''])
+        .filter(|part| part.starts_with("/assets/graphiql-"))
+        .collect();
+    assert_eq!(assets.len(), 6, "{html}");
+    for asset in assets {
+        let (status, media, _) = send(
+            &router,
+            axum::http::Request::get(asset)
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200, "{asset}");
+        assert!(media.starts_with("text/"), "{asset}: {media}");
+    }
+    assert!(!html.contains("<script>"), "no inline script");
 
     // Other methods are refused like the rest of the read API.
     let delete = router
@@ -340,7 +368,7 @@ async fn send(
         .get("content-type")
         .map(|v| v.to_str().unwrap().to_string())
         .unwrap_or_default();
-    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+    let body = axum::body::to_bytes(response.into_body(), 16 << 20)
         .await
         .unwrap();
     (

@@ -288,46 +288,82 @@ fn is_unavailable(error: &ServerError) -> bool {
         .is_some_and(|c| *c == async_graphql::Value::from(code))
 }
 
-/// The GraphiQL IDE. Its scripts and styles load from the unpkg CDN, so the IDE needs a
-/// browser with internet access; the API itself does not. Paste a token into the Headers tab.
+/// The GraphiQL version vendored in `src/rest/graphiql/` (see its `LICENSES.md`); it is part of
+/// the assets' path, so they can be cached for good.
+pub const GRAPHIQL_VERSION: &str = "3.8.3";
+
+/// The Content-Security-Policy of the IDE page: scripts and styles from this site only (the
+/// page is where people paste tokens); GraphiQL sets some styles inline.
+const IDE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+    img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
+    base-uri 'none'; form-action 'none'";
+
+/// The GraphiQL IDE, served with its vendored assets, so it works without internet access.
+/// Paste a token into the Headers tab.
 fn ide(state: &AppState) -> Response {
-    let endpoint = format!("{}/graphql", state.resolver.base_url());
-    let endpoint = serde_json::to_string(&endpoint).unwrap_or_default();
-    let html = IDE.replace("ENDPOINT_JSON", &endpoint.replace('<', "\\u003c"));
+    let context = minijinja::context! {
+        endpoint => format!("{}/graphql", state.resolver.base_url()),
+        assets => format!("/assets/graphiql-{GRAPHIQL_VERSION}"),
+    };
+    let html = match crate::site::templates::render("graphiql.html", context) {
+        Ok(html) => html,
+        Err(status) => return status.into_response(),
+    };
     let mut response = Html(html).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(IDE_CSP),
+    );
     response
 }
 
-const IDE: &str = r##"<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>odqs GraphQL IDE</title>
-<link rel="stylesheet" href="https://unpkg.com/graphiql@3.8.3/graphiql.min.css">
-<style>body { margin: 0; height: 100vh; } #graphiql { height: 100vh; }</style>
-</head>
-<body>
-<div id="graphiql"><p style="font: 16px system-ui; padding: 1rem">Loading GraphiQL from unpkg.com…
-The API is <code>POST</code> to this address with <code>Authorization: Bearer &lt;token&gt;</code>.</p></div>
-<script crossorigin src="https://unpkg.com/react@18.3.1/umd/react.production.min.js"></script>
-<script crossorigin src="https://unpkg.com/react-dom@18.3.1/umd/react-dom.production.min.js"></script>
-<script crossorigin src="https://unpkg.com/graphiql@3.8.3/graphiql.min.js"></script>
-<script>
-  const endpoint = ENDPOINT_JSON;
-  const fetcher = GraphiQL.createFetcher({ url: endpoint });
-  ReactDOM.createRoot(document.getElementById("graphiql")).render(
-    React.createElement(GraphiQL, {
-      fetcher,
-      defaultEditorToolsVisibility: "headers",
-      defaultHeaders: JSON.stringify({ Authorization: "Bearer <your odqs token>" }, null, 2),
-      defaultQuery: "# Paste your API token into the Headers tab below, then run.\n{\n  datasets {\n    total\n    datasets { slug title recordCount }\n  }\n}\n",
-    })
-  );
-</script>
-</body>
-</html>
-"##;
+/// The vendored files, by name.
+const ASSETS: [(&str, &str, &[u8]); 6] = [
+    (
+        "graphiql.min.js",
+        "text/javascript",
+        include_bytes!("graphiql/graphiql.min.js"),
+    ),
+    (
+        "graphiql.min.css",
+        "text/css",
+        include_bytes!("graphiql/graphiql.min.css"),
+    ),
+    (
+        "react.production.min.js",
+        "text/javascript",
+        include_bytes!("graphiql/react.production.min.js"),
+    ),
+    (
+        "react-dom.production.min.js",
+        "text/javascript",
+        include_bytes!("graphiql/react-dom.production.min.js"),
+    ),
+    (
+        "init.js",
+        "text/javascript",
+        include_bytes!("graphiql/init.js"),
+    ),
+    ("page.css", "text/css", include_bytes!("graphiql/page.css")),
+];
+
+/// `GET /assets/graphiql-{version}/{name}`: one vendored file, cached for a year (the version
+/// is in the path).
+pub async fn asset(
+    axum::extract::Path((version, name)): axum::extract::Path<(String, String)>,
+) -> Response {
+    let found = ASSETS.iter().find(|(file, _, _)| *file == name);
+    match found {
+        Some((_, media, bytes)) if version == format!("graphiql-{GRAPHIQL_VERSION}") => (
+            [
+                (header::CONTENT_TYPE, *media),
+                (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+            ],
+            *bytes,
+        )
+            .into_response(),
+        _ => HttpError(ApiError::NotFound).into_response(),
+    }
+}

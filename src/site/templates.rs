@@ -18,6 +18,7 @@ static ENV: LazyLock<Environment<'static>> = LazyLock::new(|| {
         ("device.html", include_str!("templates/device.html")),
         ("explore.html", include_str!("templates/explore.html")),
         ("message.html", include_str!("templates/message.html")),
+        ("graphiql.html", include_str!("templates/graphiql.html")),
     ] {
         env.add_template(name, source)
             .unwrap_or_else(|e| panic!("template {name} does not parse: {e}"));
@@ -42,6 +43,7 @@ mod tests {
     fn every_template_parses() {
         for name in [
             "home.html",
+            "graphiql.html",
             "account.html",
             "device.html",
             "explore.html",
