@@ -83,6 +83,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
                     if charge.is_some_and(|c| c.refused) {
                         (Ok(None), Charged::Address, charge)
                     } else {
+                        let _turn = state.token_cache.first_check_turn().await;
                         match check(&state, &token_hash).await {
                             // Confirmed: from here on the token's own budget counts.
                             Ok(Some(principal)) => (

@@ -18,11 +18,25 @@ use super::bearer::Principal;
 pub const FRESH_FOR: Duration = Duration::from_secs(1);
 /// Entries kept before stale ones are dropped to make room.
 const CAPACITY: usize = 100_000;
+/// Store checks of never-seen tokens that may run at once. A flood of made-up tokens (within
+/// the per-address budgets of many addresses) then waits here instead of taking every pooled
+/// store connection from the requests of known tokens, which never ask.
+pub const FIRST_CHECKS_AT_ONCE: usize = 2;
 
 /// Live tokens by hash.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TokenCache {
     entries: Mutex<HashMap<String, Entry>>,
+    first_checks: tokio::sync::Semaphore,
+}
+
+impl Default for TokenCache {
+    fn default() -> Self {
+        TokenCache {
+            entries: Mutex::default(),
+            first_checks: tokio::sync::Semaphore::new(FIRST_CHECKS_AT_ONCE),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +58,14 @@ pub enum Known {
 }
 
 impl TokenCache {
+    /// A turn to check a never-seen token against the store (see [`FIRST_CHECKS_AT_ONCE`]).
+    pub async fn first_check_turn(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.first_checks
+            .acquire()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
     /// What is known of the token with this hash.
     pub fn get(&self, token_hash: &str) -> Known {
         let entries = self.entries.lock().expect("token cache lock");
