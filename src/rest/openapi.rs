@@ -34,7 +34,6 @@ use utoipa::{IntoParams, Modify, OpenApi, ToResponse, ToSchema};
 use super::MAX_BODY_BYTES;
 use crate::app::AppState;
 use crate::auth::device::{GRANT_TYPE_URN, MAX_LABEL};
-use crate::auth::gate::{RATELIMIT, RATELIMIT_POLICY};
 
 /// The JSON body of every API error (contract §7): `error` and `message` always, and the
 /// members [`ApiError::extra`] adds for some codes.
@@ -320,10 +319,12 @@ fn operations(
     .flatten()
 }
 
+/// The headers the gate sets (`crate::auth::gate::RATELIMIT_POLICY` and `RATELIMIT`, which
+/// HTTP reads case-insensitively), in their registered spelling.
 fn add_rate_limit_headers(response: &mut utoipa::openapi::Response) {
     let text = || ObjectBuilder::new().schema_type(Type::String);
     response.headers.insert(
-        RATELIMIT_POLICY.as_str().to_string(),
+        "RateLimit-Policy".to_string(),
         HeaderBuilder::new()
             .schema(text())
             .description(Some(
@@ -332,7 +333,7 @@ fn add_rate_limit_headers(response: &mut utoipa::openapi::Response) {
             .build(),
     );
     response.headers.insert(
-        RATELIMIT.as_str().to_string(),
+        "RateLimit".to_string(),
         HeaderBuilder::new()
             .schema(text())
             .description(Some(
