@@ -153,12 +153,23 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Process alive.
-async fn healthz() -> impl IntoResponse {
+#[utoipa::path(get, path = "/healthz", tag = "operations", operation_id = "healthz",
+    responses((status = 200, description = "The process is alive", body = crate::rest::openapi::Health)),
+    security(())
+)]
+pub(crate) async fn healthz() -> impl IntoResponse {
     Json(json!({"status": "ok"}))
 }
 
 /// Store reachable, and not shutting down (a load balancer stops sending new requests).
-async fn readyz(State(state): State<AppState>) -> axum::response::Response {
+#[utoipa::path(get, path = "/readyz", tag = "operations", operation_id = "readyz",
+    responses(
+        (status = 200, description = "The store answers", body = crate::rest::openapi::Health),
+        (status = 503, description = "`unavailable`: the store cannot be reached, or the process is shutting down", body = crate::rest::openapi::ErrorBody),
+    ),
+    security(())
+)]
+pub(crate) async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     if state.draining.load(Ordering::SeqCst) {
         return HttpError(ApiError::Unavailable).into_response();
     }

@@ -283,6 +283,17 @@ async fn both_bodies_and_both_grant_type_spellings(store: TestStore) {
         );
         assert_eq!(page.header("cache-control"), Some("no-store"));
     }
+    // Parameters the endpoint does not read are ignored whatever they hold (contract §8):
+    // objects, numbers, repeats.
+    let page = post_json(
+        &router,
+        DEVICE,
+        json!({"device_name": "laptop", "scope": {"a": 1}, "n": 5, "client_id": null}),
+    )
+    .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let page = post_form(&router, DEVICE, &[("scope", "a"), ("scope", "b")]).await;
+    assert_eq!(page.status, 200, "{}", page.body);
 }
 
 async fn every_error_code(store: TestStore) {
@@ -318,6 +329,25 @@ async fn every_error_code(store: TestStore) {
             )
             .await,
             "unsupported_grant_type",
+        ),
+        // A parameter the endpoint reads is a string.
+        (
+            post_json(&router, TOKEN, json!({"grant_type": URN, "device_code": 7})).await,
+            "invalid_request",
+        ),
+        (
+            post_json(&router, DEVICE, json!({"device_name": ["a"]})).await,
+            "invalid_request",
+        ),
+        // A label over the limit, counted as sent (spaces too), as the OpenAPI maxLength counts.
+        (
+            post_json(
+                &router,
+                DEVICE,
+                json!({"client": format!(" {} ", "x".repeat(odqs::auth::device::MAX_LABEL - 1))}),
+            )
+            .await,
+            "invalid_request",
         ),
         (
             post_json(

@@ -8,6 +8,7 @@ mod common;
 use std::io::Read;
 
 use common::{Answer, TestStore, api_token, get_with, import_file, load_demo, write_file};
+use graphql::query::params::MAX_PAGE;
 use serde_json::{Value, json};
 
 const PLACES: &str = r#"{"code":"p1","name":"Denver Central Library","city":"Denver","kind":"library","rating":4.5,"visits":120,"open":true,"since":"2001-05-01","note":"Big reading rooms","geo":{"hash":"9xj6","lat":39.7}}
@@ -411,13 +412,26 @@ async fn paging_bounds(store: TestStore) {
     assert_eq!(api.ids("page=4&per_page=3").await, (10, list(&["p9"])));
     // A page past the end: no records and the true total.
     assert_eq!(api.ids("page=5&per_page=3").await, (10, vec![]));
+    // The largest page (as GraphQL's 64-bit Int and SQL's OFFSET allow) is a page past the end;
+    // one more is out of range, as the OpenAPI document's `maximum` says.
     let far = api
-        .ok("/api/v1/datasets/places/records?page=18446744073709551615&per_page=100")
+        .ok(&format!(
+            "/api/v1/datasets/places/records?page={MAX_PAGE}&per_page=100"
+        ))
         .await;
     assert_eq!(
         (far["total"].clone(), far["records"].clone()),
         (json!(10), json!([]))
     );
+    api.fails(
+        &format!(
+            "/api/v1/datasets/places/records?page={}&per_page=100",
+            MAX_PAGE + 1
+        ),
+        400,
+        "invalid_parameter",
+    )
+    .await;
     // Pages of one query are consecutive slices of one order.
     let mut paged = Vec::new();
     for page in 1..=4 {
@@ -591,6 +605,15 @@ async fn projection_and_single_records(store: TestStore) {
         "unknown_field",
     )
     .await;
+    // As for the list: `fields` names at least one field.
+    for empty in ["", ",", "%20,%20"] {
+        api.fails(
+            &format!("/api/v1/datasets/places/records/p2?fields={empty}"),
+            400,
+            "invalid_parameter",
+        )
+        .await;
+    }
     api.fails(
         "/api/v1/datasets/places/records/p2?city=x",
         400,

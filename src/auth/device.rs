@@ -24,7 +24,7 @@ use crate::client_addr::{self, ClientAddr};
 /// The grant type RFC 8628 §3.4 registers; the spec's short `device_code` is accepted too.
 pub const GRANT_TYPE_URN: &str = "urn:ietf:params:oauth:grant-type:device_code";
 /// Longest `device_name` / `client` label accepted.
-const MAX_LABEL: usize = 200;
+pub const MAX_LABEL: usize = 200;
 
 /// The two device-flow routes, merged into the application router.
 pub fn routes() -> Router<AppState> {
@@ -106,9 +106,15 @@ fn no_store(status: StatusCode, body: Value) -> Response {
     response
 }
 
-/// The request's parameters, from a JSON object or a form body (RFC 6749 §3.2 requires the
-/// form; the spec's examples are JSON). Repeated parameters are refused (RFC 6749 §3.1).
-fn parameters(headers: &HeaderMap, body: &Bytes) -> Result<HashMap<String, String>, OAuthError> {
+/// The request's parameters named in `known`, from a JSON object or a form body (RFC 6749 §3.2
+/// requires the form; the spec's examples are JSON). A known parameter must be a string (JSON
+/// `null` counts as absent) given once (RFC 6749 §3.1); other parameters are ignored whatever
+/// they hold (contract §8).
+fn parameters(
+    headers: &HeaderMap,
+    body: &Bytes,
+    known: &[&str],
+) -> Result<HashMap<String, String>, OAuthError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -131,19 +137,21 @@ fn parameters(headers: &HeaderMap, body: &Bytes) -> Result<HashMap<String, Strin
             ));
         };
         for (name, value) in map {
-            let text = match value {
-                Value::String(s) => s,
-                Value::Null => continue,
-                Value::Number(n) => n.to_string(),
-                Value::Bool(b) => b.to_string(),
+            if !known.contains(&name.as_str()) {
+                continue;
+            }
+            match value {
+                Value::String(s) => {
+                    out.insert(name, s);
+                }
+                Value::Null => {}
                 _ => {
                     return Err(OAuthError::bad(
                         "invalid_request",
                         format!("The parameter {name} must be a string."),
                     ));
                 }
-            };
-            out.insert(name, text);
+            }
         }
     } else {
         let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(trimmed).map_err(|_| {
@@ -153,6 +161,9 @@ fn parameters(headers: &HeaderMap, body: &Bytes) -> Result<HashMap<String, Strin
             )
         })?;
         for (name, value) in pairs {
+            if !known.contains(&name.as_str()) {
+                continue;
+            }
             if out.contains_key(&name) {
                 return Err(OAuthError::bad(
                     "invalid_request",
@@ -165,14 +176,21 @@ fn parameters(headers: &HeaderMap, body: &Bytes) -> Result<HashMap<String, Strin
     Ok(out)
 }
 
+/// The parameters `POST /auth/device` reads.
+const DEVICE_PARAMETERS: &[&str] = &["device_name", "client", "client_id"];
+/// The parameters `POST /auth/token` reads.
+const TOKEN_PARAMETERS: &[&str] = &["grant_type", "device_code"];
+
+/// A label as sent, at most [`MAX_LABEL`] characters (counted before trimming, as the OpenAPI
+/// document's `maxLength` counts them); blank is absent.
 fn label(params: &mut HashMap<String, String>, name: &str) -> Result<Option<String>, OAuthError> {
-    match params.remove(name).map(|s| s.trim().to_string()) {
+    match params.remove(name) {
         Some(s) if s.chars().count() > MAX_LABEL => Err(OAuthError::bad(
             "invalid_request",
             format!("{name} is longer than {MAX_LABEL} characters."),
         )),
-        Some(s) if s.is_empty() => Ok(None),
-        other => Ok(other),
+        Some(s) if s.trim().is_empty() => Ok(None),
+        other => Ok(other.map(|s| s.trim().to_string())),
     }
 }
 
@@ -197,13 +215,28 @@ async fn take_budget(
 
 /// `POST /api/v1/auth/device` (RFC 8628 §3.1–3.2): issues a device code and a user code,
 /// within [`throttle::DEVICE_START_PER_ADDRESS`] (a refused start stores nothing).
-async fn start(
+#[utoipa::path(post, path = "/auth/device", tag = "auth", operation_id = "device_authorization",
+    summary = "Starts a device authorization (RFC 8628 §3.1): show the person `verification_uri_complete`, then poll `POST /auth/token`",
+    request_body(description = "Optional: an empty body starts an authorization too", content(
+        (crate::rest::openapi::DeviceAuthorizationRequest = "application/x-www-form-urlencoded"),
+        (crate::rest::openapi::DeviceAuthorizationRequest = "application/json"),
+    )),
+    responses(
+        (status = 200, description = "The codes (`Cache-Control: no-store`)", body = crate::rest::openapi::DeviceAuthorization),
+        (status = 400, description = "`invalid_request`: a body that cannot be read, or a label too long", body = crate::rest::openapi::OAuthErrorBody),
+        (status = 429, description = "`rate_limited`: too many authorizations from this address", body = crate::rest::openapi::OAuthErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
+        (status = 503, description = "`temporarily_unavailable`: the store cannot be reached", body = crate::rest::openapi::OAuthErrorBody),
+    ),
+    security(())
+)]
+pub(crate) async fn start(
     State(state): State<AppState>,
     ClientAddr(address): ClientAddr,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
-    let mut params = parameters(&headers, &body)?;
+    let mut params = parameters(&headers, &body, DEVICE_PARAMETERS)?;
     let device_name = label(&mut params, "device_name")?;
     // A standard OAuth client sends only `client_id`; it names the client then.
     let client = match label(&mut params, "client")? {
@@ -237,13 +270,28 @@ async fn start(
 
 /// `POST /api/v1/auth/token` (RFC 8628 §3.4–3.5): one poll, within
 /// [`throttle::TOKEN_POLL_PER_ADDRESS`].
-async fn token(
+#[utoipa::path(post, path = "/auth/token", tag = "auth", operation_id = "device_token",
+    summary = "Polls a device authorization (RFC 8628 §3.4): the token once the person approved",
+    request_body(content(
+        (crate::rest::openapi::TokenRequest = "application/x-www-form-urlencoded"),
+        (crate::rest::openapi::TokenRequest = "application/json"),
+    )),
+    responses(
+        (status = 200, description = "The token (`Cache-Control: no-store`); the device code is spent", body = crate::rest::openapi::TokenAnswer),
+        (status = 400, description = "`authorization_pending` (poll again after `interval`), `slow_down` (the interval grew by 5 s), `access_denied`, `expired_token`, `invalid_grant`, `unsupported_grant_type`, `invalid_request`", body = crate::rest::openapi::OAuthErrorBody),
+        (status = 429, description = "`rate_limited`: too many polls from this address", body = crate::rest::openapi::OAuthErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
+        (status = 503, description = "`temporarily_unavailable`: the store cannot be reached", body = crate::rest::openapi::OAuthErrorBody),
+    ),
+    security(())
+)]
+pub(crate) async fn token(
     State(state): State<AppState>,
     ClientAddr(address): ClientAddr,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
-    let params = parameters(&headers, &body)?;
+    let params = parameters(&headers, &body, TOKEN_PARAMETERS)?;
     let Some(grant_type) = params.get("grant_type") else {
         return Err(OAuthError::bad(
             "invalid_request",

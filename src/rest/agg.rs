@@ -12,20 +12,21 @@ use crate::auth::bearer::Principal;
 use crate::error::HttpError;
 
 /// Grouped statistics: every group in one answer, by count descending then key.
-#[utoipa::path(get, path = "/datasets/{slug}/agg", tag = "agg",
+#[utoipa::path(get, path = "/datasets/{slug}/agg", tag = "agg", operation_id = "aggregate",
     params(
-        ("slug" = String, Path, description = "The dataset's slug"),
-        ("group_by" = String, Query, description = "A keyword field (dotted paths allowed); required"),
-        ("field" = Option<String>, Query, description = "A number field: adds sum, avg, min, max and percentiles 25/50/75 (linear interpolation)"),
-        ("q" = Option<String>, Query, description = "Full-text filter, as for records"),
-        ("<field>" = Option<String>, Query, description = "Exact-match filters, q[name] and _ids, as for records"),
+        ("slug" = String, Path, description = "The dataset's slug", example = "flights"),
+        super::openapi::AggQuery,
     ),
     responses(
-        (status = 200, description = "The groups", body = graphql::query::views::AggResult),
-        (status = 304, description = "Not modified (If-None-Match)"),
-        (status = 400, description = "missing_parameter / invalid_group_by / invalid_field / unknown_field / …", body = super::openapi::ErrorBody),
-        (status = 401, description = "missing_token / invalid_token", body = super::openapi::ErrorBody),
-        (status = 404, description = "dataset_not_found", body = super::openapi::ErrorBody),
+        (status = 200, description = "The groups, by count descending then key; records without a `group_by` value count in `total_records` but in no group", body = graphql::query::views::AggResult,
+            headers(("ETag" = String, description = "The answer's tag, for `If-None-Match`"))),
+        (status = 304, response = super::openapi::NotModified),
+        (status = 400, response = super::openapi::BadRequest),
+        (status = 401, response = super::openapi::Unauthorized),
+        (status = 404, response = super::openapi::NotFound),
+        (status = 413, response = super::openapi::PayloadTooLarge),
+        (status = 429, response = super::openapi::TooManyRequests),
+        (status = 503, response = super::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]

@@ -12,15 +12,15 @@ use crate::auth::bearer::Principal;
 use crate::error::{ApiError, HttpError};
 
 /// Lists the datasets, by slug; `page` and `per_page` as for records.
-#[utoipa::path(get, path = "/datasets", tag = "datasets",
-    params(
-        ("page" = Option<u64>, Query, description = "Page number, from 1"),
-        ("per_page" = Option<u64>, Query, description = "Datasets per page, 1..=100, default 20"),
-    ),
+#[utoipa::path(get, path = "/datasets", tag = "datasets", operation_id = "list_datasets",
+    params(super::openapi::DatasetsQuery),
     responses(
         (status = 200, description = "One page of the datasets", body = graphql::query::views::DatasetList),
-        (status = 400, description = "invalid_parameter", body = super::openapi::ErrorBody),
-        (status = 401, description = "missing_token / invalid_token", body = super::openapi::ErrorBody),
+        (status = 400, response = super::openapi::BadRequest),
+        (status = 401, response = super::openapi::Unauthorized),
+        (status = 413, response = super::openapi::PayloadTooLarge),
+        (status = 429, response = super::openapi::TooManyRequests),
+        (status = 503, response = super::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]
@@ -51,12 +51,16 @@ pub async fn list_datasets(
 }
 
 /// One dataset's metadata: the list item plus licence, source, schema entries and links.
-#[utoipa::path(get, path = "/datasets/{slug}", tag = "datasets",
-    params(("slug" = String, Path, description = "The dataset's slug (may contain dots and tildes)")),
+#[utoipa::path(get, path = "/datasets/{slug}", tag = "datasets", operation_id = "get_dataset",
+    params(("slug" = String, Path, description = "The dataset's slug (may contain dots and tildes)", example = "flights")),
     responses(
         (status = 200, description = "The dataset's metadata", body = graphql::query::views::DatasetDetail),
-        (status = 401, description = "missing_token / invalid_token", body = super::openapi::ErrorBody),
-        (status = 404, description = "dataset_not_found", body = super::openapi::ErrorBody),
+        (status = 400, response = super::openapi::BadRequest),
+        (status = 401, response = super::openapi::Unauthorized),
+        (status = 404, response = super::openapi::NotFound),
+        (status = 413, response = super::openapi::PayloadTooLarge),
+        (status = 429, response = super::openapi::TooManyRequests),
+        (status = 503, response = super::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]

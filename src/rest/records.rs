@@ -3,7 +3,7 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use graphql::query::params::split_list;
+use graphql::query::params::{check_fields, split_list};
 use graphql::query::{RecordParams, request};
 
 use super::caching::conditional;
@@ -13,24 +13,21 @@ use crate::auth::bearer::Principal;
 use crate::error::{ApiError, HttpError};
 
 /// Searches, filters, sorts and pages through a dataset's records.
-#[utoipa::path(get, path = "/datasets/{slug}/records", tag = "records",
+#[utoipa::path(get, path = "/datasets/{slug}/records", tag = "records", operation_id = "list_records",
     params(
-        ("slug" = String, Path, description = "The dataset's slug"),
-        ("q" = Option<String>, Query, description = "Full-text search across all text fields; every whitespace-separated term is required, case-insensitively; Chinese matches as substrings"),
-        ("q[name]" = Option<String>, Query, description = "Full-text search on the text field `name`"),
-        ("<field>" = Option<String>, Query, description = "Exact match on a keyword, number, boolean or date field (dotted names reach nested fields); repeated = OR; a text field gives 400 text_field_exact_match"),
-        ("_ids" = Option<String>, Query, description = "Comma-separated record identifiers"),
-        ("page" = Option<u64>, Query, description = "Page number, from 1"),
-        ("per_page" = Option<u64>, Query, description = "Records per page, 1..=100, default 20"),
-        ("sort" = Option<String>, Query, description = "Sort keys, comma-separated: `name<` descending, `name>` or `name` ascending; missing values last; ties in file order"),
-        ("fields" = Option<String>, Query, description = "Comma-separated field names to return; `_id` is always returned"),
+        ("slug" = String, Path, description = "The dataset's slug", example = "flights"),
+        super::openapi::RecordsQuery,
     ),
     responses(
-        (status = 200, description = "One page of matching records", body = graphql::query::views::RecordPage),
-        (status = 304, description = "Not modified (If-None-Match)"),
-        (status = 400, description = "invalid_parameter / unknown_field / text_field_exact_match", body = super::openapi::ErrorBody),
-        (status = 401, description = "missing_token / invalid_token", body = super::openapi::ErrorBody),
-        (status = 404, description = "dataset_not_found", body = super::openapi::ErrorBody),
+        (status = 200, description = "One page of matching records", body = graphql::query::views::RecordPage,
+            headers(("ETag" = String, description = "The answer's tag, for `If-None-Match`"))),
+        (status = 304, response = super::openapi::NotModified),
+        (status = 400, response = super::openapi::BadRequest),
+        (status = 401, response = super::openapi::Unauthorized),
+        (status = 404, response = super::openapi::NotFound),
+        (status = 413, response = super::openapi::PayloadTooLarge),
+        (status = 429, response = super::openapi::TooManyRequests),
+        (status = 503, response = super::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]
@@ -49,18 +46,22 @@ pub async fn list_records(
 }
 
 /// One record by its `_id`; `fields` works here too.
-#[utoipa::path(get, path = "/datasets/{slug}/records/{id}", tag = "records",
+#[utoipa::path(get, path = "/datasets/{slug}/records/{id}", tag = "records", operation_id = "get_record",
     params(
-        ("slug" = String, Path, description = "The dataset's slug"),
-        ("id" = String, Path, description = "The record's `_id`"),
-        ("fields" = Option<String>, Query, description = "Comma-separated field names to return"),
+        ("slug" = String, Path, description = "The dataset's slug", example = "flights"),
+        ("id" = String, Path, description = "The record's `_id`", example = "1"),
+        super::openapi::RecordQuery,
     ),
     responses(
-        (status = 200, description = "The record", body = Object),
-        (status = 304, description = "Not modified (If-None-Match)"),
-        (status = 400, description = "invalid_parameter / unknown_field", body = super::openapi::ErrorBody),
-        (status = 401, description = "missing_token / invalid_token", body = super::openapi::ErrorBody),
-        (status = 404, description = "dataset_not_found / record_not_found", body = super::openapi::ErrorBody),
+        (status = 200, description = "The record", body = graphql::query::views::Record,
+            headers(("ETag" = String, description = "The answer's tag, for `If-None-Match`"))),
+        (status = 304, response = super::openapi::NotModified),
+        (status = 400, response = super::openapi::BadRequest),
+        (status = 401, response = super::openapi::Unauthorized),
+        (status = 404, response = super::openapi::NotFound),
+        (status = 413, response = super::openapi::PayloadTooLarge),
+        (status = 429, response = super::openapi::TooManyRequests),
+        (status = 503, response = super::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]
@@ -80,7 +81,9 @@ pub async fn get_record(
             )
             .into());
         }
-        fields = Some(split_list(&value));
+        let list = split_list(&value);
+        check_fields(&list)?;
+        fields = Some(list);
     }
     let dataset = state.resolver.dataset(&slug).await?;
     let fields = request::projection(fields.as_deref(), &dataset.schema)?;

@@ -10,6 +10,18 @@ pub const DEFAULT_PER_PAGE: u64 = 20;
 pub const MAX_PER_PAGE: u64 = 100;
 /// The most identifiers one `_ids` may list.
 pub const MAX_IDS: usize = 1000;
+/// The largest page number: SQL's `OFFSET` and GraphQL's `Int` arguments are signed 64-bit, so
+/// REST takes what GraphQL takes (a page past the end is still an empty page, not an error).
+pub const MAX_PAGE: u64 = i64::MAX as u64;
+
+/// The query parameters of `GET /datasets/{slug}/records` that mean something of their own:
+/// no filter can be written on a field of one of these names (contract §5).
+pub const RECORD_PARAMETERS: &[&str] = &["q", "_ids", "page", "per_page", "sort", "fields"];
+/// The same for `GET /datasets/{slug}/agg` (contract §6); the paging and projection names are
+/// refused there rather than read as filters.
+pub const AGG_PARAMETERS: &[&str] = &[
+    "q", "_ids", "group_by", "field", "page", "per_page", "sort", "fields",
+];
 
 /// Conditions shared by records and agg (contract §5, §6: "all filters of §5 apply").
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -49,7 +61,8 @@ pub struct AggParams {
     pub field: Option<String>,
 }
 
-/// Paging of lists (`page`, `per_page`), validated: page ≥ 1, per_page 1..=100.
+/// Paging of lists (`page`, `per_page`), validated: page 1..=[`MAX_PAGE`], per_page
+/// 1..=[`MAX_PER_PAGE`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Paging {
     pub page: u64,
@@ -57,14 +70,14 @@ pub struct Paging {
 }
 
 impl Paging {
-    /// Checks the bounds of spec §8 and contract §5.
+    /// Checks the bounds of spec §8 and contract §5 (and [`MAX_PAGE`]).
     pub fn new(page: Option<u64>, per_page: Option<u64>) -> Result<Self, ApiError> {
         let page = page.unwrap_or(1);
         let per_page = per_page.unwrap_or(DEFAULT_PER_PAGE);
-        if page < 1 {
+        if !(1..=MAX_PAGE).contains(&page) {
             return Err(ApiError::invalid(
                 "page",
-                "page starts at 1; give page=1 or more.",
+                format!("page must be between 1 and {MAX_PAGE}."),
             ));
         }
         if !(1..=MAX_PER_PAGE).contains(&per_page) {
@@ -355,9 +368,33 @@ mod tests {
         assert!(Paging::new(None, Some(101)).is_err());
         assert_eq!(Paging::new(None, Some(100)).unwrap().per_page, 100);
         assert_eq!(Paging::new(Some(3), Some(10)).unwrap().offset(), 20);
+        assert!(Paging::new(Some(MAX_PAGE + 1), None).is_err());
         assert_eq!(
-            Paging::new(Some(u64::MAX), Some(100)).unwrap().offset(),
+            Paging::new(Some(MAX_PAGE), Some(100)).unwrap().offset(),
             u64::MAX
         );
+    }
+
+    /// The reserved names are exactly those `from_pairs` does not read as a filter.
+    #[test]
+    fn reserved_names_are_not_filters() {
+        let value = |name: &str| match name {
+            "page" | "per_page" => "1",
+            "sort" | "fields" | "group_by" | "field" => "x",
+            _ => "a",
+        };
+        for name in RECORD_PARAMETERS {
+            let p = RecordParams::from_pairs(&pairs(&[(name, value(name))])).unwrap();
+            assert!(p.filter.exact.is_empty(), "{name}");
+        }
+        let p = RecordParams::from_pairs(&pairs(&[("carrier", "UA")])).unwrap();
+        assert_eq!(p.filter.exact.len(), 1);
+        for name in AGG_PARAMETERS {
+            if let Ok(p) = AggParams::from_pairs(&pairs(&[(name, value(name))])) {
+                assert!(p.filter.exact.is_empty(), "{name}");
+            }
+        }
+        let p = AggParams::from_pairs(&pairs(&[("carrier", "UA")])).unwrap();
+        assert_eq!(p.filter.exact.len(), 1);
     }
 }

@@ -4,6 +4,8 @@
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 use utoipa::ToSchema;
+use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, SchemaFormat, Type};
+use utoipa::openapi::{KnownFormat, RefOr};
 
 use super::schema::SchemaEntry;
 
@@ -53,9 +55,11 @@ pub struct DatasetDetail {
 #[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
 pub struct RecordPage {
     pub total: u64,
+    #[schema(minimum = 1)]
     pub page: u64,
+    #[schema(minimum = 1)]
     pub per_page: u64,
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<Record>)]
     pub records: Vec<Value>,
     pub schema: Vec<SchemaEntry>,
 }
@@ -68,6 +72,26 @@ pub struct AggResult {
     pub groups: Vec<Group>,
 }
 
+/// A record as the API shows it (contract §2): its fields, nested objects for dotted names, and
+/// always `_id`. Documentation only: records are JSON values end to end, since their fields are
+/// the dataset's.
+pub struct Record;
+
+impl utoipa::PartialSchema for Record {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .description(Some(
+                "A record: `_id` (always present, a string) and the dataset's fields, as its schema entries describe them; dotted field names are nested objects.",
+            ))
+            .property("_id", ObjectBuilder::new().schema_type(Type::String))
+            .required("_id")
+            .additional_properties(Some(AdditionalProperties::FreeForm(true)))
+            .into()
+    }
+}
+
+impl ToSchema for Record {}
+
 /// One group of an aggregation.
 #[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
 pub struct Group {
@@ -76,18 +100,57 @@ pub struct Group {
 }
 
 /// A group's statistics: `count` always, the rest when `field` is given.
-#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+#[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Stats {
     pub count: u64,
     /// Present when the request names a `field`.
     #[serde(flatten)]
-    #[schema(inline)]
     pub numeric: Option<NumericStats>,
 }
 
+/// The schema of [`Stats`] written out, because a flattened `Option` would otherwise be
+/// described as "`count` and maybe something": generated clients then type only `count`.
+impl utoipa::PartialSchema for Stats {
+    fn schema() -> RefOr<Schema> {
+        let number = |description: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Double)))
+                .description(Some(description))
+        };
+        let nullable = |description: &str| {
+            number(description).schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+                Type::Number,
+                Type::Null,
+            ]))
+        };
+        ObjectBuilder::new()
+            .description(Some(
+                "A group's statistics: `count` always; `sum`, `avg`, `min`, `max` and `percentiles` when the request names a number `field` (`sum` 0 and the others null in a group without values of it).",
+            ))
+            .property(
+                "count",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                    .minimum(Some(0))
+                    .description(Some("Records in the group")),
+            )
+            .required("count")
+            .property("sum", number("Sum of `field` (an integer when every value is one)"))
+            .property("avg", nullable("Mean of `field`"))
+            .property("min", nullable("Smallest value of `field`"))
+            .property("max", nullable("Largest value of `field`"))
+            .property("percentiles", Percentiles::schema())
+            .into()
+    }
+}
+
+impl ToSchema for Stats {}
+
 /// Statistics of the `field` values of a group (contract §6): `sum` 0 and the rest `null` when
 /// the group has no values.
-#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
+#[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct NumericStats {
     #[serde(serialize_with = "number")]
     pub sum: f64,
@@ -100,14 +163,18 @@ pub struct NumericStats {
     pub percentiles: Percentiles,
 }
 
-/// Percentiles 25, 50 and 75 by linear interpolation between closest ranks.
+/// Percentiles 25, 50 and 75 of `field` by linear interpolation between closest ranks; null in
+/// a group without values of it.
 #[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
 pub struct Percentiles {
     #[serde(rename = "25", serialize_with = "optional_number")]
+    #[schema(required = true)]
     pub p25: Option<f64>,
     #[serde(rename = "50", serialize_with = "optional_number")]
+    #[schema(required = true)]
     pub p50: Option<f64>,
     #[serde(rename = "75", serialize_with = "optional_number")]
+    #[schema(required = true)]
     pub p75: Option<f64>,
 }
 
