@@ -216,6 +216,41 @@ async fn odd_requests_get_json_errors(store: TestStore) {
     let answer = get_with(&router, "/api/v1/datasets/%FF", Some(&token), &[]).await;
     assert_eq!(answer.status, 400);
     assert_eq!(answer.body["error"], "invalid_parameter", "{}", answer.body);
+    // A NUL anywhere a value is bound: a client error on both stores (PostgreSQL cannot bind
+    // one), never a 500.
+    load_demo(&store).await;
+    for (path, status, code) in [
+        ("/api/v1/datasets/a%00b", 404, "dataset_not_found"),
+        (
+            "/api/v1/datasets/flights/records/1%00",
+            404,
+            "record_not_found",
+        ),
+        (
+            "/api/v1/datasets/flights/records?_ids=1%00",
+            400,
+            "invalid_parameter",
+        ),
+        (
+            "/api/v1/datasets/flights/records?carrier=U%00A",
+            400,
+            "invalid_parameter",
+        ),
+        (
+            "/api/v1/datasets/flights/records?q=a%00",
+            400,
+            "invalid_parameter",
+        ),
+        (
+            "/api/v1/datasets/flights/agg?group_by=carrier&origin=%00",
+            400,
+            "invalid_parameter",
+        ),
+    ] {
+        let answer = get_with(&router, path, Some(&token), &[]).await;
+        assert_eq!(answer.status, status, "{path}: {}", answer.body);
+        assert_eq!(answer.body["error"], code, "{path}: {}", answer.body);
+    }
     let big = format!(
         "{{\"query\": \"{{ datasets {{ total }} }}\", \"pad\": \"{}\"}}",
         "x".repeat(3 << 20)

@@ -104,6 +104,13 @@ pub async fn endpoint(
             format!("This endpoint answers {GRAPHQL_RESPONSE} or application/json."),
         ));
     };
+    if is_get && !has_query(&request) {
+        return Ok(request_error(
+            StatusCode::BAD_REQUEST,
+            media,
+            "A GraphQL GET needs ?query=… (a browser asking for text/html gets the IDE).".into(),
+        ));
+    }
     if !is_get && !is_json(request.headers()) {
         return Ok(request_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -269,6 +276,12 @@ fn is_json(headers: &HeaderMap) -> bool {
         .and_then(|v| v.split(';').next())
         .map(|v| v.trim().to_ascii_lowercase())
         .is_some_and(|v| v == "application/json" || v == GRAPHQL_RESPONSE)
+}
+
+/// Whether a GET carries a non-empty `query` parameter.
+fn has_query(request: &Request) -> bool {
+    form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
+        .any(|(name, value)| name == "query" && !value.trim().is_empty())
 }
 
 fn accepts_html(request: &Request) -> bool {

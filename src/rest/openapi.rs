@@ -368,6 +368,14 @@ fn string() -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::String)
 }
 
+/// A condition value: any text without a NUL character (no record holds one; the query layer
+/// refuses it with 400 `invalid_parameter`).
+const VALUE_PATTERN: &str = r"^[^\u0000]*$";
+
+fn value() -> ObjectBuilder {
+    string().pattern(Some(VALUE_PATTERN))
+}
+
 fn page_parameter() -> Parameter {
     query_parameter(
         "page",
@@ -410,14 +418,17 @@ fn sort_pattern() -> String {
 }
 
 fn ids_pattern() -> String {
-    format!(r"^(?=[\s\S]*[^,\s])[^,]*(?:,[^,]*){{0,{}}}$", MAX_IDS - 1)
+    format!(
+        r"^(?=[\s\S]*[^,\s])[^,\u0000]*(?:,[^,\u0000]*){{0,{}}}$",
+        MAX_IDS - 1
+    )
 }
 
 fn q_parameter() -> Parameter {
     query_parameter(
         "q",
         "Full-text search across the dataset's text fields: every whitespace-separated term must occur in some text field of the record, case-insensitively; terms in scripts without spaces (Chinese, Japanese) match as substrings",
-        string(),
+        value(),
     )
 }
 
@@ -462,7 +473,7 @@ fn filters_parameter(reserved: &[&str]) -> Parameter {
             ObjectBuilder::new()
                 .schema_type(Type::Object)
                 .additional_properties(Some(AdditionalProperties::RefOr(RefOr::T(
-                    Schema::Object(string().build()),
+                    Schema::Object(value().build()),
                 ))))
                 .property_names(Some(string().min_length(Some(1)).pattern(Some(pattern)))),
         ))
@@ -751,9 +762,7 @@ impl<'r> ToResponse<'r> for Unavailable {
     summary = "A GraphQL query by GET (GraphQL over HTTP), or the in-browser IDE",
     description = "With `query` and `Accept: application/json` or `application/graphql-response+json`, runs the query (queries only, never mutations); a browser (`Accept: text/html`) gets the GraphiQL IDE.",
     params(
-        ("query" = Option<String>, Query, description = "The GraphQL document"),
-        ("variables" = Option<String>, Query, description = "The variables, as a JSON object"),
-        ("operationName" = Option<String>, Query, description = "Which operation of the document to run"),
+        ("query" = String, Query, description = "The GraphQL document (without it, a browser gets the IDE). `variables` (a JSON object, as text) and `operationName` may be added as in a POST body; invalid `variables` are 400", min_length = 1),
     ),
     responses(
         (status = 200, description = "The GraphQL answer, or the IDE's page", content(
@@ -761,9 +770,12 @@ impl<'r> ToResponse<'r> for Unavailable {
             (GraphqlResponse = "application/graphql-response+json"),
             (String = "text/html"),
         )),
-        (status = 400, description = "A request GraphQL cannot run (with `Accept: application/graphql-response+json`), or unreadable parameters", content(
+        (status = 400, description = "A request GraphQL cannot run (with `Accept: application/graphql-response+json`), or unreadable parameters: GraphQL errors with no `data`", content(
             (GraphqlResponse = "application/graphql-response+json"),
-            (ErrorBody = "application/json"),
+            (GraphqlResponse = "application/json"),
+        )),
+        (status = 406, description = "`Accept` allows none of `application/graphql-response+json`, `application/json`, `text/html`", content(
+            (GraphqlResponse = "application/json"),
         )),
         (status = 401, response = Unauthorized),
         (status = 413, response = PayloadTooLarge),
@@ -784,9 +796,16 @@ async fn graphql_get() {}
             (GraphqlResponse = "application/json"),
             (GraphqlResponse = "application/graphql-response+json"),
         )),
-        (status = 400, description = "A body that is not a GraphQL request", content(
+        (status = 400, description = "A body that is not a GraphQL request, a batch of more than 10, or (with `Accept: application/graphql-response+json`) a request GraphQL cannot run: GraphQL errors with no `data`", content(
             (GraphqlResponse = "application/graphql-response+json"),
-            (ErrorBody = "application/json"),
+            (GraphqlResponse = "application/json"),
+        )),
+        (status = 406, description = "`Accept` allows neither `application/graphql-response+json` nor `application/json`", content(
+            (GraphqlResponse = "application/json"),
+        )),
+        (status = 415, description = "The body's `Content-Type` is not `application/json`", content(
+            (GraphqlResponse = "application/graphql-response+json"),
+            (GraphqlResponse = "application/json"),
         )),
         (status = 401, response = Unauthorized),
         (status = 413, response = PayloadTooLarge),

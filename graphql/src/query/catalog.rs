@@ -34,6 +34,10 @@ fn path_segment(slug: &str) -> String {
 impl Resolver {
     /// The dataset published under `slug`, with its live version's schema.
     pub async fn dataset(&self, slug: &str) -> Result<Dataset, ApiError> {
+        if slug.contains('\0') {
+            // No slug holds one, and PostgreSQL cannot take one as a bound text.
+            return Err(ApiError::DatasetNotFound { slug: slug.into() });
+        }
         let meta = dataset::Entity::find()
             .filter(dataset::Column::Slug.eq(slug))
             .one(&self.db)

@@ -339,6 +339,10 @@ impl Resolver {
         id: &str,
         fields: Option<&[String]>,
     ) -> Result<Value, ApiError> {
+        if id.contains('\0') {
+            // No id holds one, and PostgreSQL cannot take one as a bound text.
+            return Err(ApiError::RecordNotFound { id: id.into() });
+        }
         let backend = self.backend();
         let schema = &dataset.schema;
         if let Some(index) = self.memory_index(dataset).await {

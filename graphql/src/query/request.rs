@@ -71,8 +71,36 @@ fn sorted_unique(mut items: Vec<String>) -> Vec<String> {
     items
 }
 
+/// Refuses a NUL character in any condition value: no stored value holds one (imports refuse
+/// them) and PostgreSQL cannot take one as a bound text, so it is a client error, not a 500.
+fn no_nul(params: &FilterParams) -> Result<(), ApiError> {
+    let values = params
+        .q
+        .iter()
+        .map(|q| ("q".to_string(), q))
+        .chain(params.q_fields.iter().map(|(n, v)| (format!("q[{n}]"), v)))
+        .chain(params.exact.iter().map(|(n, v)| (n.clone(), v)))
+        .chain(
+            params
+                .ids
+                .iter()
+                .flatten()
+                .map(|id| ("_ids".to_string(), id)),
+        );
+    for (parameter, value) in values {
+        if value.contains('\0') || parameter.contains('\0') {
+            return Err(ApiError::invalid(
+                parameter.replace('\0', "\\0"),
+                "A value cannot contain a NUL character (\\0); no record holds one.",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Checks the conditions of §5 against the schema.
 pub fn filter(params: &FilterParams, schema: &DatasetSchema) -> Result<Filter, ApiError> {
+    no_nul(params)?;
     let mut out = Filter {
         terms: sorted_unique(params.q.iter().flat_map(|q| terms(q)).collect()),
         ..Filter::default()
