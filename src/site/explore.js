@@ -102,8 +102,10 @@ async function pickDataset(slug) {
   const statField = $("stat-field");
   groupBy.replaceChildren();
   statField.replaceChildren(el("option", "(count only)", { value: "" }));
+  // The identifier field is left out: one record per group, and an answer as large as the
+  // dataset (33.6 MB for the scenic spots) for a chart of 15 bars.
   for (const f of state.fields) {
-    if (f.filter.groupBy) groupBy.append(el("option", f.name, { value: f.name }));
+    if (f.filter.groupBy && f.name !== state.idField) groupBy.append(el("option", f.name, { value: f.name }));
     if (f.type === "number") statField.append(el("option", f.name, { value: f.name }));
   }
   updateMetrics();
