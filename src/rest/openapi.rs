@@ -903,3 +903,68 @@ fn render(doc: &Value) -> String {
     out.push_str("</body></html>");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use entity::FieldType;
+
+    /// Every member an error body can carry is a property of `ErrorBody`, so generated clients
+    /// keep them.
+    #[test]
+    fn error_body_has_every_member() {
+        let doc = serde_json::to_value(document("http://s", "http://s/api/v1")).unwrap();
+        let properties = &doc["components"]["schemas"]["ErrorBody"]["properties"];
+        let samples = [
+            ApiError::invalid("page", "x"),
+            ApiError::MissingParameter {
+                parameter: "group_by",
+            },
+            ApiError::UnknownField { field: "a".into() },
+            ApiError::TextFieldExactMatch { field: "a".into() },
+            ApiError::InvalidGroupBy {
+                field: "a".into(),
+                field_type: FieldType::Number,
+            },
+            ApiError::InvalidField {
+                field: "a".into(),
+                field_type: FieldType::Text,
+            },
+            ApiError::MissingToken,
+            ApiError::InvalidToken,
+            ApiError::DatasetNotFound { slug: "a".into() },
+            ApiError::RecordNotFound { id: "a".into() },
+            ApiError::NotFound,
+            ApiError::MethodNotAllowed,
+            ApiError::PayloadTooLarge { limit_bytes: 1 },
+            ApiError::RateLimited { retry_after: 1 },
+            ApiError::Unavailable,
+            ApiError::Internal,
+        ];
+        for error in samples {
+            for key in error.body().as_object().unwrap().keys() {
+                assert!(properties[key].is_object(), "{}: {key}", error.code());
+            }
+            let description = properties["error"]["description"].as_str().unwrap();
+            assert!(description.contains(error.code()), "{}", error.code());
+        }
+    }
+
+    /// The reserved filter names and the bounds come from the query layer's constants.
+    #[test]
+    fn parameters_follow_the_constants() {
+        let records = RecordsQuery::into_params(|| None);
+        let page = records.iter().find(|p| p.name == "page").unwrap();
+        let page = serde_json::to_value(page).unwrap();
+        assert_eq!(page["schema"]["maximum"], MAX_PAGE);
+        let filters = records.iter().find(|p| p.name == "filters").unwrap();
+        let filters = serde_json::to_value(filters).unwrap();
+        let pattern = filters["schema"]["propertyNames"]["pattern"]
+            .as_str()
+            .unwrap();
+        for name in RECORD_PARAMETERS {
+            assert!(pattern.contains(&format!("|{name}")) || pattern.contains(&format!("{name}|")));
+        }
+        assert!(ids_pattern().contains(&format!("{{0,{}}}", MAX_IDS - 1)));
+    }
+}
