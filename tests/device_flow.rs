@@ -339,6 +339,11 @@ async fn every_error_code(store: TestStore) {
             post_json(&router, DEVICE, json!({"device_name": ["a"]})).await,
             "invalid_request",
         ),
+        // The store cannot hold NUL: refused, not a store failure (503).
+        (
+            post_json(&router, DEVICE, json!({"device_name": "lap\u{0}top"})).await,
+            "invalid_request",
+        ),
         // A label over the limit, counted as sent (spaces too), as the OpenAPI maxLength counts.
         (
             post_json(

@@ -182,12 +182,17 @@ const DEVICE_PARAMETERS: &[&str] = &["device_name", "client", "client_id"];
 const TOKEN_PARAMETERS: &[&str] = &["grant_type", "device_code"];
 
 /// A label as sent, at most [`MAX_LABEL`] characters (counted before trimming, as the OpenAPI
-/// document's `maxLength` counts them); blank is absent.
+/// document's `maxLength` counts them) and without NUL (its `pattern`); blank is absent.
 fn label(params: &mut HashMap<String, String>, name: &str) -> Result<Option<String>, OAuthError> {
     match params.remove(name) {
         Some(s) if s.chars().count() > MAX_LABEL => Err(OAuthError::bad(
             "invalid_request",
             format!("{name} is longer than {MAX_LABEL} characters."),
+        )),
+        // The store's text cannot hold NUL (PostgreSQL refuses it): a client error, not a 503.
+        Some(s) if s.contains('\0') => Err(OAuthError::bad(
+            "invalid_request",
+            format!("{name} cannot contain the NUL character."),
         )),
         Some(s) if s.trim().is_empty() => Ok(None),
         other => Ok(other.map(|s| s.trim().to_string())),

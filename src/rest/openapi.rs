@@ -90,8 +90,9 @@ impl utoipa::PartialSchema for DeviceAuthorizationRequest {
             ObjectBuilder::new()
                 .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
                 .max_length(Some(MAX_LABEL))
+                .pattern(Some(VALUE_PATTERN))
                 .description(Some(format!(
-                    "{description}; at most {MAX_LABEL} characters"
+                    "{description}; at most {MAX_LABEL} characters, no NUL"
                 )))
         };
         ObjectBuilder::new()
