@@ -64,7 +64,8 @@ impl IntoResponse for HttpError {
                     HeaderValue::from_static(challenge),
                 );
             }
-            ApiError::RateLimited { retry_after } => {
+            ApiError::RateLimited { retry_after }
+            | ApiError::ExportOverBudget { retry_after, .. } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
             _ => {}

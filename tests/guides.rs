@@ -70,7 +70,11 @@ async fn skill_md_describes_fields_with_real_values(store: TestStore) {
     );
     let md = &page.body;
     for expected in [
-        "| `carrier` | keyword | exact `carrier=…` (repeat for OR), sort, `group_by` |",
+        "| `carrier` | keyword | exact `carrier=…` (repeat for OR), sort, `group_by`; `[gt]` `[gte]` `[lt]` `[lte]` `[ne]` `[in]` `[exists]` `[prefix]` |",
+        "# dep_delay (number: gt, gte, lt, lte, ne, in, exists): `dep_delay[gte]`",
+        "# tailnum (keyword: gt, gte, lt, lte, ne, in, exists, prefix): `tailnum[prefix]`",
+        "time_hour%5Bmonth%5D",
+        "## Filter operators",
         "| `dep_delay` | number |",
         "| `carrier_name` | text | `q=…` or `q[carrier_name]=…`",
         "| `time_hour` | date |",

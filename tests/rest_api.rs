@@ -203,16 +203,26 @@ async fn dataset_list_and_metadata(store: TestStore) {
     assert_eq!(
         entry("name"),
         json!({"name": "name", "type": "text", "description": "Name of the place",
-               "filter": {"exact": false, "fulltext": true, "sort": false, "group_by": false}})
+               "filter": {"exact": false, "fulltext": true, "sort": false, "group_by": false,
+                          "operators": ["exists"], "buckets": []}})
     );
     let flags = |name: &str| entry(name)["filter"].clone();
     assert_eq!(
         flags("city"),
-        json!({"exact": true, "fulltext": false, "sort": true, "group_by": true})
+        json!({"exact": true, "fulltext": false, "sort": true, "group_by": true,
+               "operators": ["gt", "gte", "lt", "lte", "ne", "in", "exists", "prefix"],
+               "buckets": []})
     );
     assert_eq!(
         flags("rating"),
-        json!({"exact": true, "fulltext": false, "sort": true, "group_by": false})
+        json!({"exact": true, "fulltext": false, "sort": true, "group_by": false,
+               "operators": ["gt", "gte", "lt", "lte", "ne", "in", "exists"],
+               "buckets": ["<width>"]})
+    );
+    assert_eq!(flags("open")["operators"], json!(["ne", "in", "exists"]));
+    assert_eq!(
+        flags("since")["buckets"],
+        json!(["year", "month", "day", "hour"])
     );
     assert_eq!(flags("open")["exact"], true);
     assert_eq!(flags("since")["sort"], true);
@@ -658,18 +668,19 @@ async fn aggregation_rules(store: TestStore) {
     let body = api.ok(&agg("group_by=kind")).await;
     assert_eq!(
         body,
-        json!({"total_records": 10, "total_groups": 5, "groups": [
-            {"key": "park", "stats": {"count": 4}},
-            {"key": "museum", "stats": {"count": 3}},
-            {"key": "library", "stats": {"count": 1}},
-            {"key": "market", "stats": {"count": 1}},
-            {"key": "station", "stats": {"count": 1}},
+        json!({"total_records": 10, "total_groups": 5, "ungrouped_records": 0, "groups": [
+            {"key": "park", "keys": {"kind": "park"}, "stats": {"count": 4}},
+            {"key": "museum", "keys": {"kind": "museum"}, "stats": {"count": 3}},
+            {"key": "library", "keys": {"kind": "library"}, "stats": {"count": 1}},
+            {"key": "market", "keys": {"kind": "market"}, "stats": {"count": 1}},
+            {"key": "station", "keys": {"kind": "station"}, "stats": {"count": 1}},
         ]})
     );
     // Records without the group_by value count in total_records, in no group.
     let body = api.ok(&agg("group_by=geo.hash")).await;
     assert_eq!(body["total_records"], 10);
     assert_eq!(body["total_groups"], 6);
+    assert_eq!(body["ungrouped_records"], 1);
     let groups: Vec<(String, u64)> = body["groups"]
         .as_array()
         .unwrap()
@@ -696,17 +707,20 @@ async fn aggregation_rules(store: TestStore) {
     let body = api.ok(&agg("group_by=kind&field=rating")).await;
     assert_eq!(
         body["groups"][0],
-        json!({"key": "park", "stats": {"count": 4, "sum": 16, "avg": 4, "min": 2, "max": 5,
+        json!({"key": "park", "keys": {"kind": "park"}, "stats": {"count": 4, "sum": 16,
+            "avg": 4, "min": 2, "max": 5, "missing": 0,
             "percentiles": {"25": 3.875, "50": 4.5, "75": 4.625}}})
     );
     assert_eq!(
         body["groups"][3],
-        json!({"key": "market", "stats": {"count": 1, "sum": 0, "avg": null, "min": null,
-            "max": null, "percentiles": {"25": null, "50": null, "75": null}}})
+        json!({"key": "market", "keys": {"kind": "market"}, "stats": {"count": 1, "sum": 0,
+            "avg": null, "min": null, "max": null, "missing": 1,
+            "percentiles": {"25": null, "50": null, "75": null}}})
     );
     // Museums: p4 has no rating, so count 3 but statistics over 2 values.
     assert_eq!(body["groups"][1]["stats"]["count"], 3);
     assert_eq!(body["groups"][1]["stats"]["avg"], 3.5);
+    assert_eq!(body["groups"][1]["stats"]["missing"], 1);
     // A sum of integers is an integer.
     let body = api.ok(&agg("group_by=city&field=visits")).await;
     let denver = body["groups"]
@@ -725,9 +739,9 @@ async fn aggregation_rules(store: TestStore) {
     assert_eq!(
         body["groups"],
         json!([
-            {"key": "Boston", "stats": {"count": 1}},
-            {"key": "Boulder", "stats": {"count": 1}},
-            {"key": "Denver", "stats": {"count": 1}},
+            {"key": "Boston", "keys": {"city": "Boston"}, "stats": {"count": 1}},
+            {"key": "Boulder", "keys": {"city": "Boulder"}, "stats": {"count": 1}},
+            {"key": "Denver", "keys": {"city": "Denver"}, "stats": {"count": 1}},
         ])
     );
     let body = api
@@ -737,7 +751,7 @@ async fn aggregation_rules(store: TestStore) {
     let body = api.ok(&agg("group_by=city&q=zzzz&field=visits")).await;
     assert_eq!(
         body,
-        json!({"total_records": 0, "total_groups": 0, "groups": []})
+        json!({"total_records": 0, "total_groups": 0, "ungrouped_records": 0, "groups": []})
     );
 }
 

@@ -10,7 +10,9 @@
 //!    store confirms is then charged to its own budget as well.
 //!
 //! The answer carries `RateLimit-Policy` and `RateLimit` (IETF draft, contract §12.5) for the
-//! budget charged; a refusal is 429 `rate_limited` with `Retry-After`.
+//! budget charged; a refusal is 429 `rate_limited` with `Retry-After`. A handler that charges
+//! the token's budget again (an export: one more request per 1,000 records) puts that later
+//! [`Charge`] in the response's extensions, and the headers announce it instead.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue};
@@ -111,6 +113,8 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     }
     request.extensions_mut().insert(Authenticated(who));
     let mut response = next.run(request).await;
+    // A handler that charged more (an export, contract §12.3) leaves its later charge here.
+    let charge = response.extensions_mut().remove::<Charge>().or(charge);
     if let Some(charge) = charge {
         announce(&mut response, charged, charge);
     }

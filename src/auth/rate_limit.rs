@@ -49,6 +49,8 @@ pub struct Charge {
     pub reset_secs: u64,
     /// Whether the request was refused.
     pub refused: bool,
+    /// Refused because it asked for more than the whole budget: no wait makes it fit.
+    pub never: bool,
 }
 
 impl<K: std::hash::Hash + Eq + Clone> Budget<K> {
@@ -74,29 +76,63 @@ impl<K: std::hash::Hash + Eq + Clone> Budget<K> {
     /// Takes one request from `key`'s budget; `None` when there is no limit.
     pub fn charge(&self, key: &K) -> Option<Charge> {
         let (limiter, limit) = (self.limiter.as_ref()?, self.per_minute?.get());
-        let per_request = Duration::from_secs(WINDOW_SECS) / limit;
         Some(match limiter.check_key(key) {
-            Ok(snapshot) => {
-                let remaining = snapshot.remaining_burst_capacity();
-                let used = u64::from(limit - remaining.min(limit));
-                Charge {
-                    limit,
-                    remaining,
-                    reset_secs: (per_request * used as u32).as_secs_f64().ceil() as u64,
-                    refused: false,
-                }
-            }
+            Ok(snapshot) => self.granted(limit, snapshot.remaining_burst_capacity()),
             Err(not_until) => Charge {
                 limit,
                 remaining: 0,
-                reset_secs: not_until
-                    .wait_time_from(self.clock.now())
-                    .as_secs_f64()
-                    .ceil()
-                    .max(1.0) as u64,
+                reset_secs: self.wait_secs(&not_until),
                 refused: true,
+                never: false,
             },
         })
+    }
+
+    /// Takes `n` more requests from `key`'s budget at once (an export's records, contract
+    /// §12.3), all or none; `None` when there is no limit or nothing to take. A refusal because
+    /// `n` is more than the whole budget has [`Charge::never`] set: no wait makes it fit.
+    pub fn charge_n(&self, key: &K, n: u32) -> Option<Charge> {
+        let (limiter, limit) = (self.limiter.as_ref()?, self.per_minute?.get());
+        let n = NonZeroU32::new(n)?;
+        Some(match limiter.check_key_n(key, n) {
+            Ok(Ok(snapshot)) => self.granted(limit, snapshot.remaining_burst_capacity()),
+            Ok(Err(not_until)) => Charge {
+                limit,
+                remaining: 0,
+                reset_secs: self.wait_secs(&not_until),
+                refused: true,
+                never: false,
+            },
+            Err(_) => Charge {
+                limit,
+                remaining: 0,
+                reset_secs: WINDOW_SECS,
+                refused: true,
+                never: true,
+            },
+        })
+    }
+
+    /// The charge of a granted request that left `remaining`.
+    fn granted(&self, limit: u32, remaining: u32) -> Charge {
+        let per_request = Duration::from_secs(WINDOW_SECS) / limit;
+        let used = u64::from(limit - remaining.min(limit));
+        Charge {
+            limit,
+            remaining,
+            reset_secs: (per_request * used as u32).as_secs_f64().ceil() as u64,
+            refused: false,
+            never: false,
+        }
+    }
+
+    /// Whole seconds until a refused request would fit (at least 1).
+    fn wait_secs(&self, not_until: &governor::NotUntil<<DefaultClock as Clock>::Instant>) -> u64 {
+        not_until
+            .wait_time_from(self.clock.now())
+            .as_secs_f64()
+            .ceil()
+            .max(1.0) as u64
     }
 
     /// Forgets keys whose budget is full again (they carry no information).
@@ -157,8 +193,21 @@ mod tests {
         assert!(refused.refused);
         assert!((19..=20).contains(&refused.reset_secs), "{refused:?}");
         assert!(!budget.charge(&"b").unwrap().refused, "budgets are per key");
+        let big = Budget::<&str>::new(10);
+        let charge = big.charge_n(&"a", 4).unwrap();
+        assert_eq!((charge.remaining, charge.refused), (6, false));
+        let refused = big.charge_n(&"a", 7).unwrap();
+        assert!(refused.refused && !refused.never, "{refused:?}");
+        assert_eq!(
+            big.charge(&"a").unwrap().remaining,
+            5,
+            "a refusal takes nothing"
+        );
+        assert!(big.charge_n(&"a", 11).unwrap().never);
+        assert!(big.charge_n(&"a", 0).is_none());
         let off = Budget::<&str>::new(0);
         assert!((0..10_000).all(|_| off.charge(&"a").is_none()));
+        assert!(off.charge_n(&"a", 5).is_none());
     }
 
     #[test]

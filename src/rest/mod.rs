@@ -5,6 +5,7 @@
 mod agg;
 mod caching;
 mod datasets;
+mod export;
 pub mod graphql;
 pub mod openapi;
 mod query_string;
@@ -34,6 +35,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/datasets/{slug}", get(datasets::get_dataset))
         .route("/datasets/{slug}/records", get(records::list_records))
         .route("/datasets/{slug}/records/{id}", get(records::get_record))
+        .route("/datasets/{slug}/export", get(export::export_records))
         .route("/datasets/{slug}/agg", get(agg::aggregate))
         .route("/graphql", get(graphql::endpoint).post(graphql::endpoint))
         .route("/openapi.json", get(openapi::openapi_json))
@@ -68,6 +70,8 @@ pub fn cors() -> CorsLayer {
             HeaderName::from_static("retry-after"),
             RATELIMIT_POLICY.clone(),
             RATELIMIT.clone(),
+            export::X_TOTAL_COUNT.clone(),
+            header::CONTENT_DISPOSITION,
         ])
         .max_age(std::time::Duration::from_secs(3600))
 }

@@ -13,10 +13,14 @@
 use axum::Json;
 use axum::extract::State;
 use axum::response::{Html, IntoResponse, Response};
-use graphql::query::ApiError;
+use graphql::query::dates::DateBucket;
+use graphql::query::export::{BATCH_RECORDS, RECORDS_PER_REQUEST};
+use graphql::query::operators::{self, Op};
 use graphql::query::params::{
-    AGG_PARAMETERS, DEFAULT_PER_PAGE, MAX_IDS, MAX_PAGE, MAX_PER_PAGE, RECORD_PARAMETERS,
+    AGG_PARAMETERS, DEFAULT_PER_PAGE, EXPORT_PARAMETERS, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS,
+    MAX_PAGE, MAX_PER_PAGE, MAX_PERCENTILES, RECORD_PARAMETERS,
 };
+use graphql::query::{ApiError, ExportFormat};
 use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::openapi::example::ExampleBuilder;
@@ -40,7 +44,8 @@ use crate::auth::device::{GRANT_TYPE_URN, MAX_LABEL};
 #[derive(Serialize, ToSchema)]
 pub struct ErrorBody {
     /// A stable code: `invalid_parameter`, `missing_parameter`, `unknown_field`,
-    /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `missing_token`,
+    /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_operator`,
+    /// `too_many_groups`, `missing_token`,
     /// `invalid_token`, `dataset_not_found`, `record_not_found`, `not_found`,
     /// `method_not_allowed`, `payload_too_large`, `rate_limited`, `unavailable`, `internal`.
     pub error: String,
@@ -50,16 +55,26 @@ pub struct ErrorBody {
     #[schema(nullable = false)]
     pub parameter: Option<String>,
     /// The field at fault (`unknown_field`, `text_field_exact_match`, `invalid_group_by`,
-    /// `invalid_field`).
+    /// `invalid_field`, `invalid_operator`).
     #[schema(nullable = false)]
     pub field: Option<String>,
-    /// The field's type (`invalid_group_by`, `invalid_field`).
+    /// The field's type (`invalid_group_by`, `invalid_field`, `invalid_operator`).
     #[serde(rename = "type")]
     #[schema(nullable = false)]
     pub field_type: Option<String>,
-    /// The types the parameter takes (`invalid_group_by`, `invalid_field`).
+    /// The types the parameter takes (`invalid_group_by`, `invalid_field`), or the operators
+    /// the field takes (`invalid_operator`).
     #[schema(nullable = false)]
     pub allowed: Option<Vec<String>>,
+    /// The operator as sent (`invalid_operator`).
+    #[schema(nullable = false)]
+    pub operator: Option<String>,
+    /// The groups the answer would hold (`too_many_groups`).
+    #[schema(nullable = false)]
+    pub groups: Option<u64>,
+    /// The most groups an answer holds without `limit` (`too_many_groups`).
+    #[schema(nullable = false)]
+    pub max: Option<u64>,
     /// The largest body accepted, in bytes (`payload_too_large`).
     #[schema(nullable = false)]
     pub limit_bytes: Option<u64>,
@@ -224,6 +239,7 @@ pub struct Health {
         super::datasets::get_dataset,
         super::records::list_records,
         super::records::get_record,
+        super::export::export_records,
         super::agg::aggregate,
         graphql_get,
         graphql_post,
@@ -234,7 +250,7 @@ pub struct Health {
     ),
     components(
         schemas(ErrorBody, OAuthErrorBody, graphql::query::views::Record),
-        responses(NotModified, BadRequest, Unauthorized, NotFound, PayloadTooLarge, TooManyRequests, Unavailable),
+        responses(ExportAnswer, NotModified, BadRequest, Unauthorized, NotFound, PayloadTooLarge, TooManyRequests, Unavailable),
     ),
     modifiers(&BearerAuth),
     tags(
@@ -443,6 +459,28 @@ fn ids_parameter() -> Parameter {
     )
 }
 
+/// Which operators each field type takes, from the query layer's table.
+fn operator_table() -> String {
+    use entity::FieldType;
+    [
+        FieldType::Keyword,
+        FieldType::Number,
+        FieldType::Date,
+        FieldType::Boolean,
+        FieldType::Text,
+    ]
+    .iter()
+    .map(|t| {
+        let ops: Vec<String> = Op::allowed(*t)
+            .iter()
+            .map(|op| format!("`{}`", op.as_str()))
+            .collect();
+        format!("{t} fields take {}", ops.join(", "))
+    })
+    .collect::<Vec<_>>()
+    .join("; ")
+}
+
 /// The one parameter for the conditions on a dataset's fields: an object whose members are
 /// sent as plain query pairs (`style: form, explode: true`), since their names are the
 /// dataset's own. `reserved` are the operation's other parameters, which no filter can be
@@ -463,12 +501,18 @@ fn filters_parameter(reserved: &[&str]) -> Parameter {
              Different names are ANDed; the same name given twice in a raw query string (`carrier=UA&carrier=AA`) is OR. \
              The names are the dataset's own: `GET /datasets/{{slug}}` lists its fields and what each allows (`filter.exact`, `filter.fulltext`); any other name is 400 `unknown_field`, and a value of the wrong type (`dep_delay=soon`) 400 `invalid_parameter`. \
              No filter can be named {}. \
-             Filter operators (`<field>[<op>]=value`, such as `[gt]` or `[in]`) will be added to this parameter; today a name with brackets is an exact match on a field of that literal name.",
+             Operators (contract §12.1): `<field>[<op>]=value`, ANDed with the rest: {}. \
+             `gt`, `gte`, `lt`, `lte`: a range (numbers as numbers, dates as instants — `2013-01-31`, `2013-01-31T05:00:00Z`, `…+08:00` — keywords in byte order); a range never matches a record without a value, and bounds on one field make one interval (`dep_delay[gte]=60&dep_delay[lt]=120`). \
+             `ne`: not equal (repeated: none of them); records without a value match. `in`: comma-separated values, any of them. \
+             `exists`: `true` the record has a value, `false` it has none. `prefix`: starts with, case-sensitive (repeated: any of them). \
+             An operator the field's type does not take is 400 `invalid_operator` with the ones it does (`filter.operators` of its schema entry). \
+             A field whose own name is `a[gt]` is matched exactly by that name.",
             reserved
                 .iter()
                 .map(|n| format!("`{n}`"))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            operator_table(),
         )))
         .schema(Some(
             ObjectBuilder::new()
@@ -512,13 +556,43 @@ impl IntoParams for RecordsQuery {
             ids_parameter(),
             page_parameter(),
             per_page_parameter("Records"),
+            sort_parameter(),
+            fields_parameter(),
+        ]
+    }
+}
+
+fn sort_parameter() -> Parameter {
+    ParameterBuilder::from(query_parameter(
+        "sort",
+        "Sort keys, comma-separated, each field at most once: `name<` descending, `name>` or `name` ascending (raw or percent-encoded); records without the value come last; ties, and requests without `sort`, follow the order of the imported file. Keyword, number, boolean and date fields sort; text fields do not",
+        string().pattern(Some(sort_pattern())),
+    ))
+    .example(Some(json!("dep_delay<")))
+    .build()
+}
+
+/// The query parameters of `GET /datasets/{slug}/export` (contract §12.3): those of records
+/// without paging, and the format.
+pub struct ExportQuery;
+
+impl IntoParams for ExportQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let formats: Vec<&str> = ExportFormat::ALL.iter().map(|f| f.as_str()).collect();
+        vec![
             ParameterBuilder::from(query_parameter(
-                "sort",
-                "Sort keys, comma-separated, each field at most once: `name<` descending, `name>` or `name` ascending (raw or percent-encoded); records without the value come last; ties, and requests without `sort`, follow the order of the imported file. Keyword, number, boolean and date fields sort; text fields do not",
-                string().pattern(Some(sort_pattern())),
+                "format",
+                "`ndjson`: one record a line, exactly as `records` shows it; `csv`: a header of `_id` and the selected fields in schema order (nested fields as dotted names), missing values as empty cells, RFC 4180 quoting. `page` and `per_page` are refused (400): an export is every match",
+                string()
+                    .enum_values(Some(formats))
+                    .default(Some(json!(ExportFormat::default().as_str()))),
             ))
-            .example(Some(json!("dep_delay<")))
+            .example(Some(json!("csv")))
             .build(),
+            q_parameter(),
+            filters_parameter(EXPORT_PARAMETERS),
+            ids_parameter(),
+            sort_parameter(),
             fields_parameter(),
         ]
     }
@@ -540,26 +614,66 @@ impl IntoParams for AggQuery {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
         let group_by = ParameterBuilder::from(query_parameter(
             "group_by",
-            "The keyword field to group by (dotted names reach nested fields); required; another type is 400 `invalid_group_by`",
+            format!(
+                "What to group by, comma-separated, at most {MAX_GROUP_BY_FIELDS} items, required: a keyword field (dotted names reach nested fields), a date field in UTC buckets `<field>[{}]` (keys `2013`, `2013-01`, `2013-01-31`, `2013-01-31T05`), or a number field in bins of a width `<field>[<width>]` (key: the bin's lower bound). Several items make one group per combination: `key` joins the values with ` | `, `keys` holds each. A date or number field without a bucket is 400 `invalid_group_by`",
+                DateBucket::NAMES.join("|")
+            ),
             string().min_length(Some(1)).pattern(Some(r"[^\s]")),
         ))
         .required(Required::True)
-        .example(Some(json!("carrier")))
+        .example(Some(json!("origin,dest")))
         .build();
         vec![
             group_by,
             ParameterBuilder::from(query_parameter(
                 "field",
-                "A number field: each group's `stats` gains `sum`, `avg`, `min`, `max` and percentiles 25/50/75 (linear interpolation between closest ranks); another type is 400 `invalid_field`",
+                "A number field: each group's `stats` gains `sum`, `avg`, `min`, `max`, `missing` (records of the group without a value) and `percentiles` (linear interpolation between closest ranks); another type is 400 `invalid_field`",
                 string().min_length(Some(1)),
             ))
             .example(Some(json!("dep_delay")))
             .build(),
+            ParameterBuilder::from(query_parameter(
+                "percentiles",
+                format!(
+                    "With `field`: the percentile labels, comma-separated, each 0..=100, at most {MAX_PERCENTILES}; default `25,50,75`"
+                ),
+                string().pattern(Some(percentiles_pattern())),
+            ))
+            .example(Some(json!("5,50,95,99")))
+            .build(),
+            ParameterBuilder::from(query_parameter(
+                "sort",
+                "The order of the groups, one key: `count<` (the default, then `key>`), `count>`, `key>`, `key<`, and with `field` `sum`, `avg`, `min`, `max` or `p<label>` of a requested percentile, each with `<` (descending) or `>` (ascending); ties follow the key ascending; groups without the statistic come last",
+                string().pattern(Some(GROUP_SORT_PATTERN)),
+            ))
+            .example(Some(json!("avg<")))
+            .build(),
+            query_parameter(
+                "limit",
+                format!(
+                    "Keep the first N groups in sort order, 1..={MAX_GROUPS}; `total_groups` still counts them all. Without it, an answer of more than {MAX_GROUPS} groups is 400 `too_many_groups`"
+                ),
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int32)))
+                    .minimum(Some(1))
+                    .maximum(Some(MAX_GROUPS)),
+            ),
             q_parameter(),
             filters_parameter(AGG_PARAMETERS),
             ids_parameter(),
         ]
     }
+}
+
+/// One group sort key as the server reads it.
+const GROUP_SORT_PATTERN: &str =
+    r"^(?:count|key|sum|avg|min|max|p(?:100|[0-9]{1,2})(?:\.[0-9]+)?)[<>]?$";
+
+/// Percentile labels: numbers 0..=100 (digits, an optional fraction), comma-separated.
+fn percentiles_pattern() -> String {
+    let label = r"\s*(?:100(?:\.0+)?|[0-9]{1,2}(?:\.[0-9]+)?)\s*";
+    format!("^{label}(?:,{label}){{0,{}}}$", MAX_PERCENTILES - 1)
 }
 
 // ---- responses -----------------------------------------------------------------------------
@@ -593,6 +707,49 @@ fn error_response(summary: &str, samples: &[ApiError]) -> RefOr<utoipa::openapi:
         .content("application/json", content.build())
         .build()
         .into()
+}
+
+/// 200 of an export: the records as NDJSON or CSV, streamed.
+pub struct ExportAnswer;
+
+impl<'r> ToResponse<'r> for ExportAnswer {
+    fn response() -> (&'r str, RefOr<utoipa::openapi::Response>) {
+        let text = || {
+            ContentBuilder::new()
+                .schema(Some(
+                    string().format(Some(SchemaFormat::Custom("binary".into()))),
+                ))
+                .build()
+        };
+        let mut builder = ResponseBuilder::new().description(format!(
+            "Every matching record, streamed in chunks of {BATCH_RECORDS}. The export counts as one request for the rate limit plus one per started {RECORDS_PER_REQUEST} records (charged up front from the total; `RateLimit` shows what is left after it; an export the budget cannot cover now is 429). `Accept-Encoding: gzip` (or `br`, `zstd`) compresses it. A store failure after the first byte cuts the body short (no final chunk), which clients report as an incomplete answer."
+        ));
+        for format in ExportFormat::ALL {
+            builder = builder.content(super::export::media_type(format), text());
+        }
+        let response = builder
+            .header(
+                "X-Total-Count",
+                HeaderBuilder::new()
+                    .schema(
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                            .minimum(Some(0)),
+                    )
+                    .description(Some("The number of records the export sends"))
+                    .build(),
+            )
+            .header(
+                "Content-Disposition",
+                HeaderBuilder::new()
+                    .schema(string())
+                    .description(Some("`attachment; filename=\"<slug>.<ndjson|csv>\"`"))
+                    .build(),
+            )
+            .build();
+        ("ExportAnswer", response.into())
+    }
 }
 
 /// 304 Not Modified.
@@ -642,6 +799,16 @@ impl<'r> ToResponse<'r> for BadRequest {
                     ApiError::InvalidField {
                         field: "carrier".into(),
                         field_type: FieldType::Keyword,
+                    },
+                    ApiError::InvalidOperator {
+                        field: "dep_delay".into(),
+                        field_type: FieldType::Number,
+                        operator: "prefix".into(),
+                        allowed: operators::names(Op::allowed(FieldType::Number)),
+                    },
+                    ApiError::TooManyGroups {
+                        groups: 336_776,
+                        max: MAX_GROUPS,
                     },
                 ],
             ),
@@ -939,6 +1106,11 @@ mod tests {
             ApiError::MethodNotAllowed,
             ApiError::PayloadTooLarge { limit_bytes: 1 },
             ApiError::RateLimited { retry_after: 1 },
+            ApiError::ExportOverBudget {
+                records: 2_000_000,
+                limit: 1200,
+                retry_after: 60,
+            },
             ApiError::Unavailable,
             ApiError::Internal,
         ];
@@ -967,5 +1139,17 @@ mod tests {
             assert!(pattern.contains(&format!("|{name}")) || pattern.contains(&format!("{name}|")));
         }
         assert!(ids_pattern().contains(&format!("{{0,{}}}", MAX_IDS - 1)));
+        let export = ExportQuery::into_params(|| None);
+        let filters = export.iter().find(|p| p.name == "filters").unwrap();
+        let filters = serde_json::to_value(filters).unwrap();
+        let pattern = filters["schema"]["propertyNames"]["pattern"]
+            .as_str()
+            .unwrap();
+        for name in EXPORT_PARAMETERS {
+            assert!(pattern.contains(&format!("|{name}")) || pattern.contains(&format!("{name}|")));
+        }
+        let format = export.iter().find(|p| p.name == "format").unwrap();
+        let format = serde_json::to_value(format).unwrap();
+        assert_eq!(format["schema"]["enum"], json!(["ndjson", "csv"]));
     }
 }

@@ -3,7 +3,7 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use graphql::query::params::{check_fields, split_list};
+use graphql::query::params::{ProjectionParams, check, split_list};
 use graphql::query::{RecordParams, request};
 
 use super::caching::conditional;
@@ -81,9 +81,11 @@ pub async fn get_record(
             )
             .into());
         }
-        let list = split_list(&value);
-        check_fields(&list)?;
-        fields = Some(list);
+        let projection = ProjectionParams {
+            fields: Some(split_list(&value)),
+        };
+        check(&projection)?;
+        fields = projection.fields;
     }
     let dataset = state.resolver.dataset(&slug).await?;
     let fields = request::projection(fields.as_deref(), &dataset.schema)?;

@@ -6,19 +6,32 @@
 const root = document.getElementById("explore");
 const endpoint = root.dataset.endpoint;
 const token = root.dataset.token;
+// The server's limit of dataset fetches in one GraphQL operation (MAX_FETCHES).
+const MAX_FETCHES = Number(root.dataset.maxFetches);
 const PER_PAGE = 20;
+// Grouped statistics ask for this many groups at most (agg `limit`, contract §12.2): an answer
+// never grows with the dataset, however many values the grouped field has.
+const TOP_GROUPS = 50;
+const CHART_BARS = 15;
 const MAX_FACETS = 4;
+const FACET_VALUES = 8;
 const MAX_COLUMNS = 8;
+// Facets start open from this width; below it they start folded, so the records come first.
+const WIDE = window.matchMedia("(min-width: 50rem)");
 const SVG = "http://www.w3.org/2000/svg";
 
 const state = {
   slug: "",
   fields: [],
   idField: null,
+  facets: [], // keyword fields with value counts beside the table, best first
+  columns: [], // field names shown in the table
+  openFacets: new Set(),
   q: "",
   filters: [], // [{field, value}]
   sort: null, // {field, order}
   page: 1,
+  lastPage: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -86,57 +99,110 @@ async function loadDatasets() {
 }
 
 async function pickDataset(slug) {
-  Object.assign(state, { slug, fields: [], idField: null, q: "", filters: [], sort: null, page: 1 });
+  Object.assign(state, { slug, fields: [], idField: null, facets: [], columns: [], q: "", filters: [], sort: null, page: 1, lastPage: null });
+  state.openFacets.clear();
   $("q").value = "";
   $("record-detail").hidden = true;
   $("stats").replaceChildren();
   if (!slug) return;
   const data = await gql(
     `query Fields($slug: String!) { dataset(slug: $slug) { title description idField
-       fields { name type filter { exact fulltext sort groupBy } } } }`,
+       fields { name type description filter { exact fulltext sort groupBy } } } }`,
     { slug },
   );
   state.fields = data.dataset.fields;
   state.idField = data.dataset.idField;
+  const ranked = await rankKeywords();
+  state.facets = ranked.filter((r) => r.groups > 1).slice(0, MAX_FACETS).map((r) => r.field);
+  if (WIDE.matches) for (const f of state.facets) state.openFacets.add(f.name);
+  state.columns = defaultColumns(ranked);
+  fillStatsControls(ranked);
+  renderColumnPicker();
+  await refresh();
+}
+
+// The keyword fields that can be grouped, except the identifier field (one group per record),
+// those with at most TOP_GROUPS values first (a phone number or a URL is no facet), each part
+// ranked by how much of the dataset their most common values cover: one document asks each
+// (at most MAX_FETCHES of them) for its top FACET_VALUES values and its number of values.
+async function rankKeywords() {
+  const candidates = state.fields
+    .filter((f) => f.filter.groupBy && f.name !== "_id" && f.name !== state.idField)
+    .slice(0, MAX_FETCHES);
+  if (!candidates.length) return [];
+  const aggs = candidates.map(
+    (f, i) => `k${i}: agg(slug: $slug, groupBy: ${JSON.stringify(f.name)}, limit: ${FACET_VALUES}) {
+      totalRecords totalGroups groups { stats { count } } }`,
+  );
+  const data = await gql(`query Rank($slug: String!) { ${aggs.join("\n")} }`, { slug: state.slug });
+  const ranked = candidates.map((field, i) => {
+    const agg = data["k" + i];
+    const covered = agg.groups.reduce((sum, g) => sum + g.stats.count, 0);
+    return { field, groups: agg.totalGroups, coverage: agg.totalRecords ? covered / agg.totalRecords : 0 };
+  });
+  const many = (r) => (r.groups > TOP_GROUPS ? 1 : 0);
+  return ranked.sort((a, b) => many(a) - many(b) || b.coverage - a.coverage || a.groups - b.groups);
+}
+
+// The table starts with _id, a text field (a name, a title), the best keyword fields, a date
+// and number fields, those the schema describes first; the column picker changes it.
+function defaultColumns(ranked) {
+  const of = (type) => state.fields.filter((f) => f.type === type && f.name !== state.idField);
+  const names = [
+    "_id",
+    ...of("text").slice(0, 1).map((f) => f.name),
+    ...ranked.slice(0, 2).map((r) => r.field.name),
+    ...of("date").slice(0, 1).map((f) => f.name),
+  ];
+  const numbers = of("number");
+  for (const f of [...numbers.filter((f) => f.description), ...numbers.filter((f) => !f.description)]) {
+    if (names.length < MAX_COLUMNS) names.push(f.name);
+  }
+  return names;
+}
+
+// Group by: every groupable keyword field but the identifier; by default the one with few
+// values (at most TOP_GROUPS) that covers the most records.
+function fillStatsControls(ranked) {
   const groupBy = $("group-by");
   const statField = $("stat-field");
   groupBy.replaceChildren();
   statField.replaceChildren(el("option", "(count only)", { value: "" }));
-  // The identifier field is left out: one record per group, and an answer as large as the
-  // dataset (33.6 MB for the scenic spots) for a chart of 15 bars.
   for (const f of state.fields) {
-    if (f.filter.groupBy && f.name !== state.idField) groupBy.append(el("option", f.name, { value: f.name }));
+    if (f.filter.groupBy && f.name !== "_id" && f.name !== state.idField) groupBy.append(el("option", f.name, { value: f.name }));
     if (f.type === "number") statField.append(el("option", f.name, { value: f.name }));
   }
+  const best = ranked.find((r) => r.groups > 1 && r.groups <= TOP_GROUPS) || ranked[0];
+  if (best) groupBy.value = best.field.name;
   updateMetrics();
-  await refresh();
 }
 
-// Keyword fields to offer value counts for; the identifier field has one value per record.
-function facetFields() {
-  return state.fields.filter((f) => f.filter.groupBy && f.name !== state.idField).slice(0, MAX_FACETS);
+function renderColumnPicker() {
+  const list = $("column-list");
+  list.replaceChildren();
+  for (const f of state.fields) {
+    if (f.type === "json") continue;
+    const box = el("input", null, { type: "checkbox", value: f.name });
+    box.checked = state.columns.includes(f.name);
+    box.addEventListener("change", () => {
+      state.columns = state.fields.map((g) => g.name).filter((n) => (n === f.name ? box.checked : state.columns.includes(n)));
+      if (state.lastPage) renderRecords(state.lastPage);
+    });
+    const label = el("label", null, { class: "pick" });
+    label.append(box, document.createTextNode(" " + f.name));
+    list.append(label);
+  }
 }
 
-// The table's columns: _id, a couple of text fields (names, titles), then keywords, dates,
-// numbers and booleans, in schema order within each kind.
-const COLUMN_ORDER = ["keyword", "date", "number", "boolean"];
-function columns() {
-  const rest = state.fields.filter((f) => f.name !== "_id" && f.name !== state.idField);
-  const text = rest.filter((f) => f.type === "text").slice(0, 2);
-  const others = COLUMN_ORDER.flatMap((t) => rest.filter((f) => f.type === t));
-  const id = state.fields.filter((f) => f.name === "_id");
-  return [...id, ...text, ...others].slice(0, MAX_COLUMNS);
-}
-
-// One document: the page of records and the value counts of the keyword facets, under the
-// same conditions.
+// One document: the page of records and the value counts of the facets, under the same
+// conditions.
 async function refresh() {
   if (!state.slug) return;
-  const facets = facetFields();
+  const facets = state.facets;
   const aggs = facets
     .map(
       (f, i) =>
-        `f${i}: agg(slug: $slug, groupBy: ${JSON.stringify(f.name)}, q: $q, filters: $filters) {
+        `f${i}: agg(slug: $slug, groupBy: ${JSON.stringify(f.name)}, q: $q, filters: $filters, limit: ${FACET_VALUES}) {
            totalGroups groups { key stats { count } } }`,
     )
     .join("\n");
@@ -155,6 +221,7 @@ async function refresh() {
     perPage: PER_PAGE,
     sort: state.sort ? [state.sort] : null,
   });
+  state.lastPage = data.records;
   renderRecords(data.records);
   renderFacets(facets.map((f, i) => [f, data["f" + i]]));
   renderChips();
@@ -162,12 +229,14 @@ async function refresh() {
 }
 
 function renderRecords(page) {
-  const cols = columns();
+  const cols = state.columns.map((n) => state.fields.find((f) => f.name === n)).filter(Boolean);
+  $("column-count").textContent = `${cols.length} of ${state.fields.length}`;
   const head = el("tr");
   for (const f of cols) {
     const th = el("th", null, { scope: "col" });
+    if (f.type === "number") th.className = "num";
     if (f.filter.sort) {
-      const button = el("button", f.name, { type: "button", "data-field": f.name });
+      const button = el("button", f.name, { type: "button", "data-field": f.name, title: "Sort by " + f.name });
       let mark = "";
       if (state.sort && state.sort.field === f.name) {
         mark = state.sort.order === "ASC" ? " ▲" : " ▼";
@@ -178,7 +247,7 @@ function renderRecords(page) {
       th.append(button);
     } else {
       th.textContent = f.name;
-      th.className = "nosort";
+      th.classList.add("nosort");
     }
     head.append(th);
   }
@@ -187,7 +256,10 @@ function renderRecords(page) {
   body.replaceChildren();
   for (const record of page.records) {
     const tr = el("tr", null, { "data-id": record._id, tabindex: "0" });
-    for (const f of cols) tr.append(el("td", show(pick(record, f.name))));
+    for (const f of cols) {
+      const text = show(pick(record, f.name));
+      tr.append(el("td", text, f.type === "number" ? { class: "num" } : { title: text }));
+    }
     tr.addEventListener("click", () => openRecord(record._id).catch(fail));
     tr.addEventListener("keydown", (e) => {
       if (e.key === "Enter") openRecord(record._id).catch(fail);
@@ -206,24 +278,32 @@ function renderFacets(list) {
   const aside = $("facets");
   aside.replaceChildren();
   for (const [field, agg] of list) {
-    const box = el("section", null, { class: "facet", "data-facet": field.name });
-    box.append(el("h3", field.name));
+    const box = el("details", null, { class: "facet", "data-facet": field.name });
+    box.open = state.openFacets.has(field.name);
+    box.addEventListener("toggle", () => {
+      if (box.open) state.openFacets.add(field.name);
+      else state.openFacets.delete(field.name);
+    });
+    const active = state.filters.filter((f) => f.field === field.name).length;
+    box.append(el("summary", active ? `${field.name} (${active})` : field.name));
     const ul = el("ul");
-    for (const g of agg.groups.slice(0, 8)) {
-      const active = state.filters.some((f) => f.field === field.name && f.value === g.key);
+    for (const g of agg.groups) {
+      const pressed = state.filters.some((f) => f.field === field.name && f.value === g.key);
       const button = el("button", null, {
         type: "button",
-        "aria-pressed": String(active),
+        "aria-pressed": String(pressed),
         "data-value": g.key,
+        title: g.key,
       });
-      button.append(el("span", g.key === "" ? "(empty)" : g.key), el("span", number.format(g.stats.count), { class: "count" }));
+      button.append(el("span", g.key === "" ? "(empty)" : g.key, { class: "value" }), el("span", number.format(g.stats.count), { class: "count" }));
       button.addEventListener("click", () => toggleFilter(field.name, g.key).catch(fail));
       const li = el("li");
       li.append(button);
       ul.append(li);
     }
     box.append(ul);
-    if (agg.totalGroups > 8) box.append(el("p", `+ ${number.format(agg.totalGroups - 8)} more`, { class: "count" }));
+    const more = agg.totalGroups - agg.groups.length;
+    if (more > 0) box.append(el("p", `+ ${number.format(more)} more`, { class: "count" }));
     aside.append(box);
   }
 }
@@ -279,14 +359,25 @@ async function showStats() {
   const field = $("stat-field").value || null;
   const metric = $("metric").value || "count";
   if (!state.slug || !groupBy) return;
+  // The groups come largest first by the measure the bars show: the top TOP_GROUPS of them.
+  const sort = metric === "count" ? "" : `, sort: {by: ${JSON.stringify(metric)}, order: DESC}`;
+  status("Loading…");
   const data = await gql(
-    `query Stats($slug: String!, $groupBy: String!, $field: String, $q: String, $filters: [FieldFilter!]) {
-       agg(slug: $slug, groupBy: $groupBy, field: $field, q: $q, filters: $filters) {
+    `query Stats($slug: String!, $field: String, $q: String, $filters: [FieldFilter!], $limit: Int) {
+       agg(slug: $slug, groupBy: ${JSON.stringify(groupBy)}, field: $field, q: $q, filters: $filters,
+           limit: $limit${sort}) {
          totalRecords totalGroups
          groups { key stats { count sum avg min max percentiles { p50 } } } } }`,
-    { slug: state.slug, groupBy, field, q: state.q || null, filters: state.filters.length ? state.filters : null },
+    {
+      slug: state.slug,
+      field,
+      q: state.q || null,
+      filters: state.filters.length ? state.filters : null,
+      limit: TOP_GROUPS,
+    },
   );
   renderStats(data.agg, groupBy, field, metric);
+  status("");
 }
 
 const fmt = (n) => (n === null || n === undefined ? "–" : number.format(Math.round(n * 100) / 100));
@@ -294,31 +385,48 @@ const fmt = (n) => (n === null || n === undefined ? "–" : number.format(Math.r
 function renderStats(agg, groupBy, field, metric) {
   const out = $("stats");
   out.replaceChildren();
+  const shown = agg.groups.length;
+  const by = metric === "count" ? "" : ` (by ${metric})`;
+  const which = shown < agg.totalGroups ? `The top ${number.format(shown)}${by} of ` : "";
   out.append(
-    el("p", `${number.format(agg.totalGroups)} groups of ${groupBy} over ${number.format(agg.totalRecords)} records.`, {
+    el("p", `${which}${number.format(agg.totalGroups)} groups of ${groupBy} over ${number.format(agg.totalRecords)} records.`, {
       id: "stats-summary",
     }),
   );
-  const groups = agg.groups.slice(0, 15);
-  out.append(chart(groups, metric));
+  out.append(chart(agg.groups.slice(0, CHART_BARS), metric));
   const table = el("table", null, { id: "stats-table" });
   const head = el("tr");
   const names = field ? [groupBy, "count", "sum", "avg", "min", "max", "median"] : [groupBy, "count"];
-  for (const n of names) head.append(el("th", n, { scope: "col" }));
+  names.forEach((n, i) => head.append(el("th", n, { scope: "col", class: i ? "num" : "" })));
   table.append(el("thead"));
   table.tHead.append(head);
   const body = el("tbody");
   for (const g of agg.groups) {
     const tr = el("tr");
-    tr.append(el("td", g.key === "" ? "(empty)" : g.key), el("td", number.format(g.stats.count)));
+    const key = g.key === "" ? "(empty)" : g.key;
+    tr.append(el("td", key, { title: key }), el("td", number.format(g.stats.count), { class: "num" }));
     if (field) {
       const s = g.stats;
-      for (const v of [s.sum, s.avg, s.min, s.max, s.percentiles && s.percentiles.p50]) tr.append(el("td", fmt(v)));
+      for (const v of [s.sum, s.avg, s.min, s.max, s.percentiles && s.percentiles.p50]) tr.append(el("td", fmt(v), { class: "num" }));
     }
     body.append(tr);
   }
   table.append(body);
-  out.append(table);
+  const wrap = el("div", null, { class: "table-wrap" });
+  wrap.append(table);
+  out.append(wrap);
+}
+
+// A label cut to fit about `room` narrow characters, counting wide (CJK) ones twice.
+function cut(text, room) {
+  let used = 0;
+  let out = "";
+  for (const ch of text) {
+    used += /[\u1100-\uffff]/.test(ch) ? 2 : 1;
+    if (used > room) return out + "…";
+    out += ch;
+  }
+  return out;
 }
 
 // A horizontal bar chart in inline SVG: one bar per group, labels as text nodes.
@@ -328,7 +436,8 @@ function chart(groups, metric) {
   const max = Math.max(1, ...values);
   const row = 22;
   const labelWidth = 150;
-  const width = 600;
+  // Drawn at the width it is shown at (up to 800 px), so its text keeps its size on a phone.
+  const width = Math.min(800, Math.max(320, $("stats").clientWidth));
   const svg = document.createElementNS(SVG, "svg");
   svg.setAttribute("class", "bars");
   svg.setAttribute("id", "stats-chart");
@@ -341,7 +450,7 @@ function chart(groups, metric) {
     label.setAttribute("x", "0");
     label.setAttribute("y", String(y + 15));
     const key = g.key === "" ? "(empty)" : g.key;
-    label.textContent = key.length > 22 ? key.slice(0, 21) + "…" : key;
+    label.textContent = cut(key, 22);
     const bar = document.createElementNS(SVG, "rect");
     const w = Math.max(1, ((width - labelWidth - 70) * values[i]) / max);
     bar.setAttribute("x", String(labelWidth));
@@ -388,4 +497,5 @@ $("close-record").addEventListener("click", () => {
 $("stat-field").addEventListener("change", updateMetrics);
 $("show-stats").addEventListener("click", () => showStats().catch(fail));
 
+$("top-groups").textContent = `top ${TOP_GROUPS} groups`;
 loadDatasets().catch(fail);

@@ -13,6 +13,7 @@ use super::pages::{page, store_failed, when};
 use super::visitor::{Visitor, see_other};
 use crate::app::AppState;
 use crate::auth::account;
+use graphql::schema::MAX_FETCHES;
 
 /// `GET /explore`: signed-in people only (others go to log in and come back).
 pub async fn show(State(state): State<AppState>, visitor: Visitor) -> Response {
@@ -29,7 +30,8 @@ pub async fn show(State(state): State<AppState>, visitor: Visitor) -> Response {
                 &visitor,
                 StatusCode::OK,
                 "explore.html",
-                context! { token => secret.expose(), expires },
+                // The script batches at most this many dataset fetches in one document.
+                context! { token => secret.expose(), expires, max_fetches => MAX_FETCHES },
             )
         }
         Err(e) => store_failed(e),

@@ -8,6 +8,10 @@ use std::fmt::Write;
 use entity::{FieldType, dataset, dataset_field};
 use serde_json::Value;
 
+use graphql::query::operators::Op;
+use graphql::query::params::{MAX_GROUPS, MAX_PERCENTILES};
+use graphql::query::views::json_number;
+
 use super::guides::encode;
 use crate::store::stats::{self, Range, ValueCount};
 use crate::store::{Store, StoreError, records};
@@ -417,19 +421,177 @@ fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
             ),
         }
     }
+    if let Some(n) = number
+        && let Some(range) = &n.range
+        && let (Some(lo), Some(hi)) = (range.min.as_f64(), range.max.as_f64())
+        && hi > lo
+    {
+        let name = n.field.name.as_str();
+        let mid = json_number(((lo + hi) / 2.0).floor().max(lo)).to_string();
+        let low = json_number(lo).to_string();
+        if mid != low {
+            add(
+                "A range",
+                format!(
+                    "`{name}` from {} (included) up to {} (excluded): bounds on one field make one interval.",
+                    code(&low),
+                    code(&mid)
+                ),
+                format!(
+                    "{records}?{}",
+                    query(&[
+                        (&format!("{name}[gte]"), &low),
+                        (&format!("{name}[lt]"), &mid)
+                    ])
+                ),
+            );
+        }
+    }
+    let keywords: Vec<&FieldFacts> = guide
+        .fields
+        .iter()
+        .filter(|f| {
+            f.field.field_type == FieldType::Keyword
+                && !f.top.is_empty()
+                && guide.dataset.id_field.as_deref() != Some(f.field.name.as_str())
+        })
+        .collect();
+    if let [a, b, ..] = keywords.as_slice() {
+        add(
+            "Grouped by two fields",
+            format!(
+                "One group per combination of `{}` and `{}`, largest first; each group's `keys` holds both values; `limit` keeps the first 10.",
+                a.field.name, b.field.name
+            ),
+            format!(
+                "{agg}?{}",
+                query(&[
+                    ("group_by", &format!("{},{}", a.field.name, b.field.name)),
+                    ("limit", "10")
+                ])
+            ),
+        );
+    }
+    if let Some(date) = guide
+        .fields
+        .iter()
+        .find(|f| f.field.field_type == FieldType::Date && f.range.is_some())
+    {
+        let name = date.field.name.as_str();
+        let mut pairs = vec![("group_by".to_string(), format!("{name}[month]"))];
+        if let Some(n) = number {
+            pairs.push(("field".into(), n.field.name.clone()));
+        }
+        pairs.push(("sort".into(), "key>".into()));
+        let pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        add(
+            "Per month",
+            format!(
+                "`{name}` in monthly buckets (UTC), in time order (`sort=key>`); `year`, `day` and `hour` work too."
+            ),
+            format!("{agg}?{}", query(&pairs)),
+        );
+    }
+    if let (Some(k), Some(n)) = (keyword, number) {
+        let (name, field) = (k.field.name.as_str(), n.field.name.as_str());
+        add(
+            "The top groups by a statistic",
+            format!(
+                "The 5 `{name}` values with the highest average `{field}`, with its median and 95th percentile; `missing` counts records without a value."
+            ),
+            format!(
+                "{agg}?{}",
+                query(&[
+                    ("group_by", name),
+                    ("field", field),
+                    ("percentiles", "50,95"),
+                    ("sort", "avg<"),
+                    ("limit", "5")
+                ])
+            ),
+        );
+    }
     out
 }
 
 fn how_to_filter(f: &FieldFacts) -> String {
     let name = &f.field.name;
-    match f.field.field_type {
+    let uses = match f.field.field_type {
         FieldType::Keyword => format!("exact `{name}=…` (repeat for OR), sort, `group_by`"),
-        FieldType::Number => format!("exact `{name}=…`, sort, agg `field`"),
+        FieldType::Number => {
+            format!("exact `{name}=…`, sort, agg `field`, bins `group_by={name}[<width>]`")
+        }
         FieldType::Boolean => format!("exact `{name}=true` / `false`, sort"),
-        FieldType::Date => format!("exact `{name}=…` (as written in the data), sort"),
+        FieldType::Date => format!(
+            "exact `{name}=…` (as written in the data), sort, buckets `group_by={name}[month]`"
+        ),
         FieldType::Text => format!("`q=…` or `q[{name}]=…` (not exact match)"),
         FieldType::Json => "returned as is; not filterable".to_string(),
+    };
+    let ops = Op::allowed_names(f.field.field_type);
+    if ops.is_empty() {
+        return uses;
     }
+    let ops: Vec<String> = ops.iter().map(|op| format!("`[{op}]`")).collect();
+    format!("{uses}; {}", ops.join(" "))
+}
+
+/// One condition with an operator this field takes, built from its real values so that it
+/// matches records: a keyword's common prefix, a number at the middle of its range (the
+/// largest value is above it), a date at or after its latest, a boolean's common value, a
+/// text's presence.
+fn operator_example(f: &FieldFacts, guide: &Guide) -> Option<(String, String, String)> {
+    let name = f.field.name.as_str();
+    let is_id = guide.dataset.id_field.as_deref() == Some(name);
+    let (op, value, says) = match f.field.field_type {
+        FieldType::Keyword if is_id => {
+            let ids: Vec<&str> = guide
+                .sample_ids
+                .iter()
+                .take(2)
+                .map(String::as_str)
+                .collect();
+            (Op::In, ids.join(","), "is one of these".to_string())
+        }
+        FieldType::Keyword => {
+            let top = plain(&f.top.first()?.value);
+            let prefix: String = top.chars().take(2).collect();
+            let says = format!("starts with {}", code(&prefix));
+            (Op::Prefix, prefix, says)
+        }
+        FieldType::Number => {
+            let range = f.range.as_ref()?;
+            let (lo, hi) = (range.min.as_f64()?, range.max.as_f64()?);
+            let mid = if lo.fract() == 0.0 && hi.fract() == 0.0 {
+                ((lo + hi) / 2.0).floor()
+            } else {
+                (lo + hi) / 2.0
+            };
+            let mid = json_number(mid).to_string();
+            let says = format!("is at least {}", code(&mid));
+            (Op::Gte, mid, says)
+        }
+        FieldType::Date => {
+            let latest = plain(&f.range.as_ref()?.max);
+            let says = format!("is at or after {} (compared as instants)", code(&latest));
+            (Op::Gte, latest, says)
+        }
+        FieldType::Boolean => {
+            let top = plain(&f.top.first()?.value);
+            let says = format!("is {}", code(&top));
+            (Op::In, top, says)
+        }
+        FieldType::Text if !f.top.is_empty() => {
+            (Op::Exists, "true".into(), "has a value".to_string())
+        }
+        FieldType::Text | FieldType::Json => return None,
+    };
+    let parameter = format!("{name}[{}]", op.as_str());
+    let query = query(&[(&parameter, &value)]);
+    Some((parameter, query, says))
 }
 
 fn values_seen(f: &FieldFacts, guide: &Guide) -> String {
@@ -522,6 +684,32 @@ pub fn skill_md(guide: &Guide, site_url: &str) -> String {
          table are counts of records.\n\n",
     );
 
+    md.push_str("## Filter operators\n\n");
+    md.push_str(
+        "Beyond exact matches, `<field>[<op>]=value` filters with an operator; conditions are \
+         ANDed. `gt`, `gte`, `lt`, `lte` bound a range (numbers as numbers, dates as instants, \
+         keywords in byte order; a range never matches a record without the value); `ne` is not \
+         equal (records without a value match); `in` takes comma-separated values; \
+         `exists=true|false` tests for a value; `prefix` is a case-sensitive start. Each field's \
+         operators, with one example that finds records here:\n\n```sh\n",
+    );
+    let records_url = format!("{base_url}/datasets/{}/records", encode(&d.slug));
+    for f in &guide.fields {
+        let Some((parameter, query, says)) = operator_example(f, guide) else {
+            continue;
+        };
+        let ops = Op::allowed_names(f.field.field_type).join(", ");
+        let _ = writeln!(
+            md,
+            "# {} ({}: {ops}): `{parameter}` — {}\n{}",
+            f.field.name,
+            f.field.field_type,
+            says.replace('`', ""),
+            curl(&format!("{records_url}?{query}"))
+        );
+    }
+    md.push_str("```\n\n");
+
     md.push_str("## Examples\n\nEach works as written once `ODQS_TOKEN` holds your token.\n\n");
     for e in examples(guide, &base_url) {
         let _ = writeln!(
@@ -536,10 +724,15 @@ pub fn skill_md(guide: &Guide, site_url: &str) -> String {
     md.push_str("## Limits and notes\n\n");
     let notes = [
         "`page` starts at 1; `per_page` is 20 by default, 1 to 100. A page past the end answers `records: []` with the true `total`.".to_string(),
+        format!(
+            "Every matching record in one answer: `{base_url}/datasets/{}/export?format=ndjson` (or `csv`) takes the same filters, `sort` and `fields`, streams the records (`X-Total-Count` gives their number up front) and counts as one request plus one per 1,000 records.",
+            encode(&d.slug)
+        ),
         "Exact matches (`name=value`) work on keyword, number, boolean and date fields; the same name repeated is OR, different names are AND. A text field answers 400 `text_field_exact_match`: use `q[name]`.".to_string(),
         "`q` and `q[name]`: every whitespace-separated term must occur, ignoring case; Chinese and Japanese terms match as substrings.".to_string(),
         "Without `sort`, and between equal sort keys, records keep the order of the imported file, so paging is stable.".to_string(),
-        "`agg`: `group_by` must be a keyword field, `field` a number field; all groups come in one answer, by count (largest first), then key. Percentiles interpolate linearly between closest ranks.".to_string(),
+        format!("`agg`: `group_by` takes keyword fields, comma-separated (one group per combination, with `keys`), a date field in UTC buckets (`name[year|month|day|hour]`) or a number field in bins (`name[<width>]`); `field` a number field. Groups come by count (largest first), then key; `sort=key>`, `count>`, or with `field` `avg<`, `p95<`…, and `limit=N` keeps the first N. More than {MAX_GROUPS} groups need `limit` (400 `too_many_groups`). `percentiles=5,50,95` picks up to {MAX_PERCENTILES} labels (default 25, 50, 75; linear interpolation between closest ranks)."),
+        "Missing values: `count` counts records; `sum`, `avg`, `min`, `max` and percentiles skip records without the value, and `missing` counts them; records without a `group_by` value are in `total_records` and `ungrouped_records`, in no group. `name[exists]=false` finds them.".to_string(),
         "Percent-encode values in URLs as UTF-8 (`curl` does not do it for you); `<` is `%3C`, `>` is `%3E`, `[` `]` are `%5B` `%5D`.".to_string(),
         "Errors are JSON `{\"error\": \"<code>\", \"message\": \"…\"}`; an unknown field name is 400 `unknown_field`, a missing or bad token 401.".to_string(),
         "The data changes only when the dataset is re-imported; answers carry an `ETag`.".to_string(),

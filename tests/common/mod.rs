@@ -313,3 +313,16 @@ async fn answer(router: &axum::Router, request: axum::http::Request<axum::body::
 pub async fn load_demo(store: &TestStore) {
     odqs::demo::load_if_empty(&store.store).await.unwrap();
 }
+
+/// odqs on a real socket (a free port on 127.0.0.1), as `odqs serve` runs it, with the public
+/// URL it is reached at; sending on the channel stops it.
+pub async fn serve(store: &TestStore) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let site = format!("http://{}", listener.local_addr().unwrap());
+    let state = odqs::app::AppState::new(store.store.clone(), &site);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(odqs::app::serve(state, listener, async {
+        let _ = stopped.await;
+    }));
+    (site, stop)
+}

@@ -103,7 +103,7 @@ def main() -> None:
                 "avg": plain(g.stats.avg),
                 "min": plain(g.stats.min_),
                 "max": plain(g.stats.max_),
-                "p50": plain(g.stats.percentiles).field_50 if plain(g.stats.percentiles) else None,
+                "p50": plain(g.stats.percentiles).additional_properties.get("50") if plain(g.stats.percentiles) else None,
             }
             for g in agg.groups
         ],

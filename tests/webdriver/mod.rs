@@ -14,23 +14,11 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::common::TestStore;
+pub use crate::common::serve;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-
-/// odqs on a real socket, with the public URL it is reached at.
-pub async fn serve(store: &TestStore) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let site = format!("http://{}", listener.local_addr().unwrap());
-    let state = odqs::app::AppState::new(store.store.clone(), &site);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(odqs::app::serve(state, listener, async {
-        let _ = stopped.await;
-    }));
-    (site, stop)
-}
 
 /// A chromedriver process, killed when dropped.
 pub struct Driver {
@@ -231,6 +219,26 @@ impl Browser {
             .unwrap();
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, bytes).unwrap();
+    }
+
+    /// Runs a Chrome DevTools Protocol command through chromedriver (`goog/cdp/execute`).
+    pub async fn cdp(&self, cmd: &str, params: Value) -> Value {
+        self.command(
+            reqwest::Method::POST,
+            "/goog/cdp/execute",
+            Some(json!({"cmd": cmd, "params": params})),
+        )
+        .await
+    }
+
+    /// Makes the page's viewport `width` × `height` CSS pixels, as a phone's below 500 px (the
+    /// narrowest window Chromium opens is 500 px wide, so a window size cannot do it).
+    pub async fn viewport(&self, width: u32, height: u32) {
+        self.cdp(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500}),
+        )
+        .await;
     }
 
     /// Runs `script` (a function body; `return` its answer) in the page.

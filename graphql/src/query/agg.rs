@@ -1,27 +1,186 @@
-//! Grouped statistics (contract §6): every group in one answer, ordered by count then key.
-//! Counts come from one `GROUP BY`; with `field`, the (group, value) pairs are read once and
-//! the statistics are computed here, identically for both stores: values are summed in sorted
+//! Grouped statistics (contract §6, §12.2). Both paths (the in-memory index and the store)
+//! produce [`Tally`] rows, one per group, and [`finish`] orders, cuts and shapes them, so the
+//! rules of order, `limit`, `keys` and `ungrouped_records` are written once. The store path
+//! reads its groups by the raw values of the `group_by` columns and buckets them here, with the
+//! same functions the index uses; with `field`, it reads the (group, value) pairs once and
+//! computes the statistics here, identically for both stores: values are summed in sorted
 //! order so floating-point sums do not depend on the order a store returns rows in.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
-use sea_orm::ConnectionTrait;
+use entity::FieldType;
+use sea_orm::{ConnectionTrait, QueryResult};
+use serde_json::Value;
 
+use super::dates;
 use super::error::ApiError;
-use super::request::AggQuery;
+use super::params::MAX_GROUPS;
+use super::request::{AggQuery, GroupBy, GroupOrder, Grouping};
 use super::schema::Column;
 use super::sql::{Access, Sql, from_where};
-use super::views::{AggResult, Group, NumericStats, Percentiles, Stats};
+use super::views::{AggResult, Group, NumericStats, Percentiles, Stats, json_number};
 use super::{Dataset, Resolver};
+
+/// A part of a group's key, compared by type: strings in byte order, bins as numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeyPart {
+    Str(String),
+    Num(f64),
+}
+
+impl Eq for KeyPart {}
+
+impl Hash for KeyPart {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            KeyPart::Str(s) => s.hash(state),
+            KeyPart::Num(n) => n.to_bits().hash(state),
+        }
+    }
+}
+
+impl KeyPart {
+    /// The order of keys: strings in byte order, numbers as numbers.
+    pub fn compare(&self, other: &KeyPart) -> Ordering {
+        match (self, other) {
+            (KeyPart::Str(a), KeyPart::Str(b)) => a.cmp(b),
+            (KeyPart::Num(a), KeyPart::Num(b)) => a.total_cmp(b),
+            (KeyPart::Str(_), KeyPart::Num(_)) => Ordering::Greater,
+            (KeyPart::Num(_), KeyPart::Str(_)) => Ordering::Less,
+        }
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            KeyPart::Str(s) => Value::String(s.clone()),
+            KeyPart::Num(n) => json_number(*n),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            KeyPart::Str(s) => s.clone(),
+            KeyPart::Num(n) => json_number(*n).to_string(),
+        }
+    }
+}
+
+/// The key part of a date value under `bucket`: `None` when the text is not a date.
+pub fn date_part(text: &str, bucket: dates::DateBucket) -> Option<KeyPart> {
+    bucket.key(dates::parse(text)?).map(KeyPart::Str)
+}
+
+/// The lower bound of the bin of `value` of `width` (`-0` written as `0`).
+pub fn bin(value: f64, width: f64) -> f64 {
+    let low = (value / width).floor() * width;
+    if low == 0.0 { 0.0 } else { low }
+}
+
+/// Numbers in the order the answer shows them: `-0` and `0` are one number (both are written
+/// `0`; a group without values has the sum of no values, `-0`), so groups tied on them follow
+/// the key. The values are never NaN.
+fn compare_numbers(a: f64, b: f64) -> Ordering {
+    a.partial_cmp(&b).unwrap_or_else(|| a.total_cmp(&b))
+}
+
+/// One group before ordering: its key (whatever the path identifies groups by), its records
+/// and the statistics of `field`.
+pub struct Tally<K> {
+    pub key: K,
+    pub count: u64,
+    pub numeric: Option<NumericStats>,
+}
+
+/// Refuses an answer of more than [`MAX_GROUPS`] groups without `limit` (contract §12.2).
+pub fn check_group_count(groups: u64, query: &AggQuery) -> Result<(), ApiError> {
+    if groups > MAX_GROUPS && query.limit.is_none() {
+        return Err(ApiError::TooManyGroups {
+            groups,
+            max: MAX_GROUPS,
+        });
+    }
+    Ok(())
+}
+
+/// The answer: groups in the request's order (ties by key ascending), the first `limit` of
+/// them, each with its key parts rendered by `parts`.
+pub fn finish<K>(
+    query: &AggQuery,
+    total_records: u64,
+    mut groups: Vec<Tally<K>>,
+    compare_keys: impl Fn(&K, &K) -> Ordering,
+    parts: impl Fn(&K) -> Vec<KeyPart>,
+) -> AggResult {
+    let grouped: u64 = groups.iter().map(|g| g.count).sum();
+    let stat = |g: &Tally<K>| -> Option<f64> {
+        let n = g.numeric.as_ref()?;
+        match query.order {
+            GroupOrder::Sum => Some(n.sum),
+            GroupOrder::Avg => n.avg,
+            GroupOrder::Min => n.min,
+            GroupOrder::Max => n.max,
+            GroupOrder::Percentile(i) => n.percentiles.0.get(i).and_then(|(_, v)| *v),
+            GroupOrder::Count | GroupOrder::Key => None,
+        }
+    };
+    let direct = |o: Ordering| if query.descending { o.reverse() } else { o };
+    groups.sort_by(|a, b| {
+        let first = match query.order {
+            GroupOrder::Count => direct(a.count.cmp(&b.count)),
+            GroupOrder::Key => direct(compare_keys(&a.key, &b.key)),
+            _ => match (stat(a), stat(b)) {
+                (Some(x), Some(y)) => direct(compare_numbers(x, y)),
+                (x, y) => x.is_none().cmp(&y.is_none()),
+            },
+        };
+        first.then_with(|| compare_keys(&a.key, &b.key))
+    });
+    let total_groups = groups.len() as u64;
+    if let Some(limit) = query.limit {
+        groups.truncate(limit.min(total_groups) as usize);
+    }
+    let groups = groups
+        .into_iter()
+        .map(|g| {
+            let parts = parts(&g.key);
+            let key = parts
+                .iter()
+                .map(KeyPart::text)
+                .collect::<Vec<_>>()
+                .join(" | ");
+            let keys = query
+                .group_by
+                .iter()
+                .zip(&parts)
+                .map(|(item, part)| (item.label.clone(), part.json()))
+                .collect();
+            Group {
+                key,
+                keys,
+                stats: Stats {
+                    count: g.count,
+                    numeric: g.numeric,
+                },
+            }
+        })
+        .collect();
+    AggResult {
+        total_records,
+        total_groups,
+        ungrouped_records: total_records.saturating_sub(grouped),
+        groups,
+    }
+}
 
 impl Resolver {
     /// `GET /datasets/{slug}/agg`.
     pub async fn agg(&self, dataset: &Dataset, query: &AggQuery) -> Result<AggResult, ApiError> {
         if let Some(index) = self.memory_index(dataset).await {
             let matches = index.matches(&query.filter);
-            if let Some(groups) = index.groups(matches.as_ref(), query.group_by, query.field) {
-                let total_records = index.total(matches.as_ref());
-                return Ok(agg_result(total_records, groups));
+            if let Some(result) = index.agg(matches.as_ref(), query) {
+                return result;
             }
         }
         let key = self.etag(dataset, "agg", query);
@@ -40,92 +199,156 @@ impl Resolver {
         let schema = &dataset.schema;
         let resolved = self.resolve(schema, &query.filter).await?;
         let total_records = self.count(dataset, &resolved, None).await?;
-        let group_column = schema.sql_column(Column::Field(query.group_by));
-        let mut groups = Vec::new();
+        let mut groups: HashMap<Vec<KeyPart>, (u64, Vec<f64>)> = HashMap::new();
         if !resolved.matches_nothing() && total_records > 0 {
+            let columns: Vec<&str> = query
+                .group_by
+                .iter()
+                .map(|g| schema.sql_column(Column::Field(g.field)))
+                .collect();
+            // Keyword groups are the store's own groups: more than MAX_GROUPS of them without
+            // limit is refused without reading them all.
+            let exact_groups = query.field.is_none()
+                && query.group_by.iter().all(|g| g.grouping == Grouping::Value);
+            let cap = (exact_groups && query.limit.is_none()).then_some(MAX_GROUPS + 1);
             let mut sql = Sql::new(self.db.get_database_backend());
+            sql.push("SELECT ");
+            for (i, column) in columns.iter().enumerate() {
+                sql.ident(column).push(&format!(" AS k{i}, "));
+            }
             match query.field {
-                None => {
-                    sql.push("SELECT ")
-                        .ident(group_column)
-                        .push(" AS k, COUNT(*) AS n");
-                }
-                Some(field) => {
-                    sql.push("SELECT ")
-                        .ident(group_column)
-                        .push(" AS k, ")
-                        .ident(schema.sql_column(Column::Field(field)))
-                        .push(" AS v");
-                }
-            }
+                None => sql.push("COUNT(*) AS n"),
+                Some(field) => sql
+                    .ident(schema.sql_column(Column::Field(field)))
+                    .push(" AS v"),
+            };
             from_where(&mut sql, schema, &resolved, Access::Planner);
-            sql.push(" AND ").ident(group_column).push(" IS NOT NULL");
-            if query.field.is_none() {
-                sql.push(" GROUP BY ").ident(group_column);
+            for column in &columns {
+                sql.push(" AND ").ident(column).push(" IS NOT NULL");
             }
-            let rows = self.db.query_all_raw(sql.build()).await?;
             if query.field.is_none() {
-                for row in rows {
-                    let key: String = row.try_get("", "k")?;
-                    let n: i64 = row.try_get("", "n")?;
-                    groups.push(Group {
-                        key,
-                        stats: Stats {
-                            count: n.max(0) as u64,
-                            numeric: None,
-                        },
-                    });
+                sql.push(" GROUP BY ");
+                for (i, column) in columns.iter().enumerate() {
+                    if i > 0 {
+                        sql.push(", ");
+                    }
+                    sql.ident(column);
                 }
-            } else {
-                let mut values: HashMap<String, (u64, Vec<f64>)> = HashMap::new();
-                for row in rows {
-                    let key: String = row.try_get("", "k")?;
-                    let value: Option<f64> = row.try_get("", "v")?;
-                    let entry = values.entry(key).or_default();
-                    entry.0 += 1;
-                    if let Some(v) = value {
-                        entry.1.push(v);
+                if let Some(cap) = cap {
+                    sql.push(" LIMIT ").bind(cap as i64);
+                }
+            }
+            let statement = sql.build();
+            let rows = self.db.query_all_raw(statement.clone()).await?;
+            if let Some(cap) = cap
+                && rows.len() as u64 >= cap
+            {
+                let groups = self.count_store_groups(statement).await?;
+                check_group_count(groups, query)?;
+            }
+            for row in rows {
+                let Some(key) = key_parts(&row, &query.group_by, schema)? else {
+                    continue;
+                };
+                let entry = groups.entry(key).or_default();
+                match query.field {
+                    None => entry.0 += row.try_get::<i64>("", "n")?.max(0) as u64,
+                    Some(_) => {
+                        entry.0 += 1;
+                        if let Some(v) = row.try_get::<Option<f64>>("", "v")? {
+                            entry.1.push(v);
+                        }
                     }
                 }
-                groups = values
-                    .into_iter()
-                    .map(|(key, (count, values))| Group {
-                        key,
-                        stats: Stats {
-                            count,
-                            numeric: Some(numeric_stats(values)),
-                        },
-                    })
-                    .collect();
             }
         }
-        Ok(agg_result(total_records, groups))
+        check_group_count(groups.len() as u64, query)?;
+        let tallies = groups
+            .into_iter()
+            .map(|(key, (count, values))| Tally {
+                key,
+                count,
+                numeric: query
+                    .field
+                    .map(|_| numeric_stats(values, &query.percentiles, count)),
+            })
+            .collect();
+        Ok(finish(
+            query,
+            total_records,
+            tallies,
+            |a: &Vec<KeyPart>, b: &Vec<KeyPart>| {
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| x.compare(y))
+                    .find(|o| o.is_ne())
+                    .unwrap_or(Ordering::Equal)
+            },
+            Clone::clone,
+        ))
+    }
+
+    /// The number of groups a capped grouped statement has in all, for the message of
+    /// `too_many_groups`: the statement without its cap, counted by the store.
+    async fn count_store_groups(&self, capped: sea_orm::Statement) -> Result<u64, ApiError> {
+        let text = capped
+            .sql
+            .rsplit_once(" LIMIT ")
+            .map_or(capped.sql.as_str(), |(head, _)| head);
+        let mut values = capped.values.map(|v| v.0).unwrap_or_default();
+        values.pop();
+        let count = sea_orm::Statement::from_sql_and_values(
+            capped.db_backend,
+            format!("SELECT COUNT(*) AS n FROM ({text}) AS g"),
+            values,
+        );
+        let row = self
+            .db
+            .query_one_raw(count)
+            .await?
+            .ok_or(ApiError::Internal)?;
+        Ok(row.try_get::<i64>("", "n")?.max(0) as u64)
     }
 }
 
-/// The answer: groups ordered by count, then key.
-fn agg_result(total_records: u64, mut groups: Vec<Group>) -> AggResult {
-    groups.sort_by(|a, b| {
-        b.stats
-            .count
-            .cmp(&a.stats.count)
-            .then_with(|| a.key.cmp(&b.key))
-    });
-    AggResult {
-        total_records,
-        total_groups: groups.len() as u64,
-        groups,
+/// The key of a store row's `k0…` columns; `None` when a value has no bucket (a date text
+/// that is not a date): such a record is ungrouped, as in memory.
+fn key_parts(
+    row: &QueryResult,
+    group_by: &[GroupBy],
+    schema: &super::schema::DatasetSchema,
+) -> Result<Option<Vec<KeyPart>>, ApiError> {
+    let mut parts = Vec::with_capacity(group_by.len());
+    for (i, item) in group_by.iter().enumerate() {
+        let column = format!("k{i}");
+        let part = match (schema.fields[item.field].field_type, item.grouping) {
+            (FieldType::Number, Grouping::Bin(width)) => {
+                let value: f64 = row.try_get("", &column)?;
+                Some(KeyPart::Num(bin(value, width)))
+            }
+            (_, Grouping::Date(bucket)) => {
+                let text: String = row.try_get("", &column)?;
+                date_part(&text, bucket)
+            }
+            _ => Some(KeyPart::Str(row.try_get("", &column)?)),
+        };
+        match part {
+            Some(part) => parts.push(part),
+            None => return Ok(None),
+        }
     }
+    Ok(Some(parts))
 }
 
-/// Sum, average, extremes and quartiles of one group's values.
-pub fn numeric_stats(mut values: Vec<f64>) -> NumericStats {
+/// Sum, average, extremes, missing count and percentiles `labels` of one group's values
+/// (`count` records).
+pub fn numeric_stats(mut values: Vec<f64>, labels: &[f64], count: u64) -> NumericStats {
     values.sort_unstable_by(f64::total_cmp);
-    numeric_stats_sorted(&values)
+    numeric_stats_sorted(&values, labels, count)
 }
 
 /// [`numeric_stats`] of values already in ascending order (summed in that order).
-pub fn numeric_stats_sorted(values: &[f64]) -> NumericStats {
+pub fn numeric_stats_sorted(values: &[f64], labels: &[f64], count: u64) -> NumericStats {
     let sum: f64 = values.iter().sum();
     let n = values.len();
     NumericStats {
@@ -133,11 +356,8 @@ pub fn numeric_stats_sorted(values: &[f64]) -> NumericStats {
         avg: (n > 0).then(|| sum / n as f64),
         min: values.first().copied(),
         max: values.last().copied(),
-        percentiles: Percentiles {
-            p25: percentile(values, 25.0),
-            p50: percentile(values, 50.0),
-            p75: percentile(values, 75.0),
-        },
+        missing: count.saturating_sub(n as u64),
+        percentiles: Percentiles(labels.iter().map(|&p| (p, percentile(values, p))).collect()),
     }
 }
 
@@ -167,11 +387,46 @@ mod tests {
     }
 
     #[test]
+    fn groups_tied_on_zero_and_negative_zero_follow_the_key() {
+        let query = AggQuery {
+            filter: Default::default(),
+            group_by: Vec::new(),
+            field: Some(0),
+            percentiles: vec![50.0],
+            order: GroupOrder::Sum,
+            descending: false,
+            limit: None,
+        };
+        let tally = |key: &str, values: Vec<f64>| Tally {
+            key: key.to_string(),
+            count: values.len().max(1) as u64,
+            numeric: Some(numeric_stats(values, &query.percentiles, 1)),
+        };
+        // "a" has no values (a sum of nothing, -0); "b" sums to 0; "c" holds -0.0 itself.
+        let groups = vec![
+            tally("c", vec![-0.0]),
+            tally("b", vec![0.0]),
+            tally("a", vec![]),
+            tally("d", vec![-1.0]),
+        ];
+        let answer = finish(
+            &query,
+            4,
+            groups,
+            |a, b| a.cmp(b),
+            |k| vec![KeyPart::Str(k.clone())],
+        );
+        let keys: Vec<&str> = answer.groups.iter().map(|g| g.key.as_str()).collect();
+        assert_eq!(keys, ["d", "a", "b", "c"]);
+    }
+
+    #[test]
     fn empty_groups_have_zero_sum_and_null_statistics() {
-        let s = numeric_stats(Vec::new());
+        let s = numeric_stats(Vec::new(), &[25.0, 50.0, 75.0], 3);
         assert_eq!(s.sum, 0.0);
         assert_eq!(s.avg, None);
-        assert_eq!(s.percentiles.p50, None);
+        assert_eq!(s.missing, 3);
+        assert_eq!(s.percentiles.get(50.0), Some(None));
         let json = serde_json::to_value(&s).unwrap();
         assert_eq!(json["sum"], serde_json::json!(0));
         assert!(json["min"].is_null());

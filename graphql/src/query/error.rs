@@ -38,6 +38,20 @@ pub enum ApiError {
         field: String,
         field_type: FieldType,
     },
+    /// `name[op]=value` with an operator the field's type does not take, or no such operator
+    /// (contract §12.1).
+    InvalidOperator {
+        field: String,
+        field_type: FieldType,
+        operator: String,
+        allowed: Vec<&'static str>,
+    },
+    /// An agg answer of more groups than [`crate::query::params::MAX_GROUPS`] without `limit`
+    /// (contract §12.2).
+    TooManyGroups {
+        groups: u64,
+        max: u64,
+    },
     /// No bearer token.
     MissingToken,
     /// An unknown, revoked or expired token.
@@ -58,6 +72,15 @@ pub enum ApiError {
     },
     /// Too many requests; retry after this many seconds.
     RateLimited {
+        retry_after: u64,
+    },
+    /// An export whose cost (contract §12.3: one request plus one per
+    /// [`RECORDS_PER_REQUEST`](super::export::RECORDS_PER_REQUEST) records) is more than the
+    /// whole budget of `limit` requests, so no wait can make it fit; `retry_after` is a full
+    /// refill, as every 429 carries one.
+    ExportOverBudget {
+        records: u64,
+        limit: u32,
         retry_after: u64,
     },
     /// The store cannot be reached; the process keeps running and recovers when it returns.
@@ -84,6 +107,8 @@ impl ApiError {
             ApiError::TextFieldExactMatch { .. } => "text_field_exact_match",
             ApiError::InvalidGroupBy { .. } => "invalid_group_by",
             ApiError::InvalidField { .. } => "invalid_field",
+            ApiError::InvalidOperator { .. } => "invalid_operator",
+            ApiError::TooManyGroups { .. } => "too_many_groups",
             ApiError::MissingToken => "missing_token",
             ApiError::InvalidToken => "invalid_token",
             ApiError::DatasetNotFound { .. } => "dataset_not_found",
@@ -91,7 +116,7 @@ impl ApiError {
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::PayloadTooLarge { .. } => "payload_too_large",
-            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => "rate_limited",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
         }
@@ -105,14 +130,16 @@ impl ApiError {
             | ApiError::UnknownField { .. }
             | ApiError::TextFieldExactMatch { .. }
             | ApiError::InvalidGroupBy { .. }
-            | ApiError::InvalidField { .. } => 400,
+            | ApiError::InvalidField { .. }
+            | ApiError::InvalidOperator { .. }
+            | ApiError::TooManyGroups { .. } => 400,
             ApiError::MissingToken | ApiError::InvalidToken => 401,
             ApiError::DatasetNotFound { .. }
             | ApiError::RecordNotFound { .. }
             | ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
             ApiError::PayloadTooLarge { .. } => 413,
-            ApiError::RateLimited { .. } => 429,
+            ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => 429,
             ApiError::Unavailable => 503,
             ApiError::Internal => 500,
         }
@@ -135,12 +162,46 @@ impl ApiError {
                 "_id identifies single records and cannot be grouped by; group by a keyword field."
                     .into()
             }
-            ApiError::InvalidGroupBy { field, field_type } => {
-                format!("group_by needs a keyword field, and {field} is a {field_type} field.")
-            }
+            ApiError::InvalidGroupBy { field, field_type } => match field_type {
+                FieldType::Date => format!(
+                    "{field} is a date field: group it into buckets with {field}[year], [month], [day] or [hour]."
+                ),
+                FieldType::Number => format!(
+                    "{field} is a number field: group it into bins with {field}[<width>], such as {field}[100]."
+                ),
+                _ => {
+                    format!("group_by needs a keyword field, and {field} is a {field_type} field.")
+                }
+            },
             ApiError::InvalidField { field, field_type } => {
                 format!("field needs a number field, and {field} is a {field_type} field.")
             }
+            ApiError::InvalidOperator {
+                field,
+                field_type,
+                operator,
+                allowed,
+            } => {
+                let known = super::operators::Op::parse(operator).is_some();
+                let allowed = if allowed.is_empty() {
+                    format!("{field} takes no operator")
+                } else {
+                    format!("{field} takes {}", allowed.join(", "))
+                };
+                if known {
+                    format!(
+                        "{field} is a {field_type} field and does not take [{operator}]; {allowed}."
+                    )
+                } else {
+                    format!(
+                        "There is no operator [{operator}]; the operators are {}, and {allowed}.",
+                        super::operators::names(&super::operators::ALL).join(", ")
+                    )
+                }
+            }
+            ApiError::TooManyGroups { groups, max } => format!(
+                "This answer would hold {groups} groups, more than {max}; add limit=N (at most {max}) to keep the first groups in sort order, or a filter to narrow the records."
+            ),
             ApiError::MissingToken => {
                 "Send an API token in the header Authorization: Bearer <token>.".into()
             }
@@ -165,6 +226,14 @@ impl ApiError {
             }
             ApiError::RateLimited { retry_after } => {
                 format!("Too many requests; try again in {retry_after} seconds.")
+            }
+            ApiError::ExportOverBudget { records, limit, .. } => {
+                let per = super::export::RECORDS_PER_REQUEST;
+                let most = u64::from(limit.saturating_sub(1)) * per;
+                format!(
+                    "This export would send {records} records, which counts as {} requests (one plus one per {per} records): more than the whole budget of {limit} requests a minute. Narrow it with filters to at most {most} records.",
+                    1 + super::export::extra_requests(*records)
+                )
             }
             ApiError::Unavailable => {
                 "The data store cannot be reached right now; try again shortly.".into()
@@ -193,8 +262,25 @@ impl ApiError {
                 ("type", json!(field_type.as_str())),
                 ("allowed", json!(["number"])),
             ],
+            ApiError::InvalidOperator {
+                field,
+                field_type,
+                operator,
+                allowed,
+            } => vec![
+                ("field", json!(field)),
+                ("type", json!(field_type.as_str())),
+                ("operator", json!(operator)),
+                ("allowed", json!(allowed)),
+            ],
+            ApiError::TooManyGroups { groups, max } => {
+                vec![("groups", json!(groups)), ("max", json!(max))]
+            }
             ApiError::PayloadTooLarge { limit_bytes } => vec![("limit_bytes", json!(limit_bytes))],
-            ApiError::RateLimited { retry_after } => vec![("retry_after", json!(retry_after))],
+            ApiError::RateLimited { retry_after }
+            | ApiError::ExportOverBudget { retry_after, .. } => {
+                vec![("retry_after", json!(retry_after))]
+            }
             _ => Vec::new(),
         }
     }

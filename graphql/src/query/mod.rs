@@ -1,11 +1,14 @@
 //! The one resolver layer behind REST and GraphQL.
 //!
 //! - [`params`]: parameters as a client gives them, syntax-checked (page numbers, sort keys).
+//! - [`operators`]: the filter operators of contract §12.1 and which types take them;
+//!   [`dates`]: date text read as instants and UTC buckets.
 //! - [`request`]: [`RecordQuery`] / [`AggQuery`], validated against a dataset's schema and
 //!   normalized (contract §5, §6).
 //! - [`schema`]: one version's schema: names, types, columns, schema entries, record key order.
 //! - [`sql`]: statements for both stores, values always bound.
 //! - [`records`], [`agg`], [`catalog`]: running requests; [`views`]: the answers' shapes.
+//! - [`export`]: every match of a request, streamed in batches as NDJSON or CSV.
 //! - [`cache`]: totals per (version, normalized condition); datasets change only by import.
 //! - [`single_flight`]: one store computation per distinct request at a time.
 //! - [`memory`]: in-memory indexes per version, which answer filters, totals, sorts and
@@ -15,8 +18,11 @@
 pub mod agg;
 pub mod cache;
 pub mod catalog;
+pub mod dates;
 pub mod error;
+pub mod export;
 pub mod memory;
+pub mod operators;
 pub mod params;
 pub mod records;
 pub mod request;
@@ -33,8 +39,10 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub use error::ApiError;
-pub use params::{AggParams, FilterParams, Paging, RecordParams, SortParam};
-pub use request::{AggQuery, RecordQuery};
+pub use params::{
+    AggParams, ExportFormat, ExportParams, FilterParams, Paging, RecordParams, SortParam,
+};
+pub use request::{AggQuery, ExportQuery, RecordQuery};
 pub use schema::DatasetSchema;
 
 /// Runs validated requests on the store. One per process, shared by REST and GraphQL; cheap
@@ -49,6 +57,7 @@ pub struct Resolver {
     totals: cache::Totals,
     memory: Arc<memory::Memory>,
     flights: Flights,
+    exports: export::ExportCounters,
 }
 
 /// Store computations under way, by kind of answer (see [`single_flight`]).
@@ -75,6 +84,7 @@ impl Resolver {
             schemas: Mutex::new(HashMap::new()),
             totals: cache::Totals::default(),
             flights: Flights::default(),
+            exports: export::ExportCounters::default(),
             memory: Arc::new(memory::Memory::new(memory::IndexPolicy::default())),
         }
     }

@@ -20,7 +20,7 @@ use super::{Dataset, Resolver};
 
 /// Which part of a two-part sort a statement reads.
 #[derive(Clone, Copy, PartialEq)]
-enum Part {
+pub(crate) enum Part {
     /// No sort, or a sort key that is never missing (`_id`): one ordered read.
     All,
     /// Records that have the first sort key's value.
@@ -58,10 +58,31 @@ impl Resolver {
             ids.sort_unstable();
             field_ids.push(ids);
         }
+        let mut date_values = Vec::new();
+        for (column, range) in &filter.ranges {
+            if !super::sql::is_date_range(range) {
+                continue;
+            }
+            let statement = super::sql::distinct_values(
+                self.backend(),
+                schema.version_id,
+                schema.sql_column(*column),
+            );
+            let mut values = Vec::new();
+            for row in self.db.query_all_raw(statement).await? {
+                let text: String = row.try_get("", "v")?;
+                if super::dates::parse(&text).is_some_and(|t| range.holds_instant(t)) {
+                    values.push(text);
+                }
+            }
+            values.sort_unstable();
+            date_values.push(values);
+        }
         Ok(ResolvedFilter {
             filter,
             term_ids,
             field_ids,
+            date_values,
         })
     }
 
@@ -241,7 +262,7 @@ impl Resolver {
     /// order: the store serves them by primary key. One statement text whatever the number of
     /// rows (an array bound as one value), so it is prepared once per connection; SQLite's text
     /// is parsed here rather than through `json()`, which would parse it twice.
-    async fn at_positions(
+    pub(crate) async fn at_positions(
         &self,
         schema: &DatasetSchema,
         rows: &[u32],
@@ -300,32 +321,8 @@ impl Resolver {
         sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
             .push(record::doc_select(backend));
         from_where(&mut sql, schema, resolved, access);
-        let mut keys = query.sort.iter();
-        sql.push(" ");
-        if part != Part::All {
-            let (first, descending) = keys.next().expect("a two-part sort has a first key");
-            let column = schema.sql_column(*first);
-            if part == Part::HasValue {
-                sql.push(" AND ")
-                    .ident(column)
-                    .push(" IS NOT NULL ORDER BY ")
-                    .ident(column)
-                    .push(if *descending { " DESC, " } else { ", " });
-            } else {
-                sql.push(" AND ").ident(column).push(" IS NULL ORDER BY ");
-            }
-        } else {
-            sql.push("ORDER BY ");
-        }
-        for (column, descending) in keys {
-            let column = schema.sql_column(*column);
-            if column != "_id" {
-                sql.push("(").ident(column).push(" IS NULL), ");
-            }
-            sql.ident(column)
-                .push(if *descending { " DESC, " } else { ", " });
-        }
-        sql.push("\"pos\" LIMIT ").bind(clamp(limit));
+        order_by(&mut sql, schema, &query.sort, part);
+        sql.push(" LIMIT ").bind(clamp(limit));
         sql.push(" OFFSET ").bind(clamp(offset));
         Ok(record::Model::find_by_statement(sql.build())
             .all(&self.db)
@@ -365,6 +362,38 @@ impl Resolver {
             .ok_or_else(|| ApiError::RecordNotFound { id: id.into() })?;
         Ok(schema.shape(found.doc, fields))
     }
+}
+
+/// Appends the rest of a condition and the order of one `part` of a sort (after
+/// [`from_where`]): ` AND c IS NOT NULL ORDER BY c DESC, …, "pos"` and the like; the file order
+/// (`pos`) breaks every tie.
+pub(crate) fn order_by(sql: &mut Sql, schema: &DatasetSchema, sort: &[(Column, bool)], part: Part) {
+    let mut keys = sort.iter();
+    sql.push(" ");
+    if part != Part::All {
+        let (first, descending) = keys.next().expect("a two-part sort has a first key");
+        let column = schema.sql_column(*first);
+        if part == Part::HasValue {
+            sql.push(" AND ")
+                .ident(column)
+                .push(" IS NOT NULL ORDER BY ")
+                .ident(column)
+                .push(if *descending { " DESC, " } else { ", " });
+        } else {
+            sql.push(" AND ").ident(column).push(" IS NULL ORDER BY ");
+        }
+    } else {
+        sql.push("ORDER BY ");
+    }
+    for (column, descending) in keys {
+        let column = schema.sql_column(*column);
+        if column != "_id" {
+            sql.push("(").ident(column).push(" IS NULL), ");
+        }
+        sql.ident(column)
+            .push(if *descending { " DESC, " } else { ", " });
+    }
+    sql.push("\"pos\"");
 }
 
 /// SQL's LIMIT and OFFSET are signed 64-bit.

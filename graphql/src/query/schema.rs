@@ -46,6 +46,22 @@ pub struct FilterInfo {
     pub fulltext: bool,
     pub sort: bool,
     pub group_by: bool,
+    /// The operators of contract §12.1 the field takes (`name[op]=value`).
+    #[schema(value_type = Vec<String>)]
+    pub operators: &'static [&'static str],
+    /// The buckets `group_by` takes on this field (contract §12.2): `year`…`hour` for a date,
+    /// `<width>` for a number; empty for the others.
+    #[schema(value_type = Vec<String>)]
+    pub buckets: &'static [&'static str],
+}
+
+/// [`FilterInfo::buckets`] of a type.
+pub fn buckets(field_type: FieldType) -> &'static [&'static str] {
+    match field_type {
+        FieldType::Date => &crate::query::dates::DateBucket::NAMES,
+        FieldType::Number => &["<width>"],
+        _ => &[],
+    }
 }
 
 /// The schema of one dataset version, immutable like the version itself.
@@ -98,6 +114,8 @@ impl DatasetSchema {
                 fulltext: false,
                 sort: true,
                 group_by: false,
+                operators: crate::query::operators::Op::allowed_names(FieldType::Keyword),
+                buckets: &[],
             },
         }];
         entries.extend(fields.iter().map(|f| SchemaEntry {
@@ -109,6 +127,8 @@ impl DatasetSchema {
                 fulltext: f.field_type.is_fulltext(),
                 sort: f.field_type.is_exact(),
                 group_by: f.field_type.is_group_by(),
+                operators: crate::query::operators::Op::allowed_names(f.field_type),
+                buckets: buckets(f.field_type),
             },
         }));
         DatasetSchema {

@@ -5,7 +5,7 @@
 use entity::record::{column_index, records_table, text_table};
 use sea_orm::{DatabaseBackend, Statement, Value};
 
-use super::request::{ExactValue, Filter};
+use super::request::{ExactValue, Filter, RangeValue};
 use super::schema::{Column, DatasetSchema};
 
 /// A statement being written: text plus bound values.
@@ -65,13 +65,39 @@ pub struct ResolvedFilter<'a> {
     pub term_ids: Vec<Vec<i64>>,
     /// For each `q[name]` entry, the ids of values containing all its terms.
     pub field_ids: Vec<Vec<i64>>,
+    /// For each date range (in [`Filter::ranges`] order), the stored texts whose instants lie
+    /// in it: a date is stored as the file wrote it, so its order as text is not its order in
+    /// time.
+    pub date_values: Vec<Vec<String>>,
 }
 
 impl ResolvedFilter<'_> {
-    /// Whether some term matched nothing, so no record can match.
+    /// Whether some term or date range matched nothing, so no record can match.
     pub fn matches_nothing(&self) -> bool {
-        self.term_ids.iter().any(Vec::is_empty) || self.field_ids.iter().any(Vec::is_empty)
+        self.term_ids.iter().any(Vec::is_empty)
+            || self.field_ids.iter().any(Vec::is_empty)
+            || self.date_values.iter().any(Vec::is_empty)
     }
+}
+
+/// Whether a range compares instants (a date field's).
+pub fn is_date_range(range: &super::request::Range) -> bool {
+    matches!(range.lower, Some((RangeValue::Time(_), _)))
+        || matches!(range.upper, Some((RangeValue::Time(_), _)))
+}
+
+/// The smallest string above every string that starts with `prefix`, in byte (code point)
+/// order; `None` when there is none.
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
 }
 
 /// Which index a records statement should be read through.
@@ -125,6 +151,81 @@ pub fn from_where(
             }
             sql.push(")");
         }
+    }
+    let column = |sql: &mut Sql, c: Column| {
+        if unindexed {
+            sql.push("+");
+        }
+        sql.ident(schema.sql_column(c));
+    };
+    for (c, values) in &filter.not {
+        sql.push(" AND (");
+        column(sql, *c);
+        sql.push(" IS NULL OR ");
+        column(sql, *c);
+        sql.push(" NOT IN (");
+        for (i, value) in values.iter().enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            bind_exact(sql, value);
+        }
+        sql.push("))");
+    }
+    let mut dates = resolved.date_values.iter();
+    for (c, range) in &filter.ranges {
+        if is_date_range(range) {
+            let values = dates.next().map(Vec::as_slice).unwrap_or_default();
+            sql.push(" AND ");
+            column(sql, *c);
+            in_texts(sql, values);
+            continue;
+        }
+        for (bound, lower) in [(&range.lower, true), (&range.upper, false)] {
+            let Some((value, inclusive)) = bound else {
+                continue;
+            };
+            sql.push(" AND ");
+            column(sql, *c);
+            sql.push(match (lower, inclusive) {
+                (true, true) => " >= ",
+                (true, false) => " > ",
+                (false, true) => " <= ",
+                (false, false) => " < ",
+            });
+            match value {
+                RangeValue::Num(n) => sql.bind(*n),
+                RangeValue::Str(s) => sql.bind(s.clone()),
+                RangeValue::Time(_) => sql.push("NULL"),
+            };
+        }
+    }
+    for (c, prefixes) in &filter.prefixes {
+        sql.push(" AND (");
+        for (i, prefix) in prefixes.iter().enumerate() {
+            if i > 0 {
+                sql.push(" OR ");
+            }
+            sql.push("(");
+            column(sql, *c);
+            sql.push(" >= ").bind(prefix.clone());
+            if let Some(end) = prefix_end(prefix) {
+                sql.push(" AND ");
+                column(sql, *c);
+                sql.push(" < ").bind(end);
+            }
+            sql.push(")");
+        }
+        sql.push(")");
+    }
+    for &(c, has) in &filter.exists {
+        if c == Column::Id {
+            sql.push(if has { " AND 1=1" } else { " AND 1=0" });
+            continue;
+        }
+        sql.push(" AND ");
+        column(sql, c);
+        sql.push(if has { " IS NOT NULL" } else { " IS NULL" });
     }
     if let Some(ids) = &filter.ids {
         sql.push(" AND \"_id\" IN (");
@@ -187,6 +288,34 @@ fn in_ids(sql: &mut Sql, column: &str, ids: &[i64]) {
     }
 }
 
+/// ` IN (…)` of stored texts: one bound array on PostgreSQL, one bound JSON array on SQLite.
+fn in_texts(sql: &mut Sql, values: &[String]) {
+    match sql.backend {
+        DatabaseBackend::Postgres => {
+            sql.push(" = ANY(").bind(values.to_vec()).push(")");
+        }
+        _ => {
+            let json = serde_json::to_string(values).expect("texts serialize");
+            sql.push(" IN (SELECT value FROM json_each(")
+                .bind(json)
+                .push("))");
+        }
+    }
+}
+
+/// The distinct stored texts of `column` (a date field's, for its ranges).
+pub fn distinct_values(backend: DatabaseBackend, version_id: i64, column: &str) -> Statement {
+    let mut sql = Sql::new(backend);
+    sql.push("SELECT DISTINCT ")
+        .ident(column)
+        .push(" AS v FROM ")
+        .ident(&records_table(version_id))
+        .push(" WHERE ")
+        .ident(column)
+        .push(" IS NOT NULL");
+    sql.build()
+}
+
 /// The statement that finds the dictionary ids of values containing `term` (lower-cased):
 /// a trigram index search for terms of three characters or more, a scan of the (small)
 /// dictionary for shorter ones.
@@ -225,4 +354,18 @@ pub fn dictionary_lookup(backend: DatabaseBackend, version_id: i64, term: &str) 
         }
     }
     sql.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ends_follow_code_point_order() {
+        assert_eq!(prefix_end("N5").as_deref(), Some("N6"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{D7FF}").as_deref(), Some("\u{E000}"));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        assert_eq!(prefix_end(""), None);
+    }
 }

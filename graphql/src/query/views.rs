@@ -64,11 +64,17 @@ pub struct RecordPage {
     pub schema: Vec<SchemaEntry>,
 }
 
-/// `GET /datasets/{slug}/agg` (spec §2 "Aggregation result").
+/// `GET /datasets/{slug}/agg` (spec §2 "Aggregation result", contract §12.2).
 #[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
 pub struct AggResult {
+    /// Records that matched the conditions.
     pub total_records: u64,
+    /// Groups among them, all of them, also beyond `limit`.
     pub total_groups: u64,
+    /// Records that matched but have no value (or no bucket) for a `group_by` field: in
+    /// `total_records`, in no group.
+    pub ungrouped_records: u64,
+    /// The groups, in the request's order, at most `limit` of them.
     pub groups: Vec<Group>,
 }
 
@@ -95,7 +101,12 @@ impl ToSchema for Record {}
 /// One group of an aggregation.
 #[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
 pub struct Group {
+    /// The group's values joined with ` | `, for display.
     pub key: String,
+    /// Each `group_by` item (as written, `time_hour[month]`) and its value: a string, or for a
+    /// number bin its lower bound as a number.
+    #[schema(value_type = Object)]
+    pub keys: serde_json::Map<String, Value>,
     pub stats: Stats,
 }
 
@@ -141,6 +152,14 @@ impl utoipa::PartialSchema for Stats {
             .property("avg", nullable("Mean of `field`"))
             .property("min", nullable("Smallest value of `field`"))
             .property("max", nullable("Largest value of `field`"))
+            .property(
+                "missing",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                    .minimum(Some(0))
+                    .description(Some("Records of the group without a value of `field`")),
+            )
             .property("percentiles", Percentiles::schema())
             .into()
     }
@@ -148,8 +167,8 @@ impl utoipa::PartialSchema for Stats {
 
 impl ToSchema for Stats {}
 
-/// Statistics of the `field` values of a group (contract §6): `sum` 0 and the rest `null` when
-/// the group has no values.
+/// Statistics of the `field` values of a group (contract §6, §12.2): `sum` 0 and the rest
+/// `null` when the group has no values.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct NumericStats {
     #[serde(serialize_with = "number")]
@@ -160,23 +179,60 @@ pub struct NumericStats {
     pub min: Option<f64>,
     #[serde(serialize_with = "optional_number")]
     pub max: Option<f64>,
+    /// Records of the group without a value of `field`.
+    pub missing: u64,
     pub percentiles: Percentiles,
 }
 
-/// Percentiles 25, 50 and 75 of `field` by linear interpolation between closest ranks; null in
-/// a group without values of it.
-#[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
-pub struct Percentiles {
-    #[serde(rename = "25", serialize_with = "optional_number")]
-    #[schema(required = true)]
-    pub p25: Option<f64>,
-    #[serde(rename = "50", serialize_with = "optional_number")]
-    #[schema(required = true)]
-    pub p50: Option<f64>,
-    #[serde(rename = "75", serialize_with = "optional_number")]
-    #[schema(required = true)]
-    pub p75: Option<f64>,
+/// The requested percentiles of `field` (default 25, 50, 75) by linear interpolation between
+/// closest ranks, labelled as JSON numbers are written (`"5"`, `"99.9"`), in label order;
+/// null in a group without values of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Percentiles(pub Vec<(f64, Option<f64>)>);
+
+impl Percentiles {
+    /// The value of percentile `label`, if it was asked for.
+    pub fn get(&self, label: f64) -> Option<Option<f64>> {
+        self.0.iter().find(|(l, _)| *l == label).map(|(_, v)| *v)
+    }
 }
+
+/// A percentile label as written in answers: the shortest JSON number (`25`, `99.9`).
+pub fn percentile_label(label: f64) -> String {
+    json_number(label).to_string()
+}
+
+impl Serialize for Percentiles {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (label, value) in &self.0 {
+            map.serialize_entry(&percentile_label(*label), &value.map(json_number))?;
+        }
+        map.end()
+    }
+}
+
+impl utoipa::PartialSchema for Percentiles {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .description(Some(
+                "The requested percentiles of `field` (`percentiles`, default 25, 50, 75), keyed by label; null in a group without values of it.",
+            ))
+            .additional_properties(Some(AdditionalProperties::RefOr(RefOr::T(
+                ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+                        Type::Number,
+                        Type::Null,
+                    ]))
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Double)))
+                    .into(),
+            ))))
+            .into()
+    }
+}
+
+impl ToSchema for Percentiles {}
 
 /// The largest integer an `f64` holds exactly.
 const EXACT_INT: f64 = 9_007_199_254_740_992.0;

@@ -5,7 +5,8 @@
 
 use async_graphql::{Enum, InputObject};
 
-use crate::query::params::{self, parse_count};
+use crate::query::operators::Op;
+use crate::query::params::{self, GroupByParam, OpParam, parse_count};
 use crate::query::{AggParams, ApiError, FilterParams, RecordParams, SortParam};
 
 /// Full-text search in one text field (REST `q[field]=terms`).
@@ -17,14 +18,62 @@ pub struct FieldSearch {
     pub q: String,
 }
 
-/// An exact match (REST `field=value`): keyword, number, boolean or date fields; numbers
-/// compare as numbers. Several filters on one field are OR, on different fields AND.
+/// A condition on one field: an exact match (REST `field=value`; several on one field are
+/// OR) or an operator of contract §12.1 (REST `field[op]=value`); conditions on different
+/// fields, or with different operators, are AND. Which operators a field takes is in its
+/// schema entry (`filter.operators`).
 #[derive(InputObject, Clone, Debug)]
 pub struct FieldFilter {
     /// A field name; dotted names reach nested fields.
     pub field: String,
-    /// The value, written as in a REST query string (`5`, `5.0`, `true`, `EWR`).
-    pub value: String,
+    /// The operator; `EQ` (an exact match) when absent.
+    #[graphql(default_with = "FilterOp::Eq")]
+    pub op: FilterOp,
+    /// The value, written as in a REST query string (`5`, `5.0`, `true`, `EWR`,
+    /// `2013-01-31T05:00:00Z`); for `EXISTS`, `true` or `false` (default `true`).
+    pub value: Option<String>,
+    /// The values of `IN` (any of them); with another operator, give `value`.
+    pub values: Option<Vec<String>>,
+}
+
+/// The operators of a [`FieldFilter`] (REST `field[op]=value`, contract §12.1).
+#[derive(Enum, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FilterOp {
+    /// Equal (REST `field=value`).
+    Eq,
+    /// Greater than: numbers as numbers, dates as instants, keywords in byte order.
+    Gt,
+    /// Greater than or equal.
+    Gte,
+    /// Less than.
+    Lt,
+    /// Less than or equal.
+    Lte,
+    /// Not equal; records without a value match.
+    Ne,
+    /// Any of `values`.
+    In,
+    /// Has a value (`value` `true`, the default) or has none (`false`).
+    Exists,
+    /// Starts with `value`, case-sensitive (keywords).
+    Prefix,
+}
+
+impl FilterOp {
+    /// The query layer's operator; `None` for an exact match.
+    fn op(self) -> Option<Op> {
+        match self {
+            FilterOp::Eq => None,
+            FilterOp::Gt => Some(Op::Gt),
+            FilterOp::Gte => Some(Op::Gte),
+            FilterOp::Lt => Some(Op::Lt),
+            FilterOp::Lte => Some(Op::Lte),
+            FilterOp::Ne => Some(Op::Ne),
+            FilterOp::In => Some(Op::In),
+            FilterOp::Exists => Some(Op::Exists),
+            FilterOp::Prefix => Some(Op::Prefix),
+        }
+    }
 }
 
 /// Sort direction.
@@ -56,8 +105,38 @@ pub struct Conditions {
 impl Conditions {
     /// The REST filter parameters these arguments mean.
     pub fn filter_params(self) -> Result<FilterParams, ApiError> {
-        if let Some(ids) = &self.ids {
-            params::check_ids(ids)?;
+        let mut exact = Vec::new();
+        let mut ops = Vec::new();
+        for f in self.filters.unwrap_or_default() {
+            let values: Vec<String> = f
+                .value
+                .into_iter()
+                .chain(f.values.unwrap_or_default())
+                .collect();
+            match f.op.op() {
+                None => {
+                    let [value] = <[String; 1]>::try_from(values).map_err(|_| {
+                        ApiError::invalid(
+                            f.field.as_str(),
+                            format!(
+                                "The filter on {} needs one value (or op: IN with values).",
+                                f.field
+                            ),
+                        )
+                    })?;
+                    exact.push((f.field, value));
+                }
+                Some(Op::Exists) if values.is_empty() => ops.push(OpParam {
+                    name: f.field,
+                    op: Op::Exists,
+                    values: vec!["true".into()],
+                }),
+                Some(op) => ops.push(OpParam {
+                    name: f.field,
+                    op,
+                    values,
+                }),
+            }
         }
         Ok(FilterParams {
             q: self.q.into_iter().collect(),
@@ -67,12 +146,8 @@ impl Conditions {
                 .into_iter()
                 .map(|s| (s.field, s.q))
                 .collect(),
-            exact: self
-                .filters
-                .unwrap_or_default()
-                .into_iter()
-                .map(|f| (f.field, f.value))
-                .collect(),
+            exact,
+            ops,
             ids: self.ids,
         })
     }
@@ -101,30 +176,55 @@ pub fn record_params(
             descending: k.order == SortOrder::Desc,
         })
         .collect();
-    params::check_sort_keys(&sort)?;
-    if let Some(fields) = &fields {
-        params::check_fields(fields)?;
-    }
-    Ok(RecordParams {
+    let params = RecordParams {
         filter: conditions.filter_params()?,
         page: count("page", page)?,
         per_page: count("per_page", per_page)?,
         sort,
         fields,
-    })
+    };
+    params::check(&params)?;
+    Ok(params)
+}
+
+/// The order of an agg answer's groups (REST `sort=count<`, contract §12.2).
+#[derive(InputObject, Clone, Debug)]
+pub struct GroupSort {
+    /// `count`, `key`, or with `field`: `sum`, `avg`, `min`, `max`, `p<label>` (`p95`).
+    pub by: String,
+    #[graphql(default_with = "SortOrder::Desc")]
+    pub order: SortOrder,
+}
+
+/// The arguments of `agg` beyond its conditions.
+#[derive(Clone, Debug, Default)]
+pub struct Grouping {
+    pub group_by: Vec<String>,
+    pub field: Option<String>,
+    pub percentiles: Option<Vec<f64>>,
+    pub sort: Option<GroupSort>,
+    pub limit: Option<i64>,
 }
 
 /// `agg` arguments as REST parameters.
-pub fn agg_params(
-    conditions: Conditions,
-    group_by: String,
-    field: Option<String>,
-) -> Result<AggParams, ApiError> {
-    Ok(AggParams {
+pub fn agg_params(conditions: Conditions, grouping: Grouping) -> Result<AggParams, ApiError> {
+    let params = AggParams {
         filter: conditions.filter_params()?,
-        group_by: Some(group_by),
-        field,
-    })
+        group_by: grouping
+            .group_by
+            .iter()
+            .map(|item| GroupByParam::parse(item.trim()))
+            .collect(),
+        field: grouping.field,
+        percentiles: grouping.percentiles,
+        sort: grouping.sort.map(|s| SortParam {
+            name: s.by,
+            descending: s.order == SortOrder::Desc,
+        }),
+        limit: count("limit", grouping.limit)?,
+    };
+    params::check(&params)?;
+    Ok(params)
 }
 
 #[cfg(test)]
@@ -158,10 +258,8 @@ mod tests {
             ids: Some(vec![]),
             ..Conditions::default()
         };
-        assert_eq!(
-            no_ids.filter_params().unwrap_err().code(),
-            "invalid_parameter"
-        );
+        let no_ids = record_params(no_ids, None, None, None, None);
+        assert_eq!(no_ids.unwrap_err().code(), "invalid_parameter");
         let no_fields = record_params(Conditions::default(), None, None, None, Some(vec![]));
         assert_eq!(no_fields.unwrap_err().code(), "invalid_parameter");
     }

@@ -68,7 +68,7 @@ pub struct Field {
 }
 
 /// How a field can be used in `records` and `agg` arguments.
-#[derive(SimpleObject, Clone, Copy, Debug)]
+#[derive(SimpleObject, Clone, Debug)]
 pub struct FieldUse {
     /// Usable in `filters` (exact match).
     pub exact: bool,
@@ -76,8 +76,13 @@ pub struct FieldUse {
     pub fulltext: bool,
     /// Usable in `sort`.
     pub sort: bool,
-    /// Usable as `agg(groupBy:)`.
+    /// Usable as `agg(groupBy:)` by value (keywords).
     pub group_by: bool,
+    /// The operators `filters` take on this field (`op:`, lower-case here as in REST).
+    pub operators: Vec<String>,
+    /// The buckets `agg(groupBy:)` takes on this field: `year`…`hour` for a date, `<width>`
+    /// for a number.
+    pub buckets: Vec<String>,
 }
 
 /// One page of matching records (the REST records envelope).
@@ -93,20 +98,28 @@ pub struct RecordPage {
     pub schema: Vec<Field>,
 }
 
-/// Grouped statistics (the REST agg answer, contract §6).
+/// Grouped statistics (the REST agg answer, contract §6, §12.2).
 #[derive(SimpleObject, Clone, Debug)]
 pub struct AggResult {
     /// Records matching the conditions, grouped or not.
     pub total_records: u64,
+    /// Groups in all, also beyond `limit`.
     pub total_groups: u64,
-    /// Every group, by count descending, then key.
+    /// Records that matched but have no value (or bucket) for a `groupBy` field.
+    pub ungrouped_records: u64,
+    /// The groups in the requested order (default: count descending, then key), at most
+    /// `limit`.
     pub groups: Vec<Group>,
 }
 
 /// One group of an aggregation.
 #[derive(SimpleObject, Clone, Debug)]
 pub struct Group {
+    /// The group's values joined with ` | `.
     pub key: String,
+    /// Each `groupBy` item (as written) and its value: a string, or a number bin's lower
+    /// bound as a number.
+    pub keys: Json<serde_json::Map<String, Value>>,
     pub stats: Stats,
 }
 
@@ -119,15 +132,30 @@ pub struct Stats {
     pub avg: Option<f64>,
     pub min: Option<f64>,
     pub max: Option<f64>,
+    /// Records of the group without a value of `field`.
+    pub missing: Option<u64>,
+    /// Percentiles 25, 50 and 75 when they were asked for (the default).
     pub percentiles: Option<Percentiles>,
+    /// Every requested percentile (`agg(percentiles:)`), by label.
+    pub percentile_values: Option<Vec<PercentileValue>>,
 }
 
-/// Percentiles by linear interpolation between closest ranks (REST keys `25`, `50`, `75`).
+/// Percentiles by linear interpolation between closest ranks (REST keys `25`, `50`, `75`);
+/// null when not requested or when the group has no values.
 #[derive(SimpleObject, Clone, Copy, Debug)]
 pub struct Percentiles {
     pub p25: Option<f64>,
     pub p50: Option<f64>,
     pub p75: Option<f64>,
+}
+
+/// One requested percentile (REST `percentiles.<label>`).
+#[derive(SimpleObject, Clone, Copy, Debug)]
+pub struct PercentileValue {
+    /// 0 to 100.
+    pub label: f64,
+    /// Null in a group without values of `field`.
+    pub value: Option<f64>,
 }
 
 impl From<views::DatasetItem> for DatasetItem {
@@ -197,6 +225,8 @@ impl From<FilterInfo> for FieldUse {
             fulltext: f.fulltext,
             sort: f.sort,
             group_by: f.group_by,
+            operators: f.operators.iter().map(|s| s.to_string()).collect(),
+            buckets: f.buckets.iter().map(|s| s.to_string()).collect(),
         }
     }
 }
@@ -218,6 +248,7 @@ impl From<&views::AggResult> for AggResult {
         AggResult {
             total_records: v.total_records,
             total_groups: v.total_groups,
+            ungrouped_records: v.ungrouped_records,
             groups: v.groups.iter().map(Group::from).collect(),
         }
     }
@@ -228,16 +259,25 @@ impl From<&views::Group> for Group {
         let numeric = g.stats.numeric.as_ref();
         Group {
             key: g.key.clone(),
+            keys: Json(g.keys.clone()),
             stats: Stats {
                 count: g.stats.count,
                 sum: numeric.map(|n| n.sum),
                 avg: numeric.and_then(|n| n.avg),
                 min: numeric.and_then(|n| n.min),
                 max: numeric.and_then(|n| n.max),
+                missing: numeric.map(|n| n.missing),
                 percentiles: numeric.map(|n| Percentiles {
-                    p25: n.percentiles.p25,
-                    p50: n.percentiles.p50,
-                    p75: n.percentiles.p75,
+                    p25: n.percentiles.get(25.0).flatten(),
+                    p50: n.percentiles.get(50.0).flatten(),
+                    p75: n.percentiles.get(75.0).flatten(),
+                }),
+                percentile_values: numeric.map(|n| {
+                    n.percentiles
+                        .0
+                        .iter()
+                        .map(|&(label, value)| PercentileValue { label, value })
+                        .collect()
                 }),
             },
         }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::batch::Batch;
 use super::errors::OrGraphql;
-use super::inputs::{self, Conditions, FieldFilter, FieldSearch, SortKey};
+use super::inputs::{self, Conditions, FieldFilter, FieldSearch, GroupSort, SortKey};
 use super::objects::{AggResult, Dataset, DatasetList, RecordPage};
 use crate::query::{self, Paging, Resolver, request};
 
@@ -55,7 +55,10 @@ impl QueryRoot {
     }
 
     /// Search, filter, sort and page through a dataset's records (REST
-    /// `GET /datasets/{slug}/records`, contract §5). Costs its page size in complexity.
+    /// `GET /datasets/{slug}/records`, contract §5). Costs its page size in complexity. To
+    /// download every matching record in one streamed answer, use the REST export
+    /// (`GET /api/v1/datasets/{slug}/export?format=ndjson|csv`, contract §12.3) with the same
+    /// conditions; GraphQL answers pages only.
     #[graphql(complexity = "child_complexity + per_page.map_or(20, |n| n.clamp(1, 100)) as usize")]
     #[allow(clippy::too_many_arguments)]
     async fn records(
@@ -110,15 +113,25 @@ impl QueryRoot {
         Ok(Json(record.as_ref().clone()))
     }
 
-    /// Grouped statistics (REST `GET /datasets/{slug}/agg`, contract §6): every group, by
-    /// count descending then key; with `field`, sum, avg, min, max and percentiles.
+    /// Grouped statistics (REST `GET /datasets/{slug}/agg`, contract §6, §12.2): groups by
+    /// count descending then key unless `sort` says otherwise; with `field`, sum, avg, min,
+    /// max, missing and percentiles. More than 10,000 groups need `limit`.
     #[allow(clippy::too_many_arguments)]
     async fn agg(
         &self,
         ctx: &Context<'_>,
         slug: String,
-        #[graphql(desc = "A keyword field (dotted paths allowed)")] group_by: String,
+        #[graphql(
+            desc = "Keyword fields (dotted paths allowed); a date field in buckets (`time_hour[month]`: year, month, day, hour, UTC) or a number field in bins (`distance[500]`)"
+        )]
+        group_by: Vec<String>,
         #[graphql(desc = "A number field to compute statistics of")] field: Option<String>,
+        #[graphql(desc = "Percentile labels, 0 to 100, at most 10 (default 25, 50, 75)")]
+        percentiles: Option<Vec<f64>>,
+        #[graphql(desc = "The groups' order (default: count descending, then key)")] sort: Option<
+            GroupSort,
+        >,
+        #[graphql(desc = "Keep the first N groups (1 to 10,000)")] limit: Option<i64>,
         #[graphql(desc = "Full text: every term must occur in some text field")] q: Option<String>,
         #[graphql(desc = "Full text in one text field each (REST q[field])")] search: Option<
             Vec<FieldSearch>,
@@ -133,7 +146,14 @@ impl QueryRoot {
             filters,
             ids,
         };
-        let params = inputs::agg_params(conditions, group_by, field).gql()?;
+        let grouping = inputs::Grouping {
+            group_by,
+            field,
+            percentiles,
+            sort,
+            limit,
+        };
+        let params = inputs::agg_params(conditions, grouping).gql()?;
         let found = dataset(resolver, &batch, &slug).await?;
         let query = request::agg_query(&params, &found.schema).gql()?;
         let etag = resolver.etag(&found, "agg", &query);

@@ -42,6 +42,19 @@ impl Bits {
         }
     }
 
+    /// Turns the set of `0..len` into its complement.
+    pub fn invert(&mut self, len: usize) {
+        for w in &mut self.words {
+            *w = !*w;
+        }
+        let tail = len % 64;
+        if tail != 0
+            && let Some(last) = self.words.last_mut()
+        {
+            *last &= (1u64 << tail) - 1;
+        }
+    }
+
     /// Number of rows in the set.
     pub fn count(&self) -> u64 {
         self.words.iter().map(|w| u64::from(w.count_ones())).sum()
@@ -113,5 +126,9 @@ mod tests {
         assert!(both.contains(130) && !both.contains(131));
         b.union(&a);
         assert_eq!(b.count(), 7);
+        let mut c = a.clone();
+        c.invert(200);
+        assert_eq!(c.count(), 194);
+        assert!(!c.contains(5) && c.contains(6) && c.contains(198));
     }
 }

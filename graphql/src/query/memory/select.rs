@@ -9,7 +9,8 @@ use std::cmp::Ordering;
 use super::bits::Bits;
 use super::column::{MISSING, NumColumn, StrColumn};
 use super::{FieldIndex, MemIndex};
-use crate::query::request::{ExactValue, Filter};
+use crate::query::dates;
+use crate::query::request::{ExactValue, Filter, Range, RangeValue};
 use crate::query::schema::Column;
 
 /// A sort key's column.
@@ -70,6 +71,24 @@ impl MemIndex {
         };
         for (column, values) in &filter.exact {
             and(self.exact_rows(*column, values));
+        }
+        for (column, values) in &filter.not {
+            let mut bits = self.exact_rows(*column, values).into_owned();
+            bits.invert(self.rows as usize);
+            and(Cow::Owned(bits));
+        }
+        for (column, range) in &filter.ranges {
+            and(Cow::Owned(self.range_rows(*column, range)));
+        }
+        for (column, prefixes) in &filter.prefixes {
+            and(Cow::Owned(self.prefix_rows(*column, prefixes)));
+        }
+        for &(column, has) in &filter.exists {
+            let mut bits = self.present_rows(column);
+            if !has {
+                bits.invert(self.rows as usize);
+            }
+            and(Cow::Owned(bits));
         }
         if let Some(ids) = &filter.ids {
             let mut bits = Bits::new(self.rows as usize);
@@ -132,6 +151,117 @@ impl MemIndex {
             }
         }
         Cow::Owned(bits)
+    }
+
+    /// Rows whose `column` value lies in `range`: a binary search of a number column's value
+    /// order, a run of a keyword dictionary (byte order), or the date values whose instants
+    /// lie in it.
+    fn range_rows(&self, column: Column, range: &Range) -> Bits {
+        let mut bits = Bits::new(self.rows as usize);
+        match self.key(column) {
+            Some(Key::Num(c)) => {
+                let value = |r: &u32| c.values[*r as usize];
+                let low = match &range.lower {
+                    Some((RangeValue::Num(b), true)) => c.order.partition_point(|r| value(r) < *b),
+                    Some((RangeValue::Num(b), false)) => {
+                        c.order.partition_point(|r| value(r) <= *b)
+                    }
+                    _ => 0,
+                };
+                let high = match &range.upper {
+                    Some((RangeValue::Num(b), true)) => c.order.partition_point(|r| value(r) <= *b),
+                    Some((RangeValue::Num(b), false)) => c.order.partition_point(|r| value(r) < *b),
+                    _ => c.order.len(),
+                };
+                c.order[low..high.max(low)]
+                    .iter()
+                    .for_each(|&r| bits.insert(r));
+            }
+            Some(Key::Str(c)) => {
+                let dates = matches!(range.lower, Some((RangeValue::Time(_), _)))
+                    || matches!(range.upper, Some((RangeValue::Time(_), _)));
+                let codes: Vec<u32> = if dates {
+                    (0..c.dict.len() as u32)
+                        .filter(|&code| {
+                            dates::parse(c.dict.get(code)).is_some_and(|t| range.holds_instant(t))
+                        })
+                        .collect()
+                } else {
+                    let text = |code: u32| c.dict.get(code);
+                    let n = c.dict.len();
+                    let first = |pred: &dyn Fn(&str) -> bool| partition(n, |code| pred(text(code)));
+                    let low = match &range.lower {
+                        Some((RangeValue::Str(b), true)) => first(&|v| v < b.as_str()),
+                        Some((RangeValue::Str(b), false)) => first(&|v| v <= b.as_str()),
+                        _ => 0,
+                    };
+                    let high = match &range.upper {
+                        Some((RangeValue::Str(b), true)) => first(&|v| v <= b.as_str()),
+                        Some((RangeValue::Str(b), false)) => first(&|v| v < b.as_str()),
+                        _ => n as u32,
+                    };
+                    (low..high.max(low)).collect()
+                };
+                self.code_rows(c, &codes, &mut bits);
+            }
+            None => {}
+        }
+        bits
+    }
+
+    /// Rows whose keyword `column` starts with one of `prefixes`: a run of the dictionary each.
+    fn prefix_rows(&self, column: Column, prefixes: &[String]) -> Bits {
+        let mut bits = Bits::new(self.rows as usize);
+        if let Some(Key::Str(c)) = self.key(column) {
+            let n = c.dict.len();
+            for prefix in prefixes {
+                let p = prefix.as_str();
+                let low = partition(n, |code| c.dict.get(code) < p);
+                let high = partition(n, |code| {
+                    let v = c.dict.get(code);
+                    v < p || v.starts_with(p)
+                });
+                let codes: Vec<u32> = (low..high.max(low)).collect();
+                self.code_rows(c, &codes, &mut bits);
+            }
+        }
+        bits
+    }
+
+    /// Adds the rows of dictionary `codes` of `column` to `bits`.
+    fn code_rows(&self, column: &StrColumn, codes: &[u32], bits: &mut Bits) {
+        for &code in codes {
+            match column.dense(code) {
+                Some(dense) => bits.union(dense),
+                None => column
+                    .postings
+                    .rows(code)
+                    .iter()
+                    .for_each(|&r| bits.insert(r)),
+            }
+        }
+    }
+
+    /// Rows that have a value in `column`.
+    fn present_rows(&self, column: Column) -> Bits {
+        let mut bits = Bits::new(self.rows as usize);
+        let mut mark = |present: &dyn Fn(usize) -> bool| {
+            for row in 0..self.rows as usize {
+                if present(row) {
+                    bits.insert(row as u32);
+                }
+            }
+        };
+        match column {
+            Column::Id => mark(&|_| true),
+            Column::Field(i) => match &self.fields[i] {
+                FieldIndex::Str(c) => mark(&|r| c.codes[r] != MISSING),
+                FieldIndex::Num(c) => mark(&|r| !c.values[r].is_nan()),
+                FieldIndex::Text(c) => mark(&|r| c.codes[r] != MISSING),
+                FieldIndex::None => {}
+            },
+        }
+        bits
     }
 
     /// Rows whose value in one of `fields` has one of the dictionary `codes`.
@@ -212,6 +342,20 @@ impl MemIndex {
         }
         walk.out
     }
+}
+
+/// The first code in `0..n` for which `before` is false (`before` holds for a prefix of codes).
+fn partition(n: usize, before: impl Fn(u32) -> bool) -> u32 {
+    let (mut low, mut high) = (0u32, n as u32);
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if before(mid) {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    low
 }
 
 /// Emits the matching rows of runs of equal first-key values until the page is full.

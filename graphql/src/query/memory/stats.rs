@@ -1,91 +1,262 @@
-//! Grouped statistics on an in-memory index (contract §6). Counts come from the group
-//! column's codes; with `field`, the number column is walked in value order once and each
+//! Grouped statistics on an in-memory index (contract §6, §12.2). Each `group_by` item becomes
+//! a per-row code whose order is the key's order (a keyword's dictionary code, a date bucket's
+//! rank, a number bin's rank); several items are combined pairwise into dense group ids. Counts
+//! come from those ids; with `field`, the number column is walked in value order once and each
 //! match is placed in its group's slice, so every group's values arrive sorted and the
 //! statistics are those of the store path, bit for bit (same sorted order, same sums).
 
-use super::bits::Bits;
-use super::column::MISSING;
-use super::{FieldIndex, MemIndex};
-use crate::query::agg::numeric_stats_sorted;
-use crate::query::views::{Group, Stats};
+use std::collections::HashMap;
 
-impl MemIndex {
-    /// The groups of keyword field `group_by` among `matches` (`None`: every row), with
-    /// statistics of number field `field`; unordered. `None` if the fields are not indexed
-    /// as a keyword and a number.
-    pub fn groups(
-        &self,
-        matches: Option<&Bits>,
-        group_by: usize,
-        field: Option<usize>,
-    ) -> Option<Vec<Group>> {
-        let FieldIndex::Str(groups) = &self.fields[group_by] else {
-            return None;
-        };
-        let distinct = groups.dict.len();
-        let counts: Vec<u64> = match matches {
-            None => (0..distinct as u32)
-                .map(|c| u64::from(groups.postings.len(c)))
+use super::bits::Bits;
+use super::column::{MISSING, NumColumn, StrColumn};
+use super::{FieldIndex, MemIndex};
+use crate::query::agg::{
+    KeyPart, Tally, bin, check_group_count, date_part, finish, numeric_stats_sorted,
+};
+use crate::query::error::ApiError;
+use crate::query::request::{AggQuery, Grouping};
+use crate::query::views::AggResult;
+
+/// One `group_by` item as codes: per row, the rank of its key part ([`MISSING`] when the row
+/// has none), and each rank's part.
+struct Component {
+    codes: Vec<u32>,
+    parts: Vec<KeyPart>,
+}
+
+/// Codes up to this product are combined through a table instead of a hash map.
+const DENSE_PAIRS: u64 = 1 << 22;
+
+impl Component {
+    /// A keyword column: its own codes (already in byte order).
+    fn keyword(column: &StrColumn) -> Self {
+        Component {
+            codes: column.codes.clone(),
+            parts: (0..column.dict.len() as u32)
+                .map(|c| KeyPart::Str(column.dict.get(c).to_string()))
                 .collect(),
-            Some(m) => {
-                let mut counts = vec![0u64; distinct];
-                for row in m.iter() {
-                    let code = groups.codes[row as usize];
-                    if code != MISSING {
-                        counts[code as usize] += 1;
+        }
+    }
+
+    /// A date column in buckets: each dictionary value's bucket, ranked in key order.
+    fn dates(column: &StrColumn, bucket: crate::query::dates::DateBucket) -> Self {
+        let keys: Vec<Option<KeyPart>> = (0..column.dict.len() as u32)
+            .map(|c| date_part(column.dict.get(c), bucket))
+            .collect();
+        let mut parts: Vec<KeyPart> = keys.iter().flatten().cloned().collect();
+        parts.sort_by(KeyPart::compare);
+        parts.dedup();
+        let rank: Vec<u32> = keys
+            .iter()
+            .map(|key| {
+                key.as_ref()
+                    .and_then(|part| parts.binary_search_by(|p| p.compare(part)).ok())
+                    .map_or(MISSING, |i| i as u32)
+            })
+            .collect();
+        Component {
+            codes: column
+                .codes
+                .iter()
+                .map(|&c| {
+                    if c == MISSING {
+                        MISSING
+                    } else {
+                        rank[c as usize]
                     }
-                }
-                counts
-            }
-        };
-        let group = |code: usize, numeric| Group {
-            key: groups.dict.get(code as u32).to_string(),
-            stats: Stats {
-                count: counts[code],
-                numeric,
-            },
-        };
-        let Some(field) = field else {
-            return Some(
-                (0..distinct)
-                    .filter(|&c| counts[c] > 0)
-                    .map(|c| group(c, None))
-                    .collect(),
-            );
-        };
-        let FieldIndex::Num(numbers) = &self.fields[field] else {
-            return None;
-        };
-        // Values per group, counted, then placed in value order.
-        let matching = |row: u32| matches.is_none_or(|m| m.contains(row));
-        let mut starts = vec![0usize; distinct + 1];
-        for &row in &numbers.order {
-            let code = groups.codes[row as usize];
-            if code != MISSING && matching(row) {
-                starts[code as usize + 1] += 1;
-            }
-        }
-        for i in 1..starts.len() {
-            starts[i] += starts[i - 1];
-        }
-        let mut next = starts.clone();
-        let mut values = vec![0f64; starts[distinct]];
-        for &row in &numbers.order {
-            let code = groups.codes[row as usize];
-            if code != MISSING && matching(row) {
-                let slot = &mut next[code as usize];
-                values[*slot] = numbers.values[row as usize];
-                *slot += 1;
-            }
-        }
-        Some(
-            (0..distinct)
-                .filter(|&c| counts[c] > 0)
-                .map(|c| {
-                    let sorted = &values[starts[c]..starts[c + 1]];
-                    group(c, Some(numeric_stats_sorted(sorted)))
                 })
                 .collect(),
-        )
+            parts,
+        }
     }
+
+    /// A number column in bins of `width`: walking the values in order gives the bins in order.
+    fn bins(column: &NumColumn, width: f64) -> Self {
+        let mut codes = vec![MISSING; column.values.len()];
+        let mut parts: Vec<KeyPart> = Vec::new();
+        let mut last = f64::NAN;
+        for &row in &column.order {
+            let low = bin(column.values[row as usize], width);
+            if low != last {
+                parts.push(KeyPart::Num(low));
+                last = low;
+            }
+            codes[row as usize] = parts.len() as u32 - 1;
+        }
+        Component { codes, parts }
+    }
+}
+
+impl MemIndex {
+    /// The answer to `query` among `matches` (`None`: every row). `None` when a field is not
+    /// indexed in the shape its type needs (the store answers).
+    pub fn agg(
+        &self,
+        matches: Option<&Bits>,
+        query: &AggQuery,
+    ) -> Option<Result<AggResult, ApiError>> {
+        let mut components = Vec::with_capacity(query.group_by.len());
+        for item in &query.group_by {
+            components.push(match (&self.fields[item.field], item.grouping) {
+                (FieldIndex::Str(c), Grouping::Value) => Component::keyword(c),
+                (FieldIndex::Str(c), Grouping::Date(bucket)) => Component::dates(c, bucket),
+                (FieldIndex::Num(c), Grouping::Bin(width)) => Component::bins(c, width),
+                _ => return None,
+            });
+        }
+        let numbers = match query.field {
+            None => None,
+            Some(field) => match &self.fields[field] {
+                FieldIndex::Num(c) => Some(c),
+                _ => return None,
+            },
+        };
+        // Group ids per row, and per group its parts' codes (one row of `widths` each).
+        let (ids, keys) = combine(components.iter().map(|c| c.codes.as_slice()).collect());
+        let width = components.len();
+        let distinct = keys.len() / width;
+        let matching = |row: u32| matches.is_none_or(|m| m.contains(row));
+        let mut counts = vec![0u64; distinct];
+        match matches {
+            None => ids
+                .iter()
+                .filter(|&&g| g != MISSING)
+                .for_each(|&g| counts[g as usize] += 1),
+            Some(m) => {
+                for row in m.iter() {
+                    let g = ids[row as usize];
+                    if g != MISSING {
+                        counts[g as usize] += 1;
+                    }
+                }
+            }
+        }
+        let present = counts.iter().filter(|&&n| n > 0).count() as u64;
+        if let Err(error) = check_group_count(present, query) {
+            return Some(Err(error));
+        }
+        let total_records = self.total(matches);
+        let stats: Vec<Option<_>> = match numbers {
+            None => vec![None; distinct],
+            Some(numbers) => {
+                // Values per group, counted, then placed in value order.
+                let mut starts = vec![0usize; distinct + 1];
+                for &row in &numbers.order {
+                    let g = ids[row as usize];
+                    if g != MISSING && matching(row) {
+                        starts[g as usize + 1] += 1;
+                    }
+                }
+                for i in 1..starts.len() {
+                    starts[i] += starts[i - 1];
+                }
+                let mut next = starts.clone();
+                let mut values = vec![0f64; starts[distinct]];
+                for &row in &numbers.order {
+                    let g = ids[row as usize];
+                    if g != MISSING && matching(row) {
+                        let slot = &mut next[g as usize];
+                        values[*slot] = numbers.values[row as usize];
+                        *slot += 1;
+                    }
+                }
+                (0..distinct)
+                    .map(|g| {
+                        (counts[g] > 0).then(|| {
+                            numeric_stats_sorted(
+                                &values[starts[g]..starts[g + 1]],
+                                &query.percentiles,
+                                counts[g],
+                            )
+                        })
+                    })
+                    .collect()
+            }
+        };
+        let tallies = stats
+            .into_iter()
+            .enumerate()
+            .filter(|&(g, _)| counts[g] > 0)
+            .map(|(g, numeric)| Tally {
+                key: g,
+                count: counts[g],
+                numeric,
+            })
+            .collect();
+        let codes = |g: &usize| &keys[g * width..(g + 1) * width];
+        Some(Ok(finish(
+            query,
+            total_records,
+            tallies,
+            |a, b| codes(a).cmp(codes(b)),
+            |g| {
+                codes(g)
+                    .iter()
+                    .zip(&components)
+                    .map(|(&code, c)| c.parts[code as usize].clone())
+                    .collect()
+            },
+        )))
+    }
+}
+
+/// Combines per-row codes of several components into one dense group id per row ([`MISSING`]
+/// when any part is missing), and the parts' codes of each group, `width` per group, so that
+/// comparing those slices compares keys.
+fn combine(columns: Vec<&[u32]>) -> (Vec<u32>, Vec<u32>) {
+    let first = columns[0];
+    if columns.len() == 1 {
+        let distinct = first
+            .iter()
+            .filter(|&&c| c != MISSING)
+            .max()
+            .map_or(0, |&m| m + 1);
+        return (first.to_vec(), (0..distinct).collect());
+    }
+    let mut ids = first.to_vec();
+    let mut keys: Vec<Vec<u32>> = {
+        let distinct = first
+            .iter()
+            .filter(|&&c| c != MISSING)
+            .max()
+            .map_or(0, |&m| m + 1);
+        (0..distinct).map(|c| vec![c]).collect()
+    };
+    for column in &columns[1..] {
+        let cardinality = column
+            .iter()
+            .filter(|&&c| c != MISSING)
+            .max()
+            .map_or(0, |&m| u64::from(m) + 1);
+        let pairs = keys.len() as u64 * cardinality;
+        let mut next_keys: Vec<Vec<u32>> = Vec::new();
+        let mut dense = if pairs <= DENSE_PAIRS {
+            vec![MISSING; pairs as usize]
+        } else {
+            Vec::new()
+        };
+        let mut sparse: HashMap<u64, u32> = HashMap::new();
+        for (row, id) in ids.iter_mut().enumerate() {
+            let code = column[row];
+            if *id == MISSING || code == MISSING {
+                *id = MISSING;
+                continue;
+            }
+            let pair = u64::from(*id) * cardinality + u64::from(code);
+            let slot = if dense.is_empty() {
+                sparse.entry(pair).or_insert(MISSING)
+            } else {
+                &mut dense[pair as usize]
+            };
+            if *slot == MISSING {
+                *slot = next_keys.len() as u32;
+                let mut key = keys[*id as usize].clone();
+                key.push(code);
+                next_keys.push(key);
+            }
+            *id = *slot;
+        }
+        keys = next_keys;
+    }
+    (ids, keys.concat())
 }

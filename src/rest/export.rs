@@ -1,0 +1,126 @@
+//! `GET /datasets/{slug}/export` (contract §12.3): every matching record in one streamed
+//! answer. The query layer ([`graphql::query::export`]) validates, plans and encodes; this
+//! handler charges the rate limit for the records and writes the headers and the stream.
+//!
+//! Everything that can fail with a status fails before the first byte (parameters, dataset,
+//! planning, the budget), as the contract's JSON errors. After it, a store error ends the body
+//! abruptly (no terminating chunk), which every HTTP client reports as an incomplete answer;
+//! a client that hangs up drops the stream, and with it the export, so reading stops.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderName, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use graphql::query::export::{Export, extra_requests};
+use graphql::query::{ExportFormat, ExportParams, request};
+
+use super::query_string::pairs;
+use crate::app::AppState;
+use crate::auth::bearer::Principal;
+use crate::auth::rate_limit::Charge;
+use crate::error::{ApiError, HttpError};
+
+/// `X-Total-Count`: the number of records the export sends, known before the first byte.
+pub static X_TOTAL_COUNT: HeaderName = HeaderName::from_static("x-total-count");
+
+/// The media type of a format.
+pub fn media_type(format: ExportFormat) -> &'static str {
+    match format {
+        ExportFormat::Ndjson => "application/x-ndjson",
+        ExportFormat::Csv => "text/csv; charset=utf-8",
+    }
+}
+
+/// Every matching record as NDJSON (default) or CSV, streamed.
+#[utoipa::path(get, path = "/datasets/{slug}/export", tag = "records", operation_id = "export_records",
+    params(
+        ("slug" = String, Path, description = "The dataset's slug", example = "flights"),
+        super::openapi::ExportQuery,
+    ),
+    responses(
+        (status = 200, response = super::openapi::ExportAnswer),
+        (status = 400, response = super::openapi::BadRequest),
+        (status = 401, response = super::openapi::Unauthorized),
+        (status = 404, response = super::openapi::NotFound),
+        (status = 413, response = super::openapi::PayloadTooLarge),
+        (status = 429, response = super::openapi::TooManyRequests),
+        (status = 503, response = super::openapi::Unavailable),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn export_records(
+    principal: Principal,
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, HttpError> {
+    let params = ExportParams::from_pairs(&pairs(query.as_deref()))?;
+    let dataset = state.resolver.dataset(&slug).await?;
+    let query = request::export_query(&params, &dataset.schema)?;
+    let export = state.resolver.export(dataset, query).await?;
+    let charge = charge(&state, principal, export.total());
+    if let Some(refused) = charge.filter(|c| c.refused) {
+        let error = if refused.never {
+            ApiError::ExportOverBudget {
+                records: export.total(),
+                limit: refused.limit,
+                retry_after: refused.reset_secs,
+            }
+        } else {
+            ApiError::RateLimited {
+                retry_after: refused.reset_secs,
+            }
+        };
+        let mut response = HttpError(error).into_response();
+        response.extensions_mut().insert(refused);
+        return Ok(response);
+    }
+    let mut response = stream(export);
+    if let Some(charge) = charge {
+        // The gate announces this later charge in the rate-limit headers.
+        response.extensions_mut().insert(charge);
+    }
+    Ok(response)
+}
+
+/// Charges the token's budget one request per started 1,000 records, up front from the total
+/// (the request itself was charged by the gate); `None` when there is no limit or nothing to
+/// charge.
+fn charge(state: &AppState, principal: Principal, total: u64) -> Option<Charge> {
+    let extra = u32::try_from(extra_requests(total)).unwrap_or(u32::MAX);
+    state
+        .rate_limits
+        .tokens
+        .charge_n(&principal.token_id, extra)
+}
+
+/// The streamed answer: headers first (type, attachment name, total), then one chunk per
+/// batch the export writes.
+fn stream(export: Export) -> Response {
+    let format = export.format();
+    let disposition = format!(
+        "attachment; filename=\"{}.{}\"",
+        export.slug(),
+        format.as_str()
+    );
+    let total = export.total();
+    let body = Body::from_stream(futures_util::stream::try_unfold(
+        export,
+        |mut export| async move {
+            let chunk = export.next_chunk().await?;
+            Ok::<_, ApiError>(chunk.map(|bytes| (Bytes::from(bytes), export)))
+        },
+    ));
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(media_type(format)),
+    );
+    // A slug is letters, digits and `-_.~` (checked at import), so it needs no quoting.
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    headers.insert(X_TOTAL_COUNT.clone(), HeaderValue::from(total));
+    response
+}
