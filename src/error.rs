@@ -1,6 +1,6 @@
-//! The API's errors on the wire (contract §7). The codes, statuses and messages live in the
-//! query layer's [`ApiError`], shared with GraphQL; this module writes them as HTTP answers:
-//! the JSON body, `WWW-Authenticate` on 401, `Retry-After` on 429.
+//! The API's errors on the wire (contract §7). The codes and messages live in the query layer's
+//! [`ApiError`], shared with GraphQL and MCP; this module gives each code its HTTP status and
+//! writes it as an HTTP answer: the JSON body, `WWW-Authenticate` on 401, `Retry-After` on 429.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -45,11 +45,35 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// The HTTP status of each of the contract's codes (contract §7).
+pub fn status(error: &ApiError) -> StatusCode {
+    match error {
+        ApiError::InvalidParameter { .. }
+        | ApiError::MissingParameter { .. }
+        | ApiError::UnknownField { .. }
+        | ApiError::TextFieldExactMatch { .. }
+        | ApiError::InvalidGroupBy { .. }
+        | ApiError::InvalidField { .. }
+        | ApiError::InvalidOperator { .. }
+        | ApiError::TooManyGroups { .. } => StatusCode::BAD_REQUEST,
+        ApiError::MissingToken | ApiError::InvalidToken => StatusCode::UNAUTHORIZED,
+        ApiError::DatasetNotFound { .. } | ApiError::RecordNotFound { .. } | ApiError::NotFound => {
+            StatusCode::NOT_FOUND
+        }
+        ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => {
+            StatusCode::TOO_MANY_REQUESTS
+        }
+        ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let error = self.0;
-        let status =
-            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = status(&error);
         let mut response = (status, Json(error.body())).into_response();
         let headers = response.headers_mut();
         match &error {

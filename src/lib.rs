@@ -13,6 +13,7 @@
 //! - [`site`]: the HTML pages (sign-up, login, account, device approval) and the Markdown
 //!   guides (`catalog.md`, `skill.md`).
 //! - [`rest`]: the REST API under `/api/v1`, thin handlers over `graphql::query`.
+//! - [`mcp`]: the MCP endpoint under `/api/v1/mcp`, tools over the same resolver calls as REST.
 //! - [`client_addr`]: who the client is (the TCP peer, or `X-Forwarded-For` from a trusted proxy).
 //! - [`app`]: the HTTP application: state, router, layers, maintenance.
 //! - [`compression`]: gzip, br and zstd answers, with weak ETags when encoded.
@@ -30,6 +31,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod import;
+pub mod mcp;
 pub mod request_line;
 pub mod rest;
 pub mod server;

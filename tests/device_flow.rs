@@ -443,7 +443,101 @@ async fn revoked_and_expired_tokens_are_refused(store: TestStore) {
     }
 }
 
+/// RFC 8414: the metadata document has the required members, and a standard OAuth client (the
+/// `oauth2` crate) configured only from it completes a device flow whose token reads the API.
+async fn discovery_completes_a_device_flow(store: TestStore) {
+    use oauth2::basic::BasicClient;
+    use oauth2::{
+        ClientId, DeviceAuthorizationUrl, StandardDeviceAuthorizationResponse, TokenResponse,
+        TokenUrl,
+    };
+
+    let (site, stop) = common::serve(&store).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = http
+        .get(format!("{site}/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let doc: serde_json::Value = response.json().await.unwrap();
+    // RFC 8414 §2–§3.3: `issuer` (identical to the URL the document was fetched under, without
+    // the well-known suffix) and `response_types_supported` are required; the endpoints are
+    // absolute URLs on the issuer; RFC 8628 §4 adds `device_authorization_endpoint`.
+    assert_eq!(doc["issuer"], site.as_str());
+    assert!(doc["response_types_supported"].is_array(), "{doc}");
+    for member in [
+        "device_authorization_endpoint",
+        "token_endpoint",
+        "service_documentation",
+    ] {
+        let url = doc[member]
+            .as_str()
+            .unwrap_or_else(|| panic!("{member}: {doc}"));
+        assert!(url.starts_with(&format!("{site}/")), "{member}: {url}");
+    }
+    let grants: Vec<&str> = doc["grant_types_supported"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    assert_eq!(grants, [URN]);
+    assert_eq!(
+        doc["token_endpoint_auth_methods_supported"],
+        json!(["none"])
+    );
+
+    let client = BasicClient::new(ClientId::new("discovering-agent".to_string()))
+        .set_device_authorization_url(
+            DeviceAuthorizationUrl::new(
+                doc["device_authorization_endpoint"]
+                    .as_str()
+                    .unwrap()
+                    .into(),
+            )
+            .unwrap(),
+        )
+        .set_token_uri(TokenUrl::new(doc["token_endpoint"].as_str().unwrap().into()).unwrap());
+    let details: StandardDeviceAuthorizationResponse = client
+        .exchange_device_code()
+        .request_async(&http)
+        .await
+        .unwrap();
+    approve(&store, details.user_code().secret(), Decision::Approve).await;
+    let token = client
+        .exchange_device_access_token(&details)
+        .request_async(&http, tokio::time::sleep, None)
+        .await
+        .unwrap();
+    let datasets = http
+        .get(format!("{site}/api/v1/datasets"))
+        .bearer_auth(token.access_token().secret())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(datasets.status(), 200);
+    // catalog.md points agents at the document.
+    let catalog = http.get(format!("{site}/catalog.md")).send().await.unwrap();
+    let catalog = catalog.text().await.unwrap();
+    assert!(
+        catalog.contains(&format!("{site}/.well-known/oauth-authorization-server")),
+        "{catalog}"
+    );
+    let _ = stop.send(());
+}
+
 both_stores!(
+    discovery_completes_a_device_flow,
     device_authorization_response,
     pending_and_slow_down,
     expired_token,

@@ -26,11 +26,21 @@ pub const GRANT_TYPE_URN: &str = "urn:ietf:params:oauth:grant-type:device_code";
 /// Longest `device_name` / `client` label accepted.
 pub const MAX_LABEL: usize = 200;
 
-/// The two device-flow routes, merged into the application router.
+/// Where a device authorization starts (RFC 8628 §3.1).
+pub const DEVICE_PATH: &str = "/api/v1/auth/device";
+/// Where a device code is exchanged for a token (RFC 8628 §3.4).
+pub const TOKEN_PATH: &str = "/api/v1/auth/token";
+
+/// The two device-flow routes and the metadata that announces them, merged into the
+/// application router.
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/auth/device", post(start))
-        .route("/api/v1/auth/token", post(token))
+        .route(DEVICE_PATH, post(start))
+        .route(TOKEN_PATH, post(token))
+        .route(
+            super::discovery::METADATA_PATH,
+            axum::routing::get(super::discovery::metadata),
+        )
 }
 
 /// An OAuth error answer: HTTP 400 (429 for a client address over its budget, 503 when the

@@ -3,7 +3,8 @@
 //! - [`token`]: minting and hashing API tokens; [`bearer`]: the API's `Authorization: Bearer`
 //!   check; [`gate`]: the API's door (who asks, within which budget); [`rate_limit`]: request
 //!   budgets per token and per client address; [`token_cache`]: live tokens without a query.
-//! - [`grant`]: the device grant's states in the store; [`device`]: its two HTTP endpoints.
+//! - [`grant`]: the device grant's states in the store; [`device`]: its two HTTP endpoints;
+//!   [`discovery`]: the RFC 8414 metadata that announces them.
 //! - [`account`], [`password`], [`session`], [`throttle`]: sign-up and sign-in, Argon2id,
 //!   server-side sessions, and store-kept counters for logins, user codes and the device flow.
 //! - [`purge`]: expired grants, sessions, explorer tokens and counters, on the maintenance tick.
@@ -11,6 +12,7 @@
 pub mod account;
 pub mod bearer;
 pub mod device;
+pub mod discovery;
 pub mod gate;
 pub mod grant;
 pub mod password;

@@ -39,6 +39,12 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/datasets/{slug}/agg", get(agg::aggregate))
         .route("/graphql", get(graphql::endpoint).post(graphql::endpoint))
         .route("/openapi.json", get(openapi::openapi_json))
+        .nest_service(
+            "/mcp",
+            tower::ServiceBuilder::new()
+                .layer(axum::middleware::from_fn(crate::mcp::require_token))
+                .service(crate::mcp::service(state.clone())),
+        )
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(from_fn(resilience::retry_store_faults))

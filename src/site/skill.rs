@@ -743,41 +743,39 @@ pub fn skill_md(guide: &Guide, site_url: &str) -> String {
     md
 }
 
-/// `catalog.md`: every dataset with its guide and API URLs.
+/// `catalog.md`: every dataset with its guide and API URLs, from `templates/catalog.md`.
 pub fn catalog_md(datasets: &[dataset::Model], site_url: &str) -> String {
-    let base_url = format!("{site_url}/api/v1");
-    let mut md = String::from("# odqs catalog\n\n");
-    let _ = writeln!(
-        md,
-        "{} dataset(s) published at <{site_url}>. The API's base URL is `{base_url}`; every \
-         request needs `Authorization: Bearer <token>` (get one at <{site_url}/account>). Each \
-         dataset's guide (`skill.md`) lists its fields and working examples.\n",
-        datasets.len()
-    );
-    for d in datasets {
-        let slug = encode(&d.slug);
-        let _ = writeln!(md, "## {}\n", cell(&d.title));
-        let _ = writeln!(md, "- Slug: `{}`", d.slug);
-        let _ = writeln!(md, "- Records: {}", d.record_count);
-        let _ = writeln!(md, "- Updated: {}", super::pages::when(d.updated_at));
-        if let Some(l) = &d.license {
-            let _ = writeln!(md, "- Licence: {}", cell(l));
-        }
-        if let Some(s) = &d.source_url {
-            let _ = writeln!(md, "- Source: <{}>", cell(s));
-        }
-        let _ = writeln!(md, "- Guide: <{site_url}/datasets/{slug}/skill.md>");
-        let _ = writeln!(md, "- Metadata: `{base_url}/datasets/{slug}`");
-        let _ = writeln!(md, "- Records: `{base_url}/datasets/{slug}/records`");
-        let _ = writeln!(
-            md,
-            "- Statistics: `{base_url}/datasets/{slug}/agg?group_by=<keyword field>`\n"
-        );
-        if !d.description.trim().is_empty() {
-            let _ = writeln!(md, "{}\n", d.description.trim());
-        }
-    }
-    md
+    let datasets: Vec<_> = datasets
+        .iter()
+        .map(|d| {
+            minijinja::context! {
+                title => cell(&d.title),
+                slug => d.slug.clone(),
+                path => encode(&d.slug),
+                record_count => d.record_count,
+                updated => super::pages::when(d.updated_at),
+                license => d.license.as_deref().map(cell),
+                source_url => d.source_url.as_deref().map(cell),
+                description => d.description.trim(),
+            }
+        })
+        .collect();
+    let formats: Vec<_> = graphql::query::ExportFormat::ALL
+        .iter()
+        .map(|f| f.as_str())
+        .collect();
+    super::templates::render(
+        "catalog.md",
+        minijinja::context! {
+            datasets,
+            site_url,
+            base_url => format!("{site_url}/api/v1"),
+            metadata_path => crate::auth::discovery::METADATA_PATH,
+            tools => crate::mcp::tools::NAMES,
+            formats,
+        },
+    )
+    .unwrap_or_default()
 }
 
 #[cfg(test)]

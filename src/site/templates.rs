@@ -19,6 +19,12 @@ static ENV: LazyLock<Environment<'static>> = LazyLock::new(|| {
         ("explore.html", include_str!("templates/explore.html")),
         ("message.html", include_str!("templates/message.html")),
         ("graphiql.html", include_str!("templates/graphiql.html")),
+        ("catalog.md", include_str!("templates/catalog.md")),
+        ("mcp_tools.md", include_str!("templates/mcp_tools.md")),
+        (
+            "mcp_instructions.md",
+            include_str!("templates/mcp_instructions.md"),
+        ),
     ] {
         env.add_template(name, source)
             .unwrap_or_else(|e| panic!("template {name} does not parse: {e}"));
@@ -48,6 +54,9 @@ mod tests {
             "device.html",
             "explore.html",
             "message.html",
+            "catalog.md",
+            "mcp_tools.md",
+            "mcp_instructions.md",
         ] {
             super::ENV.get_template(name).unwrap();
         }

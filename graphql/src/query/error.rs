@@ -1,6 +1,7 @@
-//! The API's one error type (contract §7). Each variant carries one of the contract's codes and
-//! its HTTP status; REST answers and GraphQL `extensions.code` both come from here, so a client
-//! sees the same code whichever API it uses. Store failures are logged in full and answered
+//! The API's one error type (contract §7). Each variant carries one of the contract's codes;
+//! REST answers, GraphQL `extensions.code` and MCP tool errors all come from here, so a client
+//! sees the same code whichever interface it uses. The HTTP status of each code is the HTTP
+//! front end's business (`src/error.rs`): this layer knows no protocol. Store failures are logged in full and answered
 //! generically: nothing about SQL, files or the code reaches a client.
 
 use entity::FieldType;
@@ -119,29 +120,6 @@ impl ApiError {
             ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => "rate_limited",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
-        }
-    }
-
-    /// The HTTP status of the code.
-    pub fn status(&self) -> u16 {
-        match self {
-            ApiError::InvalidParameter { .. }
-            | ApiError::MissingParameter { .. }
-            | ApiError::UnknownField { .. }
-            | ApiError::TextFieldExactMatch { .. }
-            | ApiError::InvalidGroupBy { .. }
-            | ApiError::InvalidField { .. }
-            | ApiError::InvalidOperator { .. }
-            | ApiError::TooManyGroups { .. } => 400,
-            ApiError::MissingToken | ApiError::InvalidToken => 401,
-            ApiError::DatasetNotFound { .. }
-            | ApiError::RecordNotFound { .. }
-            | ApiError::NotFound => 404,
-            ApiError::MethodNotAllowed => 405,
-            ApiError::PayloadTooLarge { .. } => 413,
-            ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => 429,
-            ApiError::Unavailable => 503,
-            ApiError::Internal => 500,
         }
     }
 

@@ -1,0 +1,294 @@
+//! The MCP tools (contract §12.4): one per API read, each a thin call into the same resolver
+//! functions as its REST handler, answering the same JSON. A broken rule is a tool error
+//! whose structured content is the API's error body (`{"error": code, "message", …}`).
+//! The descriptions are rendered from `templates/mcp_tools.md` with the query layer's
+//! constants and operator table, the facts `skill.md` is written from.
+
+use std::sync::Arc;
+
+use axum::http::request::Parts;
+use graphql::query::export::extra_requests;
+use graphql::query::params::{
+    DEFAULT_PER_PAGE, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS, MAX_PER_PAGE, MAX_PERCENTILES,
+    ProjectionParams, check, parse_count, split_list,
+};
+use graphql::query::{
+    AggParams, ApiError, ExportFormat, ExportParams, Paging, RecordParams, operators, request,
+};
+use minijinja::context;
+use rmcp::handler::server::common::schema_for_type;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::args::{Aggregate, Describe, ExportRecords, GetRecord, ListDatasets, SearchRecords};
+use crate::app::AppState;
+use crate::auth::bearer::{Authenticated, Principal};
+use crate::site::templates;
+
+/// The most records `export_records` sends: a slice an agent can read in one answer; the
+/// whole of a dataset is the REST export's job.
+pub const MAX_EXPORT_RECORDS: u64 = 1_000;
+
+/// The tools, in the order `tools/list` gives them.
+pub const NAMES: [&str; 6] = [
+    "list_datasets",
+    "describe_dataset",
+    "search_records",
+    "get_record",
+    "aggregate",
+    "export_records",
+];
+
+/// The MCP server of one request: the application's state, shared.
+#[derive(Clone)]
+pub struct Tools {
+    state: AppState,
+}
+
+impl Tools {
+    /// The tools over `state`.
+    pub fn new(state: AppState) -> Self {
+        Tools { state }
+    }
+
+    /// Runs tool `name` with `arguments`, as the token `principal`.
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        principal: Principal,
+    ) -> Result<CallToolResult, ApiError> {
+        let resolver = &self.state.resolver;
+        let answer = match name {
+            "list_datasets" => {
+                let args: ListDatasets = parse(arguments)?;
+                let (mut page, mut per_page) = (None, None);
+                for (name, value) in args.pairs() {
+                    let count = Some(parse_count(&name, &value)?);
+                    if name == "page" {
+                        page = count;
+                    } else {
+                        per_page = count;
+                    }
+                }
+                json(resolver.list_datasets(Paging::new(page, per_page)?).await?)
+            }
+            "describe_dataset" => {
+                let args: Describe = parse(arguments)?;
+                json(resolver.detail(&resolver.dataset(&args.dataset).await?))
+            }
+            "search_records" => {
+                let args: SearchRecords = parse(arguments)?;
+                let params = RecordParams::from_pairs(&args.pairs()?)?;
+                let dataset = resolver.dataset(&args.dataset).await?;
+                let query = request::record_query(&params, &dataset.schema)?;
+                json(resolver.records(&dataset, &query).await?)
+            }
+            "get_record" => {
+                let args: GetRecord = parse(arguments)?;
+                let projection = ProjectionParams {
+                    fields: args.fields().map(|f| split_list(&f)),
+                };
+                check(&projection)?;
+                let dataset = resolver.dataset(&args.dataset).await?;
+                let fields = request::projection(projection.fields.as_deref(), &dataset.schema)?;
+                resolver
+                    .record(&dataset, &args.id, fields.as_deref())
+                    .await?
+            }
+            "aggregate" => {
+                let args: Aggregate = parse(arguments)?;
+                let params = AggParams::from_pairs(&args.pairs()?)?;
+                let dataset = resolver.dataset(&args.dataset).await?;
+                let query = request::agg_query(&params, &dataset.schema)?;
+                json(resolver.agg(&dataset, &query).await?)
+            }
+            "export_records" => {
+                let args: ExportRecords = parse(arguments)?;
+                return self.export(args, principal).await;
+            }
+            _ => {
+                return Err(ApiError::invalid(
+                    "name",
+                    format!(
+                        "There is no tool {name}; the tools are {}.",
+                        NAMES.join(", ")
+                    ),
+                ));
+            }
+        };
+        Ok(CallToolResult::structured(answer))
+    }
+
+    /// `export_records`: the export's bytes as text, when the slice is small enough.
+    async fn export(
+        &self,
+        args: ExportRecords,
+        principal: Principal,
+    ) -> Result<CallToolResult, ApiError> {
+        let resolver = &self.state.resolver;
+        let params = ExportParams::from_pairs(&args.pairs()?)?;
+        let dataset = resolver.dataset(&args.dataset).await?;
+        let url = format!("{}/export", resolver.dataset_url(&dataset.meta.slug));
+        let query = request::export_query(&params, &dataset.schema)?;
+        let mut export = resolver.export(dataset, query).await?;
+        let total = export.total();
+        if total > MAX_EXPORT_RECORDS {
+            return Err(ApiError::invalid(
+                "filters",
+                format!(
+                    "This export would send {total} records; the tool sends at most {MAX_EXPORT_RECORDS}. Narrow it with filters, or download it whole from GET {url}."
+                ),
+            ));
+        }
+        // The same charge as the REST export: one request more per started 1,000 records.
+        let extra = u32::try_from(extra_requests(total)).unwrap_or(u32::MAX);
+        if let Some(refused) = self
+            .state
+            .rate_limits
+            .tokens
+            .charge_n(&principal.token_id, extra)
+            .filter(|c| c.refused)
+        {
+            return Err(ApiError::RateLimited {
+                retry_after: refused.reset_secs,
+            });
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = export.next_chunk().await? {
+            bytes.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8(bytes).map_err(|_| ApiError::Internal)?;
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+    }
+}
+
+/// A tool's arguments as its type, or `invalid_parameter` naming what serde found wrong.
+fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, ApiError> {
+    serde_json::from_value(arguments).map_err(|e| {
+        ApiError::invalid(
+            "arguments",
+            format!("The tool's arguments do not fit its input schema: {e}."),
+        )
+    })
+}
+
+/// An answer as the JSON REST would send.
+fn json(answer: impl serde::Serialize) -> Value {
+    serde_json::to_value(answer).unwrap_or(Value::Null)
+}
+
+/// Who the API gate found the HTTP request behind this call to act for.
+fn principal(context: &RequestContext<RoleServer>) -> Option<Principal> {
+    match context
+        .extensions
+        .get::<Parts>()?
+        .extensions
+        .get::<Authenticated>()?
+    {
+        Authenticated(Ok(Some(principal))) => Some(*principal),
+        _ => None,
+    }
+}
+
+/// One tool's description, rendered from `templates/mcp_tools.md`.
+fn description(tool: &str) -> String {
+    let operators: Vec<_> = [
+        entity::field_type::FieldType::Keyword,
+        entity::field_type::FieldType::Number,
+        entity::field_type::FieldType::Date,
+        entity::field_type::FieldType::Boolean,
+        entity::field_type::FieldType::Text,
+    ]
+    .into_iter()
+    .map(|t| context! { type => t.to_string(), ops => operators::Op::allowed_names(t).to_vec() })
+    .collect();
+    let formats: Vec<_> = ExportFormat::ALL.iter().map(|f| f.as_str()).collect();
+    templates::render(
+        "mcp_tools.md",
+        context! {
+            tool,
+            default_per_page => DEFAULT_PER_PAGE,
+            max_per_page => MAX_PER_PAGE,
+            max_ids => MAX_IDS,
+            max_groups => MAX_GROUPS,
+            max_percentiles => MAX_PERCENTILES,
+            max_group_by => MAX_GROUP_BY_FIELDS,
+            max_export => MAX_EXPORT_RECORDS,
+            operators,
+            formats,
+        },
+    )
+    .unwrap_or_default()
+    .trim()
+    .to_string()
+}
+
+fn tool<T: JsonSchema + 'static>(name: &'static str) -> Tool {
+    Tool::new(name, description(name), schema_for_type::<T>())
+        .annotate(ToolAnnotations::new().read_only(true))
+}
+
+/// Every tool with its description and input schema.
+pub fn list() -> Vec<Tool> {
+    vec![
+        tool::<ListDatasets>("list_datasets"),
+        tool::<Describe>("describe_dataset"),
+        tool::<SearchRecords>("search_records"),
+        tool::<GetRecord>("get_record"),
+        tool::<Aggregate>("aggregate"),
+        tool::<ExportRecords>("export_records"),
+    ]
+}
+
+static LIST: std::sync::LazyLock<Arc<Vec<Tool>>> = std::sync::LazyLock::new(|| Arc::new(list()));
+
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerConfig {
+        let site_url = self.state.public_url.trim_end_matches('/');
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("odqs", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                templates::render("mcp_instructions.md", context! { site_url }).unwrap_or_default(),
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(LIST.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(principal) = principal(&context) else {
+            // require_token stands before the service; this is a routing bug.
+            tracing::error!("an MCP call reached the tools without a token");
+            return Ok(CallToolResult::structured_error(ApiError::Internal.body()).into());
+        };
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let result = match self.call(&request.name, arguments, principal).await {
+            Ok(result) => result,
+            Err(error) => {
+                if error == ApiError::Internal {
+                    tracing::error!(tool = %request.name, "MCP tool failed");
+                }
+                CallToolResult::structured_error(error.body())
+            }
+        };
+        Ok(result.into())
+    }
+}
