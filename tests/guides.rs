@@ -69,6 +69,9 @@ async fn skill_md_describes_fields_with_real_values(store: TestStore) {
         Some("text/markdown; charset=utf-8")
     );
     let md = &page.body;
+    if std::env::var_os("ODQS_SHOW_GUIDE").is_some() {
+        eprintln!("{md}");
+    }
     for expected in [
         "| `carrier` | keyword | exact `carrier=…` (repeat for OR), sort, `group_by`; `[gt]` `[gte]` `[lt]` `[lte]` `[ne]` `[in]` `[exists]` `[prefix]` |",
         "# dep_delay (number: gt, gte, lt, lte, ne, in, exists): `dep_delay[gte]`",
@@ -150,7 +153,60 @@ async fn every_curl_example_works(store: TestStore) {
     assert!(ran >= 24, "ran {ran} examples");
 }
 
+/// The guides' facts come from the resolver layer: from the in-memory index when it is built,
+/// from the store otherwise, and the two agree; text values are shown as the data writes them,
+/// and each field's missing count is what `name[exists]=false` answers.
+async fn facts_agree_from_index_and_store(store: TestStore) {
+    use graphql::query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
+    odqs::demo::load_if_empty(&store.store).await.unwrap();
+    let indexed = store.state_with(IndexPolicy::waiting(DEFAULT_BUDGET_BYTES));
+    let plain = store.state_with(IndexPolicy::OFF);
+    for slug in ["flights", "tw-scenic-spots"] {
+        let dataset = indexed.resolver.dataset(slug).await.unwrap();
+        let from_index = indexed.resolver.facts(&dataset).await.unwrap();
+        let dataset = plain.resolver.dataset(slug).await.unwrap();
+        let from_store = plain.resolver.facts(&dataset).await.unwrap();
+        assert_eq!(
+            format!("{from_index:?}"),
+            format!("{from_store:?}"),
+            "{slug}"
+        );
+        assert_eq!(from_index.sample_ids.len(), 3);
+        for f in &from_index.fields {
+            if f.field.field_type == entity::FieldType::Json {
+                continue;
+            }
+            let router = store.router_with(IndexPolicy::OFF);
+            let token = common::api_token(&store).await;
+            let answer = common::get_with(
+                &router,
+                &format!(
+                    "/api/v1/datasets/{slug}/records?{}%5Bexists%5D=false&per_page=1",
+                    f.field.name
+                ),
+                Some(&token),
+                &[],
+            )
+            .await;
+            assert_eq!(answer.body["total"], f.missing, "{slug} {}", f.field.name);
+        }
+    }
+    let dataset = indexed.resolver.dataset("flights").await.unwrap();
+    let facts = indexed.resolver.facts(&dataset).await.unwrap();
+    let field = |name: &str| facts.fields.iter().find(|f| f.field.name == name).unwrap();
+    // As written, not as the search dictionary keeps it ("united air lines inc.").
+    let carrier_name = field("carrier_name").top[0].value.as_str().unwrap();
+    assert!(
+        carrier_name.chars().any(char::is_uppercase),
+        "{carrier_name}"
+    );
+    assert!(field("dep_time").missing > 0);
+    assert_eq!(field("carrier").missing, 0);
+    assert!(field("dep_delay").range.is_some() && !field("dep_delay").top.is_empty());
+}
+
 both_stores!(
+    facts_agree_from_index_and_store,
     catalog_lists_every_dataset,
     skill_md_describes_fields_with_real_values,
     every_curl_example_works,

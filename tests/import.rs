@@ -3,10 +3,11 @@
 
 mod common;
 
+use common::stored as records;
 use common::{TestStore, gzip, import_file, write_file};
 use entity::FieldType;
 use odqs::import::ImportError;
-use odqs::store::{catalog, gc, records};
+use odqs::store::{catalog, gc};
 use serde_json::{Value, json};
 
 const FLIGHTS_CSV: &str = "\

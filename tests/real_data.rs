@@ -5,8 +5,9 @@ mod common;
 
 use std::io::BufRead;
 
+use common::stored as records;
 use common::{TestStore, import_file, shared_data};
-use odqs::store::{catalog, records};
+use odqs::store::catalog;
 
 fn lines_of(file: &str) -> usize {
     let reader = std::io::BufReader::new(flate2::read::MultiGzDecoder::new(

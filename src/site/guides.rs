@@ -16,11 +16,11 @@ use minijinja::value::Serde;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 
-use super::pages::{message_page, page, store_failed};
+use super::pages::{message_page, page, read_failed};
 use super::skill;
 use super::visitor::Visitor;
 use crate::app::AppState;
-use crate::store::catalog;
+use crate::error::ApiError;
 
 /// Everything but RFC 3986's unreserved characters is percent-encoded (as UTF-8).
 const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -72,9 +72,9 @@ struct HomeItem {
 /// `GET /`: what the service is, with links to everything.
 pub async fn home(State(state): State<AppState>, visitor: Visitor) -> Response {
     let site = state.public_url.trim_end_matches('/');
-    let datasets = match catalog::list(&state.store).await {
+    let datasets = match state.resolver.catalog().await {
         Ok(d) => d,
-        Err(e) => return store_failed(e),
+        Err(e) => return read_failed(e),
     };
     let items: Vec<HomeItem> = datasets
         .into_iter()
@@ -96,21 +96,21 @@ pub async fn home(State(state): State<AppState>, visitor: Visitor) -> Response {
 
 /// `GET /catalog.md`.
 pub async fn catalog_md(State(state): State<AppState>) -> Response {
-    match catalog::list(&state.store).await {
+    match state.resolver.catalog().await {
         Ok(datasets) => markdown(skill::catalog_md(
             &datasets,
             state.public_url.trim_end_matches('/'),
         )),
-        Err(e) => store_failed(e),
+        Err(e) => read_failed(e),
     }
 }
 
 /// `GET /datasets/{slug}/skill.md`.
 pub async fn skill_md(State(state): State<AppState>, Path(slug): Path<String>) -> Response {
     let site = state.public_url.trim_end_matches('/');
-    let dataset = match catalog::find(&state.store, &slug).await {
-        Ok(Some(d)) => d,
-        Ok(None) => {
+    let dataset = match state.resolver.dataset(&slug).await {
+        Ok(d) => d,
+        Err(ApiError::DatasetNotFound { .. }) => {
             return message_page(
                 StatusCode::NOT_FOUND,
                 None,
@@ -118,20 +118,20 @@ pub async fn skill_md(State(state): State<AppState>, Path(slug): Path<String>) -
                 "No dataset is published under this slug; see /catalog.md for the list.",
             );
         }
-        Err(e) => return store_failed(e),
+        Err(e) => return read_failed(e),
     };
     let key = (
         site.to_string(),
-        dataset.slug.clone(),
-        dataset.version_id,
-        dataset.updated_at.unix_timestamp_nanos(),
+        dataset.meta.slug.clone(),
+        dataset.meta.version_id,
+        dataset.meta.updated_at.unix_timestamp_nanos(),
     );
     if let Some(cached) = GUIDES.lock().expect("guide cache").get(&key).cloned() {
         return markdown(cached.as_str().to_string());
     }
-    let guide = match skill::gather(&state.store, dataset).await {
+    let guide = match state.resolver.facts(&dataset).await {
         Ok(g) => g,
-        Err(e) => return store_failed(e),
+        Err(e) => return read_failed(e),
     };
     let body = Arc::new(skill::skill_md(&guide, site));
     let mut cache = GUIDES.lock().expect("guide cache");

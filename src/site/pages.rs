@@ -58,6 +58,12 @@ pub fn store_failed(e: StoreError) -> Response {
     unavailable()
 }
 
+/// A read through the resolver layer failed (the store is down): the 503 page.
+pub fn read_failed(e: crate::error::ApiError) -> Response {
+    tracing::error!(error = %e, "site: read failure");
+    unavailable()
+}
+
 /// 429 with `Retry-After`.
 pub fn too_many(visitor: &Visitor, retry_after: i64, what: &str) -> Response {
     let minutes = (retry_after + 59) / 60;

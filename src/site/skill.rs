@@ -1,75 +1,21 @@
 //! The Markdown guides (contract §9): `catalog.md` lists every dataset; `skill.md` explains one
 //! dataset to a person or a program that has never seen it: its fields, how to filter on each,
 //! and worked `curl` examples built from the dataset's real values, each of which works as
-//! written once `$ODQS_TOKEN` holds a token. Pure text building; [`gather`] reads the facts.
+//! written once `$ODQS_TOKEN` holds a token. Pure text building from the facts the resolver
+//! layer computes ([`graphql::query::facts`]).
 
 use std::fmt::Write;
 
-use entity::{FieldType, dataset, dataset_field};
+use entity::FieldType;
 use serde_json::Value;
 
 use graphql::query::operators::Op;
 use graphql::query::params::{MAX_GROUPS, MAX_PERCENTILES};
 use graphql::query::views::json_number;
 
+pub use graphql::query::facts::{DatasetFacts as Guide, FieldFacts, Range};
+
 use super::guides::encode;
-use crate::store::stats::{self, Range, ValueCount};
-use crate::store::{Store, StoreError, records};
-
-/// What the guide says about one field.
-#[derive(Clone, Debug)]
-pub struct FieldFacts {
-    pub field: dataset_field::Model,
-    /// Most common values (texts: lower-cased, as full-text search sees them).
-    pub top: Vec<ValueCount>,
-    pub range: Option<Range>,
-}
-
-/// Everything a dataset's guide is made from.
-#[derive(Clone, Debug)]
-pub struct Guide {
-    pub dataset: dataset::Model,
-    pub fields: Vec<FieldFacts>,
-    /// The first records' identifiers, in file order.
-    pub sample_ids: Vec<String>,
-}
-
-/// Reads the facts of `dataset`'s live version: schema, common values, ranges, sample ids.
-pub async fn gather(store: &Store, dataset: dataset::Model) -> Result<Guide, StoreError> {
-    let version = dataset.version_id;
-    let schema = crate::store::catalog::fields(store, version).await?;
-    let mut fields = Vec::with_capacity(schema.len());
-    for field in schema {
-        let is_id = dataset.id_field.as_deref() == Some(field.name.as_str());
-        let (top, range) = match field.field_type {
-            FieldType::Keyword if is_id => (Vec::new(), None),
-            FieldType::Keyword | FieldType::Boolean => {
-                (stats::top_values(store, version, &field, 5).await?, None)
-            }
-            FieldType::Number | FieldType::Date => {
-                (Vec::new(), stats::range(store, version, &field).await?)
-            }
-            FieldType::Text => (stats::top_texts(store, version, &field, 3).await?, None),
-            FieldType::Json => (Vec::new(), None),
-        };
-        fields.push(FieldFacts { field, top, range });
-    }
-    // The most common value of the number field the examples use.
-    if let Some(i) = number_example_index(&fields) {
-        let top = stats::top_values(store, version, &fields[i].field, 1).await?;
-        fields[i].top = top;
-    }
-    let sample_ids = records::in_order(store, version, 0, 3)
-        .await?
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
-    Ok(Guide {
-        dataset,
-        fields,
-        sample_ids,
-    })
-}
 
 fn spread(range: &Range) -> f64 {
     match (range.min.as_f64(), range.max.as_f64()) {
@@ -148,8 +94,8 @@ fn is_unspaced_script(c: char) -> bool {
 }
 
 /// The text fields' search examples: (field, term, records holding the value it came from).
-fn text_examples(guide: &Guide) -> Vec<(&FieldFacts, String, i64)> {
-    let mut found: Vec<(&FieldFacts, String, i64)> = guide
+fn text_examples(guide: &Guide) -> Vec<(&FieldFacts, String, u64)> {
+    let mut found: Vec<(&FieldFacts, String, u64)> = guide
         .fields
         .iter()
         .filter(|f| f.field.field_type == FieldType::Text)
@@ -621,130 +567,109 @@ fn values_seen(f: &FieldFacts, guide: &Guide) -> String {
     }
 }
 
-/// `skill.md` for one dataset.
+/// `skill.md` for one dataset, from `templates/skill.md`.
 pub fn skill_md(guide: &Guide, site_url: &str) -> String {
+    use graphql::query::params::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
+    use minijinja::context;
+
     let d = &guide.dataset;
     let base_url = format!("{site_url}/api/v1");
-    let mut md = String::new();
-    let _ = writeln!(md, "# {} (`{}`)\n", cell(&d.title), d.slug);
-    if !d.description.trim().is_empty() {
-        let _ = writeln!(md, "{}\n", d.description.trim());
-    }
-    let _ = writeln!(md, "- Records: {}", d.record_count);
-    let _ = writeln!(md, "- Updated: {}", super::pages::when(d.updated_at));
-    if let Some(l) = &d.license {
-        let _ = writeln!(md, "- Licence: {}", cell(l));
-    }
-    if let Some(s) = &d.source_url {
-        let _ = writeln!(md, "- Source: <{}>", cell(s));
-    }
-    match &d.id_field {
-        Some(f) if f == crate::import::schema::ID => {
-            let _ = writeln!(md, "- Record identifier: `_id`, as the file gives it");
-        }
-        Some(f) => {
-            let _ = writeln!(md, "- Record identifier: `_id`, the value of `{}`", cell(f));
-        }
-        None => {
-            let _ = writeln!(
-                md,
-                "- Record identifier: `_id`, the record's row number in the file"
-            );
-        }
-    }
-    let _ = writeln!(md, "- API: `{base_url}/datasets/{}`", encode(&d.slug));
-    let _ = writeln!(md, "- Catalog of every dataset: <{site_url}/catalog.md>\n");
-
-    md.push_str("## Authentication\n\n");
-    let _ = writeln!(
-        md,
-        "Every API request needs a token in the header `Authorization: Bearer <token>`. Get a \
-         long-lived one on <{site_url}/account> (free sign-up), or let a command-line tool ask \
-         for a 24-hour one through the device flow (`POST {base_url}/auth/device`, then approve \
-         at <{site_url}/device>). The examples read it from a shell variable:\n"
-    );
-    md.push_str("```sh\nexport ODQS_TOKEN='odqs_…'   # your token\n```\n\n");
-
-    md.push_str("## Fields\n\n");
-    md.push_str("| field | type | how to query | values in this dataset | description |\n");
-    md.push_str("|---|---|---|---|---|\n");
-    for f in &guide.fields {
-        let _ = writeln!(
-            md,
-            "| `{}` | {} | {} | {} | {} |",
-            cell(&f.field.name),
-            f.field.field_type,
-            how_to_filter(f),
-            values_seen(f, guide),
-            cell(f.field.description.as_deref().unwrap_or(""))
-        );
-    }
-    md.push_str(
-        "\nDotted names reach fields of nested objects (`a.b=…`, `group_by=a.b`). Numbers in the \
-         table are counts of records.\n\n",
-    );
-
-    md.push_str("## Filter operators\n\n");
-    md.push_str(
-        "Beyond exact matches, `<field>[<op>]=value` filters with an operator; conditions are \
-         ANDed. `gt`, `gte`, `lt`, `lte` bound a range (numbers as numbers, dates as instants, \
-         keywords in byte order; a range never matches a record without the value); `ne` is not \
-         equal (records without a value match); `in` takes comma-separated values; \
-         `exists=true|false` tests for a value; `prefix` is a case-sensitive start. Each field's \
-         operators, with one example that finds records here:\n\n```sh\n",
-    );
-    let records_url = format!("{base_url}/datasets/{}/records", encode(&d.slug));
-    for f in &guide.fields {
-        let Some((parameter, query, says)) = operator_example(f, guide) else {
-            continue;
-        };
-        let ops = Op::allowed_names(f.field.field_type).join(", ");
-        let _ = writeln!(
-            md,
-            "# {} ({}: {ops}): `{parameter}` — {}\n{}",
-            f.field.name,
-            f.field.field_type,
-            says.replace('`', ""),
-            curl(&format!("{records_url}?{query}"))
-        );
-    }
-    md.push_str("```\n\n");
-
-    md.push_str("## Examples\n\nEach works as written once `ODQS_TOKEN` holds your token.\n\n");
-    for e in examples(guide, &base_url) {
-        let _ = writeln!(
-            md,
-            "### {}\n\n{}\n\n```sh\n{}\n```\n",
-            e.title,
-            e.note,
-            curl(&e.url)
-        );
-    }
-
-    md.push_str("## Limits and notes\n\n");
+    let path = encode(&d.slug);
+    let identifier = match &d.id_field {
+        Some(f) if f == crate::import::schema::ID => "`_id`, as the file gives it".to_string(),
+        Some(f) => format!("`_id`, the value of `{}`", cell(f)),
+        None => "`_id`, the record's row number in the file".to_string(),
+    };
+    let fields: Vec<_> = guide
+        .fields
+        .iter()
+        .map(|f| {
+            context! {
+                name => cell(&f.field.name),
+                type => f.field.field_type.to_string(),
+                how => how_to_filter(f),
+                values => values_seen(f, guide),
+                description => cell(f.field.description.as_deref().unwrap_or("")),
+            }
+        })
+        .collect();
+    let records_url = format!("{base_url}/datasets/{path}/records");
+    let operators: Vec<_> = guide
+        .fields
+        .iter()
+        .filter_map(|f| {
+            let (parameter, query, says) = operator_example(f, guide)?;
+            Some(context! {
+                name => f.field.name.clone(),
+                type => f.field.field_type.to_string(),
+                ops => Op::allowed_names(f.field.field_type).join(", "),
+                parameter,
+                says => says.replace('`', ""),
+                curl => curl(&format!("{records_url}?{query}")),
+            })
+        })
+        .collect();
+    let with_missing: Vec<&FieldFacts> = guide
+        .fields
+        .iter()
+        .filter(|f| f.missing > 0 && f.field.field_type != FieldType::Json)
+        .collect();
+    let missing: Vec<_> = with_missing
+        .iter()
+        .map(|f| context! { name => cell(&f.field.name), count => f.missing })
+        .collect();
+    let missing_example = with_missing.iter().max_by_key(|f| f.missing).map(|f| {
+        let parameter = format!("{}[exists]", f.field.name);
+        curl(&format!(
+            "{records_url}?{}",
+            query(&[(parameter.as_str(), "false")])
+        ))
+    });
+    let examples: Vec<_> = examples(guide, &base_url)
+        .into_iter()
+        .map(|e| context! { title => e.title, note => e.note, curl => curl(&e.url) })
+        .collect();
     let notes = [
-        "`page` starts at 1; `per_page` is 20 by default, 1 to 100. A page past the end answers `records: []` with the true `total`.".to_string(),
+        format!("`page` starts at 1; `per_page` is {DEFAULT_PER_PAGE} by default, 1 to {MAX_PER_PAGE}. A page past the end answers `records: []` with the true `total`."),
         format!(
-            "Every matching record in one answer: `{base_url}/datasets/{}/export?format=ndjson` (or `csv`) takes the same filters, `sort` and `fields`, streams the records (`X-Total-Count` gives their number up front) and counts as one request plus one per 1,000 records.",
-            encode(&d.slug)
+            "Every matching record in one answer: `{base_url}/datasets/{path}/export?format=ndjson` (or `csv`) takes the same filters, `sort` and `fields`, streams the records (`X-Total-Count` gives their number up front) and counts as one request plus one per 1,000 records."
         ),
         "Exact matches (`name=value`) work on keyword, number, boolean and date fields; the same name repeated is OR, different names are AND. A text field answers 400 `text_field_exact_match`: use `q[name]`.".to_string(),
         "`q` and `q[name]`: every whitespace-separated term must occur, ignoring case; Chinese and Japanese terms match as substrings.".to_string(),
         "Without `sort`, and between equal sort keys, records keep the order of the imported file, so paging is stable.".to_string(),
         format!("`agg`: `group_by` takes keyword fields, comma-separated (one group per combination, with `keys`), a date field in UTC buckets (`name[year|month|day|hour]`) or a number field in bins (`name[<width>]`); `field` a number field. Groups come by count (largest first), then key; `sort=key>`, `count>`, or with `field` `avg<`, `p95<`…, and `limit=N` keeps the first N. More than {MAX_GROUPS} groups need `limit` (400 `too_many_groups`). `percentiles=5,50,95` picks up to {MAX_PERCENTILES} labels (default 25, 50, 75; linear interpolation between closest ranks)."),
-        "Missing values: `count` counts records; `sum`, `avg`, `min`, `max` and percentiles skip records without the value, and `missing` counts them; records without a `group_by` value are in `total_records` and `ungrouped_records`, in no group. `name[exists]=false` finds them.".to_string(),
         "Percent-encode values in URLs as UTF-8 (`curl` does not do it for you); `<` is `%3C`, `>` is `%3E`, `[` `]` are `%5B` `%5D`.".to_string(),
         "Errors are JSON `{\"error\": \"<code>\", \"message\": \"…\"}`; an unknown field name is 400 `unknown_field`, a missing or bad token 401.".to_string(),
         "The data changes only when the dataset is re-imported; answers carry an `ETag`.".to_string(),
     ];
-    for n in notes {
-        let _ = writeln!(md, "- {n}");
-    }
-    md
+    super::templates::render(
+        "skill.md",
+        context! {
+            title => cell(&d.title),
+            slug => d.slug.clone(),
+            path,
+            description => d.description.trim(),
+            record_count => d.record_count,
+            updated => super::pages::when(d.updated_at),
+            license => d.license.as_deref().map(cell),
+            source_url => d.source_url.as_deref().map(cell),
+            identifier,
+            base_url,
+            site_url,
+            metadata_path => crate::auth::discovery::METADATA_PATH,
+            fields,
+            operators,
+            missing,
+            missing_example,
+            examples,
+            notes,
+        },
+    )
+    .unwrap_or_default()
 }
 
 /// `catalog.md`: every dataset with its guide and API URLs, from `templates/catalog.md`.
-pub fn catalog_md(datasets: &[dataset::Model], site_url: &str) -> String {
+pub fn catalog_md(datasets: &[entity::dataset::Model], site_url: &str) -> String {
     let datasets: Vec<_> = datasets
         .iter()
         .map(|d| {

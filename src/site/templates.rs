@@ -20,6 +20,7 @@ static ENV: LazyLock<Environment<'static>> = LazyLock::new(|| {
         ("message.html", include_str!("templates/message.html")),
         ("graphiql.html", include_str!("templates/graphiql.html")),
         ("catalog.md", include_str!("templates/catalog.md")),
+        ("skill.md", include_str!("templates/skill.md")),
         ("mcp_tools.md", include_str!("templates/mcp_tools.md")),
         (
             "mcp_instructions.md",
@@ -55,6 +56,7 @@ mod tests {
             "explore.html",
             "message.html",
             "catalog.md",
+            "skill.md",
             "mcp_tools.md",
             "mcp_instructions.md",
         ] {

@@ -6,8 +6,6 @@ pub mod catalog;
 pub mod gc;
 pub mod lock;
 pub mod pg_tls;
-pub mod records;
-pub mod stats;
 
 use std::time::Duration;
 

@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod stored;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -86,6 +86,15 @@ impl Resolver {
         })
     }
 
+    /// Every published dataset, by slug: the catalog the guides list (`catalog.md`, the home
+    /// page, `odqs datasets list`).
+    pub async fn catalog(&self) -> Result<Vec<dataset::Model>, ApiError> {
+        Ok(dataset::Entity::find()
+            .order_by_asc(dataset::Column::Slug)
+            .all(&self.db)
+            .await?)
+    }
+
     /// The URL of a dataset's metadata.
     pub fn dataset_url(&self, slug: &str) -> String {
         format!("{}/datasets/{}", self.base_url(), path_segment(slug))

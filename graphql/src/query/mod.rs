@@ -21,6 +21,7 @@ pub mod catalog;
 pub mod dates;
 pub mod error;
 pub mod export;
+pub mod facts;
 pub mod memory;
 pub mod operators;
 pub mod params;

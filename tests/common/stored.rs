@@ -1,13 +1,13 @@
-//! Reading the records of a dataset version by position and by identifier: the primitives the
-//! query layer and the CLI build on.
+//! Records as the store holds them, read directly: what an import wrote, checked without going
+//! through the resolver layer the service reads with.
+
+#![allow(dead_code)]
 
 use entity::record::{self, records_table};
-use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult, Statement};
-
-use super::{Store, StoreError};
+use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, FromQueryResult, Statement};
 
 /// Number of records in a version.
-pub async fn count(store: &Store, version_id: i64) -> Result<i64, StoreError> {
+pub async fn count(store: &odqs::store::Store, version_id: i64) -> Result<i64, DbErr> {
     let table = records_table(version_id);
     let row = store
         .db
@@ -17,15 +17,15 @@ pub async fn count(store: &Store, version_id: i64) -> Result<i64, StoreError> {
         ))
         .await?
         .expect("COUNT returns a row");
-    Ok(row.try_get::<i64>("", "n")?)
+    row.try_get::<i64>("", "n")
 }
 
 /// The record with identifier `id`, if any.
 pub async fn by_id(
-    store: &Store,
+    store: &odqs::store::Store,
     version_id: i64,
     id: &str,
-) -> Result<Option<record::Model>, StoreError> {
+) -> Result<Option<record::Model>, DbErr> {
     let backend = store.backend();
     let table = records_table(version_id);
     let placeholder = if backend == DatabaseBackend::Postgres {
@@ -37,29 +37,25 @@ pub async fn by_id(
         "SELECT \"pos\", \"_id\" AS \"id\", {} FROM \"{table}\" WHERE \"_id\" = {placeholder}",
         record::doc_select(backend)
     );
-    Ok(
-        record::Model::find_by_statement(Statement::from_sql_and_values(backend, sql, [id.into()]))
-            .one(&store.db)
-            .await?,
-    )
+    record::Model::find_by_statement(Statement::from_sql_and_values(backend, sql, [id.into()]))
+        .one(&store.db)
+        .await
 }
 
 /// `limit` records from position `offset` on, in file order.
 pub async fn in_order(
-    store: &Store,
+    store: &odqs::store::Store,
     version_id: i64,
     offset: u64,
     limit: u64,
-) -> Result<Vec<record::Model>, StoreError> {
+) -> Result<Vec<record::Model>, DbErr> {
     let backend = store.backend();
     let table = records_table(version_id);
     let sql = format!(
         "SELECT \"pos\", \"_id\" AS \"id\", {} FROM \"{table}\" ORDER BY \"pos\" LIMIT {limit} OFFSET {offset}",
         record::doc_select(backend)
     );
-    Ok(
-        record::Model::find_by_statement(Statement::from_string(backend, sql))
-            .all(&store.db)
-            .await?,
-    )
+    record::Model::find_by_statement(Statement::from_string(backend, sql))
+        .all(&store.db)
+        .await
 }
