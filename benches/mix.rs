@@ -15,6 +15,8 @@
 
 #[path = "mix/args.rs"]
 mod args;
+#[path = "mix/baseline.rs"]
+mod baseline;
 #[path = "mix/checks.rs"]
 mod checks;
 #[path = "mix/datasette.rs"]
@@ -27,6 +29,8 @@ mod odqs;
 mod reference;
 #[path = "mix/report.rs"]
 mod report;
+#[path = "mix/scale.rs"]
+mod scale;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -56,30 +60,87 @@ fn main() {
 async fn run(args: Args) -> Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let data = args.data_dir(&root);
-    let flights_csv = data.join("flights.csv.gz");
-    let flights_schema = data.join("flights.schema.json");
     let out_dir = root.join("target").join("bench");
     std::fs::create_dir_all(&out_dir).context("create target/bench")?;
     let scratch = tempfile::Builder::new()
         .prefix("odqs-bench-")
         .tempdir()
         .context("create a temporary directory")?;
+    let original = data.join("flights.csv.gz");
+    let one_dir = scratch.path().join("x1");
+    std::fs::create_dir_all(&one_dir)?;
+    let one = run_mix(&args, &root, &original, &one_dir, args.datasette).await?;
+    let mut table = one.render(args.datasette);
+    let mut failed = one.failed();
+    let mut name = format!("mix-{}.md", args.store.name());
+    if args.scale > 1 {
+        let scaled = scratch
+            .path()
+            .join(format!("flights-x{}.csv.gz", args.scale));
+        step(&format!(
+            "writing flights ×{} to {}",
+            args.scale,
+            scaled.display()
+        ));
+        let started = Instant::now();
+        let csv_bytes = scale::write(&original, &scaled, args.scale)?;
+        step(&format!(
+            "flights ×{}: {} MB of CSV in {:.1} s",
+            args.scale,
+            csv_bytes / 1_000_000,
+            started.elapsed().as_secs_f64()
+        ));
+        let many_dir = scratch.path().join(format!("x{}", args.scale));
+        std::fs::create_dir_all(&many_dir)?;
+        let mut many = run_mix(&args, &root, &scaled, &many_dir, false).await?;
+        many.csv_bytes = Some(csv_bytes);
+        table.push('\n');
+        table.push_str(&many.render(false));
+        table.push('\n');
+        table.push_str(&report::compare(&one, &many, args.scale));
+        failed |= many.failed();
+        name = format!("mix-{}-x{}.md", args.store.name(), args.scale);
+    }
+    let file = out_dir.join(name);
+    std::fs::write(&file, &table).with_context(|| format!("write {}", file.display()))?;
+    println!();
+    println!("{table}");
+    step(&format!("table written to {}", file.display()));
+    if failed {
+        anyhow::bail!("some answers were wrong or failed (see the ✗ and error counts above)");
+    }
+    Ok(())
+}
+
+/// One run of the mix on `flights_csv` in the scratch directory `dir`: import, serve, check,
+/// load, the baseline server, and (when asked) Datasette.
+async fn run_mix(
+    args: &Args,
+    root: &std::path::Path,
+    flights_csv: &std::path::Path,
+    dir: &std::path::Path,
+    with_datasette: bool,
+) -> Result<Report> {
+    let data = args.data_dir(root);
+    let flights_schema = data.join("flights.schema.json");
+    let out_dir = root.join("target").join("bench");
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_odqs"));
     let seconds = Duration::from_secs_f64(args.seconds);
     let warmup = Duration::from_secs_f64(args.warmup_seconds);
     step(&format!(
-        "odqs binary {}, store {}, {} s per query and connection count (+{} s warm-up), scratch {}",
+        "odqs binary {}, store {}, data {}, {} s per query and connection count (+{} s warm-up), scratch {}",
         bin.display(),
         args.store.name(),
+        flights_csv.display(),
         args.seconds,
         args.warmup_seconds,
-        scratch.path().display()
+        dir.display()
     ));
 
     // The in-memory reference: the CSV in columns, e+f timed in this process.
     step("loading flights into memory for the reference");
     let started = Instant::now();
-    let reference = reference::Flights::load(&flights_csv)?;
+    let reference = reference::Flights::load(flights_csv)?;
     step(&format!(
         "{} flights in memory in {:.1} s; timing the reference of f ({} runs)",
         reference.len(),
@@ -96,15 +157,15 @@ async fn run(args: Args) -> Result<()> {
     let ids = reference.sample_ids(1000);
 
     // odqs: a fresh store, the import (timed), a token, the server.
-    let store = odqs::Store::create(&args, scratch.path()).await?;
+    let store = odqs::Store::create(args, dir).await?;
     step(&format!("importing flights into {}", store.display()));
     let import = odqs::import(
         &bin,
         &store.url,
-        &flights_csv,
+        flights_csv,
         "flights",
         &flights_schema,
-        scratch.path(),
+        dir,
     )?;
     step(&format!(
         "import: {:.1} s, peak RSS {} ({})",
@@ -112,6 +173,7 @@ async fn run(args: Args) -> Result<()> {
         report::mb(import.peak_rss_kb),
         import.summary
     ));
+    let store_bytes = store.bytes().await;
     let demo = root.join("demo");
     odqs::import(
         &bin,
@@ -119,11 +181,11 @@ async fn run(args: Args) -> Result<()> {
         &demo.join("tw-scenic-spots.ndjson.gz"),
         "tw-scenic-spots",
         &demo.join("tw-scenic-spots.schema.json"),
-        scratch.path(),
+        dir,
     )
     .context("import the demo's scenic spots")?;
     let token = odqs::token(&bin, &store.url)?;
-    let mut server = odqs::Server::start(&bin, &store.url, scratch.path())?;
+    let mut server = odqs::Server::start(&bin, &store.url, dir)?;
     step(&format!(
         "odqs serve: pid {}, http://{}, log {}",
         server.pid(),
@@ -135,6 +197,7 @@ async fn run(args: Args) -> Result<()> {
     })
     .await
     .context("odqs serve never answered /readyz")?;
+    let mut index_line = None;
     let index_ready = if args.no_index_wait {
         step("not waiting for the in-memory index (--no-index-wait)");
         None
@@ -144,9 +207,9 @@ async fn run(args: Args) -> Result<()> {
             args.index_wait_seconds
         ));
         let waited = server.wait_for_index("flights", Duration::from_secs(args.index_wait_seconds));
-        match waited {
-            Some(after) => step(&format!(
-                "index ready {:.1} s after start",
+        match &waited {
+            Some((after, line)) => step(&format!(
+                "index ready {:.1} s after start: {line}",
                 after.as_secs_f64()
             )),
             None => eprintln!(
@@ -155,10 +218,21 @@ async fn run(args: Args) -> Result<()> {
                 args.index_wait_seconds
             ),
         }
+        if let Some((_, line)) = &waited {
+            index_line = Some(line.clone());
+        }
         Some(waited.is_some())
     };
 
     let odqs_client = Client::new(server.addr, Some(format!("Bearer {token}")));
+    // The guide's facts (issue 14): the first skill.md is written from the index.
+    let started = Instant::now();
+    let guide = odqs_client.get("/datasets/flights/skill.md").await?;
+    let guide_ms = started.elapsed().as_secs_f64() * 1e3;
+    anyhow::ensure!(guide.status == 200, "skill.md: {}", guide.status);
+    step(&format!(
+        "first skill.md of flights (its facts from the index): {guide_ms:.1} ms"
+    ));
     let queries = report::queries(&ids);
     let mut report = Report::new(
         args.store.name(),
@@ -167,6 +241,14 @@ async fn run(args: Args) -> Result<()> {
         import.clone(),
     );
     report.index_ready = index_ready;
+    report.store_bytes = store_bytes;
+    report.guide_ms = Some(guide_ms);
+    report.index_mib = index_line
+        .as_deref()
+        .and_then(|l| odqs::log_number(l, "mib"));
+    report.index_ms = index_line
+        .as_deref()
+        .and_then(|l| odqs::log_number(l, "ms"));
 
     // Correctness first (each answer once), then the load.
     step("checking every odqs answer once");
@@ -192,6 +274,15 @@ async fn run(args: Args) -> Result<()> {
             report.measure(query.name, Side::Odqs, connections, outcome);
         }
     }
+    // The bodies of the simple reads, for the baseline server to answer with.
+    let mut bodies = std::collections::HashMap::new();
+    for query in queries.iter().filter(|q| baseline::ROWS.contains(&q.name)) {
+        for path in query.odqs_paths.iter() {
+            let answer = odqs_client.get(path).await?;
+            anyhow::ensure!(answer.status == 200, "{path}: {}", answer.status);
+            bodies.insert(path.clone(), axum::body::Bytes::from(answer.body));
+        }
+    }
     report.peak_rss_kb = odqs::peak_rss_kb(server.pid());
     step(&format!(
         "odqs serve peak RSS after the mix: {}",
@@ -200,15 +291,30 @@ async fn run(args: Args) -> Result<()> {
     server.stop();
     store.drop_scratch().await;
 
-    if args.datasette {
-        let ds = datasette::Datasette::start(
-            &args,
-            &out_dir,
-            scratch.path(),
-            &flights_csv,
-            &flights_schema,
-        )
-        .await?;
+    // The yardstick: the same bytes from memory through a minimal axum server.
+    let authorization = format!("Bearer {token}");
+    let yardstick = baseline::Baseline::start(&authorization, bodies)?;
+    step(&format!(
+        "baseline: a minimal axum server on http://{} answering a, d, h from memory",
+        yardstick.addr
+    ));
+    let baseline_client = Client::new(yardstick.addr, Some(authorization));
+    for query in queries.iter().filter(|q| baseline::ROWS.contains(&q.name)) {
+        let spec = LoadSpec {
+            paths: query.odqs_paths.clone(),
+            connections: 16,
+            warmup,
+            duration: seconds,
+        };
+        let outcome = load::run(&baseline_client, &spec).await;
+        println!("  baseline {:<3} c=16 {}", query.name, outcome.summary());
+        report.measure_baseline(query.name, outcome);
+    }
+    drop(yardstick);
+
+    if with_datasette {
+        let ds =
+            datasette::Datasette::start(args, &out_dir, dir, flights_csv, &flights_schema).await?;
         let ds_client = Client::new(ds.addr, None);
         step("checking every Datasette answer once");
         let ds_queries = datasette::queries(&ids, &reference);
@@ -238,16 +344,7 @@ async fn run(args: Args) -> Result<()> {
         drop(ds);
     }
 
-    let table = report.render(args.datasette);
-    let file = out_dir.join(format!("mix-{}.md", args.store.name()));
-    std::fs::write(&file, &table).with_context(|| format!("write {}", file.display()))?;
-    println!();
-    println!("{table}");
-    step(&format!("table written to {}", file.display()));
-    if report.failed() {
-        anyhow::bail!("some answers were wrong or failed (see the ✗ and error counts above)");
-    }
-    Ok(())
+    Ok(report)
 }
 
 /// One progress line on standard error.

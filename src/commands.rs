@@ -169,13 +169,14 @@ async fn datasets(command: DatasetsCommand) -> Result<(), Failure> {
     match command {
         DatasetsCommand::List(args) => {
             let store = open(&args).await?;
-            let datasets = catalog::list(&store).await?;
+            let resolver = graphql::query::Resolver::new(store.db.clone(), "");
+            let datasets = resolver.catalog().await?;
             println!(
                 "{:<32} {:>10} {:>7}  {:<25} TITLE",
                 "SLUG", "RECORDS", "FIELDS", "UPDATED"
             );
             for dataset in datasets {
-                let fields = catalog::fields(&store, dataset.version_id).await?.len();
+                let fields = resolver.dataset(&dataset.slug).await?.schema.fields.len();
                 let updated = dataset
                     .updated_at
                     .format(&time::format_description::well_known::Rfc3339)

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::import::{self, ImportError, ImportRequest, reader::Source, schema::SchemaFile};
-use crate::store::{Store, catalog, lock};
+use crate::store::{Store, lock};
 
 /// One bundled dataset.
 pub struct DemoDataset {
@@ -35,7 +35,13 @@ pub const DATASETS: &[DemoDataset] = &[
 /// Instances starting together take turns, and only the first finds the store empty.
 pub async fn load_if_empty(store: &Store) -> Result<usize, ImportError> {
     let _guard = lock::StoreLock::acquire(store, lock::DEMO).await?;
-    if !catalog::is_empty(store).await? {
+    let resolver = graphql::query::Resolver::new(store.db.clone(), "");
+    let datasets = resolver.catalog().await.map_err(|e| {
+        ImportError::Store(crate::store::StoreError::Db(sea_orm::DbErr::Custom(
+            e.to_string(),
+        )))
+    })?;
+    if !datasets.is_empty() {
         return Ok(0);
     }
     for demo in DATASETS {

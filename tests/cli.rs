@@ -179,7 +179,7 @@ async fn serve_loads_demo_into_empty_store(store: TestStore) {
     assert_eq!(ready.status(), 200);
     let (clean, _) = server.terminate();
     assert!(clean);
-    let datasets = odqs::store::catalog::list(&store.store).await.unwrap();
+    let datasets = common::stored::datasets(&store.store).await.unwrap();
     let slugs: Vec<_> = datasets.iter().map(|d| d.slug.as_str()).collect();
     assert_eq!(slugs, ["flights", "tw-scenic-spots"]);
     let spots = &datasets[1];
@@ -231,7 +231,7 @@ async fn import_list_and_remove(store: TestStore) {
         message.contains("line 3 has 3 columns where the header has 2"),
         "{message}"
     );
-    let dataset = odqs::store::catalog::find(&store.store, "towns")
+    let dataset = common::stored::find_dataset(&store.store, "towns")
         .await
         .unwrap()
         .unwrap();

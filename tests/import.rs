@@ -34,11 +34,11 @@ async fn live(
     store: &TestStore,
     slug: &str,
 ) -> (entity::dataset::Model, Vec<entity::dataset_field::Model>) {
-    let dataset = catalog::find(&store.store, slug)
+    let dataset = common::stored::find_dataset(&store.store, slug)
         .await
         .unwrap()
         .expect("published");
-    let fields = catalog::fields(&store.store, dataset.version_id)
+    let fields = common::stored::fields(&store.store, dataset.version_id)
         .await
         .unwrap();
     (dataset, fields)
@@ -209,7 +209,12 @@ async fn duplicate_ids_are_rejected(store: TestStore) {
         other => panic!("expected a duplicate id error, got {other}"),
     }
     assert!(err.to_string().contains("records 1 and 3"), "{err}");
-    assert!(catalog::find(&store.store, "dup").await.unwrap().is_none());
+    assert!(
+        common::stored::find_dataset(&store.store, "dup")
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_no_leftovers(&store).await;
 }
 
@@ -304,8 +309,11 @@ async fn reimport_replaces_atomically(store: TestStore) {
     let reader = tokio::spawn(async move {
         let mut seen = std::collections::BTreeSet::new();
         while !reader_stop.load(std::sync::atomic::Ordering::Relaxed) {
-            let dataset = catalog::find(&reader_store, "swap").await.unwrap().unwrap();
-            let fields = catalog::fields(&reader_store, dataset.version_id)
+            let dataset = common::stored::find_dataset(&reader_store, "swap")
+                .await
+                .unwrap()
+                .unwrap();
+            let fields = common::stored::fields(&reader_store, dataset.version_id)
                 .await
                 .unwrap();
             let count = records::count(&reader_store, dataset.version_id)
@@ -325,7 +333,10 @@ async fn reimport_replaces_atomically(store: TestStore) {
     import_file(&store, &v2, "swap", None, None).await.unwrap();
     // Let the reader observe the new version at least once before stopping it.
     loop {
-        let dataset = catalog::find(&store.store, "swap").await.unwrap().unwrap();
+        let dataset = common::stored::find_dataset(&store.store, "swap")
+            .await
+            .unwrap()
+            .unwrap();
         if dataset.record_count == 5000 {
             break;
         }
@@ -371,7 +382,12 @@ async fn remove_unpublishes(store: TestStore) {
     let (dataset, _) = live(&store, "gone").await;
     assert!(catalog::remove(&store.store, "gone").await.unwrap());
     assert!(!catalog::remove(&store.store, "gone").await.unwrap());
-    assert!(catalog::find(&store.store, "gone").await.unwrap().is_none());
+    assert!(
+        common::stored::find_dataset(&store.store, "gone")
+            .await
+            .unwrap()
+            .is_none()
+    );
     gc::collect(&store.store, std::time::Duration::ZERO)
         .await
         .unwrap();
@@ -409,7 +425,12 @@ async fn bad_requests_are_refused_before_loading(store: TestStore) {
         odqs::import::schema::SchemaFile::parse(r#"{"fields":[{"name":"a","type":"float"}]}"#)
             .unwrap_err();
     assert!(err.to_string().contains("unknown type \"float\""), "{err}");
-    assert!(catalog::list(&store.store).await.unwrap().is_empty());
+    assert!(
+        common::stored::datasets(&store.store)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_no_leftovers(&store).await;
 }
 
@@ -438,7 +459,12 @@ async fn import_limited(
 
 /// Asserts `slug` was not published and nothing of the failed import remains.
 async fn assert_not_published(store: &TestStore, slug: &str) {
-    assert!(catalog::find(&store.store, slug).await.unwrap().is_none());
+    assert!(
+        common::stored::find_dataset(&store.store, slug)
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_no_leftovers(store).await;
 }
 

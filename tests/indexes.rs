@@ -90,11 +90,11 @@ async fn queries_use_indexes(store: TestStore) {
     import_file(&store, &path, "f", Some(schema), Some("code"))
         .await
         .unwrap();
-    let dataset = odqs::store::catalog::find(&store.store, "f")
+    let dataset = common::stored::find_dataset(&store.store, "f")
         .await
         .unwrap()
         .unwrap();
-    let fields = odqs::store::catalog::fields(&store.store, dataset.version_id)
+    let fields = common::stored::fields(&store.store, dataset.version_id)
         .await
         .unwrap();
     let column = |name: &str| {

@@ -246,6 +246,29 @@ async fn tools_answer_as_rest(store: TestStore) {
             .contains("keyword: gt, gte, lt, lte, ne, in, exists, prefix")
     );
 
+    // Resources: each dataset's guide, the same text as GET skill.md.
+    let uris: Vec<&str> = got["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    let site = format!("http://{}", served.addr);
+    assert_eq!(
+        uris,
+        [
+            format!("{site}/datasets/flights/skill.md"),
+            format!("{site}/datasets/tw-scenic-spots/skill.md"),
+        ]
+    );
+    for uri in uris {
+        let page = reqwest::get(uri).await.unwrap().text().await.unwrap();
+        let read = &got["guides"][uri]["contents"][0];
+        assert_eq!(read["mimeType"], "text/markdown");
+        assert_eq!(read["text"], page.as_str(), "{uri}");
+        assert!(page.contains("## Missing values"), "{uri}");
+    }
+
     let results = got["results"].as_array().unwrap();
     assert_eq!(results.len(), calls.len());
     for (case, result) in cases().iter().zip(results) {

@@ -7,7 +7,6 @@ use std::io::BufRead;
 
 use common::stored as records;
 use common::{TestStore, import_file, shared_data};
-use odqs::store::catalog;
 
 fn lines_of(file: &str) -> usize {
     let reader = std::io::BufReader::new(flate2::read::MultiGzDecoder::new(
@@ -34,7 +33,7 @@ async fn flights_and_scenic_spots(store: TestStore) {
     let expected = lines_of("flights.csv.gz") - 1; // the header
     assert_eq!(flights.records as usize, expected);
     assert_eq!(expected, 336_776);
-    let dataset = catalog::find(&store.store, "flights")
+    let dataset = common::stored::find_dataset(&store.store, "flights")
         .await
         .unwrap()
         .unwrap();
@@ -66,11 +65,11 @@ async fn flights_and_scenic_spots(store: TestStore) {
         lines_of("tw-scenic-spots.ndjson.gz")
     );
     assert_eq!(spots.records, 5063);
-    let dataset = catalog::find(&store.store, "tw-scenic-spots")
+    let dataset = common::stored::find_dataset(&store.store, "tw-scenic-spots")
         .await
         .unwrap()
         .unwrap();
-    let fields = catalog::fields(&store.store, dataset.version_id)
+    let fields = common::stored::fields(&store.store, dataset.version_id)
         .await
         .unwrap();
     // Fields the schema file does not list are kept, with inferred types, after its own.

@@ -11,7 +11,7 @@ pub enum StoreKind {
 }
 
 /// The query mix a–h against odqs and, with `--datasette`, against Datasette on the same data.
-#[derive(Debug, Parser)]
+#[derive(Clone, Debug, Parser)]
 #[command(name = "mix")]
 pub struct Args {
     /// The store odqs imports into: a fresh SQLite file in a temporary directory, or a scratch
@@ -65,6 +65,10 @@ pub struct Args {
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     pub bench: bool,
+    /// Also run the mix on flights repeated this many times (ids offset, years shifted),
+    /// generated from `flights.csv.gz`, and print the two runs side by side.
+    #[arg(long, default_value_t = 1)]
+    pub scale: u32,
 }
 
 impl Args {

@@ -54,6 +54,27 @@ impl Store {
         }
     }
 
+    /// What the store holds on disk now: the SQLite file (with its WAL), or the PostgreSQL
+    /// database's size.
+    pub async fn bytes(&self) -> Option<u64> {
+        match &self.scratch_db {
+            None => {
+                let path = self.url.strip_prefix("sqlite://")?;
+                let size = |p: String| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+                Some(size(path.to_string()) + size(format!("{path}-wal")))
+            }
+            Some(_) => {
+                let mut connection = sqlx::PgConnection::connect(&self.url).await.ok()?;
+                let size: i64 = sqlx::query_scalar("SELECT pg_database_size(current_database())")
+                    .fetch_one(&mut connection)
+                    .await
+                    .ok()?;
+                let _ = connection.close().await;
+                u64::try_from(size).ok()
+            }
+        }
+    }
+
     /// Drops the scratch PostgreSQL database, if any.
     pub async fn drop_scratch(&self) {
         let Some((admin, name)) = &self.scratch_db else {
@@ -276,8 +297,9 @@ impl Server {
         Ok(())
     }
 
-    /// Waits for a line with `index ready` that names `slug`; how long after start it came.
-    pub fn wait_for_index(&mut self, slug: &str, limit: Duration) -> Option<Duration> {
+    /// Waits for a line with `index ready` that names `slug`; how long after start it came,
+    /// and the line (it carries the index's `mib` and build `ms`).
+    pub fn wait_for_index(&mut self, slug: &str, limit: Duration) -> Option<(Duration, String)> {
         let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -285,7 +307,9 @@ impl Server {
                 .index_lines
                 .recv_timeout(left.min(Duration::from_millis(500)))
             {
-                Ok(line) if names_slug(&line, slug) => return Some(self.started.elapsed()),
+                Ok(line) if names_slug(&line, slug) => {
+                    return Some((self.started.elapsed(), line));
+                }
                 Ok(_) => {}
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if Instant::now() >= deadline || self.check_alive().is_err() {
@@ -337,5 +361,19 @@ fn strip_ansi(line: &str) -> String {
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A number field of a JSON log line (`"mib":"967.0"` or `"ms":47000`).
+pub fn log_number(line: &str, key: &str) -> Option<f64> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    let field = value
+        .get("fields")
+        .and_then(|f| f.get(key))
+        .or_else(|| value.get(key))?;
+    match field {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.parse().ok(),
+        _ => None,
     }
 }

@@ -83,6 +83,17 @@ pub struct Report {
     /// `None`: not waited for; `Some(seen)`.
     pub index_ready: Option<bool>,
     rows: Vec<Row>,
+    /// The minimal axum server's outcome per row at 16 connections (`baseline.rs`).
+    baseline: Vec<(&'static str, Outcome)>,
+    /// The store's size on disk after the flights import.
+    pub store_bytes: Option<u64>,
+    /// The uncompressed CSV's size (scaled runs).
+    pub csv_bytes: Option<u64>,
+    /// The flights index's size and build time, from its `index ready` log line.
+    pub index_mib: Option<f64>,
+    pub index_ms: Option<f64>,
+    /// The first `skill.md` of flights: its facts computed (from the index) and rendered.
+    pub guide_ms: Option<f64>,
 }
 
 fn side_index(side: Side) -> usize {
@@ -154,7 +165,18 @@ impl Report {
             peak_rss_kb: None,
             index_ready: None,
             rows: Vec::new(),
+            baseline: Vec::new(),
+            store_bytes: None,
+            csv_bytes: None,
+            index_mib: None,
+            index_ms: None,
+            guide_ms: None,
         }
+    }
+
+    /// Records the baseline server's outcome for row `name` at 16 connections.
+    pub fn measure_baseline(&mut self, name: &'static str, outcome: Outcome) {
+        self.baseline.push((name, outcome));
     }
 
     fn row(&mut self, name: &'static str) -> &mut Row {
@@ -293,6 +315,26 @@ impl Report {
         }
         out.push('\n');
 
+        if !self.baseline.is_empty() {
+            out.push_str(
+                "| query | odqs 16c req/s | minimal axum server 16c req/s (same bytes from memory) | share | target |\n|---|---:|---:|---:|---|\n",
+            );
+            for (name, base) in &self.baseline {
+                let odqs = self.outcome(name, Side::Odqs, 16);
+                let share = odqs.map(Outcome::requests_per_second).unwrap_or(0.0)
+                    / base.requests_per_second().max(f64::MIN_POSITIVE);
+                out.push_str(&format!(
+                    "| {name} | {} | {} | {:.1}% | ≥ {:.0}%: {} |\n",
+                    rate(odqs),
+                    rate(Some(base)),
+                    share * 100.0,
+                    crate::baseline::TARGET_SHARE * 100.0,
+                    met(share >= crate::baseline::TARGET_SHARE)
+                ));
+            }
+            out.push('\n');
+        }
+
         let reference = self.reference_median.as_secs_f64() * 1e3;
         match self
             .outcome("f", Side::Odqs, 1)
@@ -331,6 +373,11 @@ impl Report {
                 Some(false) => "**no `index ready` line** (measured without it)",
             }
         ));
+        if let Some(ms) = self.guide_ms {
+            out.push_str(&format!(
+                "- the first `skill.md` of flights (facts from the in-memory index, rendered): {ms:.1} ms (issue 14: facts < 50 ms)\n"
+            ));
+        }
         let wrong: Vec<String> = self
             .rows
             .iter()
@@ -350,4 +397,124 @@ impl Report {
         }
         out
     }
+}
+
+/// flights×N targets (issue 13).
+const SCALED_IMPORT_LIMIT: f64 = 60.0;
+const SCALED_FILE_FACTOR: f64 = 2.5;
+const SCALED_INDEX_MIB: f64 = 400.0;
+const SCALED_INDEX_MS: f64 = 15_000.0;
+const SCALED_F_MS: f64 = 30.0;
+const SCALED_LATENCY_FACTOR: f64 = 2.0;
+const SCALED_RSS_MB: f64 = 700.0;
+
+fn opt(v: Option<f64>, unit: &str) -> String {
+    v.map_or("–".into(), |v| format!("{v:.1} {unit}"))
+}
+
+/// The 1× and N× runs side by side, each figure of issue 13's targets marked met or not.
+pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
+    let mut out = format!(
+        "### flights ×1 and ×{scale} on {} (one connection, p50 in ms)\n\n| | ×1 | ×{scale} | ×{scale} ÷ ×1 | target at ×{scale} |\n|---|---:|---:|---:|---|\n",
+        one.store
+    );
+    let mut row = |what: &str, a: Option<f64>, b: Option<f64>, unit: &str, target: String| {
+        let ratio = match (a, b) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.1}×", b / a),
+            _ => "–".into(),
+        };
+        out.push_str(&format!(
+            "| {what} | {} | {} | {ratio} | {target} |\n",
+            opt(a, unit),
+            opt(b, unit)
+        ));
+    };
+    row(
+        "import of flights",
+        Some(one.import.seconds),
+        Some(many.import.seconds),
+        "s",
+        format!(
+            "≤ {SCALED_IMPORT_LIMIT:.0} s: {}",
+            met(many.import.seconds <= SCALED_IMPORT_LIMIT)
+        ),
+    );
+    let file_factor = match (many.store_bytes, many.csv_bytes) {
+        (Some(f), Some(c)) if c > 0 => Some(f as f64 / c as f64),
+        _ => None,
+    };
+    row(
+        "store on disk",
+        one.store_bytes.map(|b| b as f64 / 1e6),
+        many.store_bytes.map(|b| b as f64 / 1e6),
+        "MB",
+        format!(
+            "≤ {SCALED_FILE_FACTOR}× the CSV ({}): {}",
+            many.csv_bytes
+                .map_or("–".into(), |c| format!("{} MB", c / 1_000_000)),
+            file_factor.map_or("–", |f| met(f <= SCALED_FILE_FACTOR))
+        ),
+    );
+    row(
+        "in-memory index",
+        one.index_mib,
+        many.index_mib,
+        "MiB",
+        format!(
+            "≤ {SCALED_INDEX_MIB:.0} MiB: {}",
+            many.index_mib.map_or("–", |m| met(m <= SCALED_INDEX_MIB))
+        ),
+    );
+    row(
+        "index build",
+        one.index_ms,
+        many.index_ms,
+        "ms",
+        format!(
+            "≤ {SCALED_INDEX_MS:.0} ms: {}",
+            many.index_ms.map_or("–", |m| met(m <= SCALED_INDEX_MS))
+        ),
+    );
+    let rss = |r: &Report| r.peak_rss_kb.map(|kb| kb as f64 * 1024.0 / 1e6);
+    row(
+        "first skill.md (facts)",
+        one.guide_ms,
+        many.guide_ms,
+        "ms",
+        "–".into(),
+    );
+    row(
+        "`odqs serve` peak RSS",
+        rss(one),
+        rss(many),
+        "MB",
+        format!(
+            "≤ {SCALED_RSS_MB:.0} MB: {}",
+            rss(many).map_or("–", |m| met(m <= SCALED_RSS_MB))
+        ),
+    );
+    for r in &one.rows {
+        let p50 = |rep: &Report| {
+            rep.outcome(r.name, Side::Odqs, 1)
+                .and_then(|o| o.quantile(0.5))
+                .map(|d| d.as_secs_f64() * 1e3)
+        };
+        let (a, b) = (p50(one), p50(many));
+        let target = if r.name == "f" {
+            format!(
+                "≤ {SCALED_F_MS:.0} ms: {}",
+                b.map_or("–", |b| met(b <= SCALED_F_MS))
+            )
+        } else {
+            format!(
+                "≤ {SCALED_LATENCY_FACTOR:.0}× ×1: {}",
+                match (a, b) {
+                    (Some(a), Some(b)) => met(b <= a * SCALED_LATENCY_FACTOR),
+                    _ => "–",
+                }
+            )
+        };
+        row(&format!("{} p50, 1 connection", r.name), a, b, "ms", target);
+    }
+    out
 }

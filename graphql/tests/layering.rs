@@ -41,3 +41,38 @@ fn the_query_layer_knows_no_front_end() {
         }
     }
 }
+
+/// Every read of datasets and records goes through the resolver layer (issue 14): the site
+/// (pages, guides) never touches the store's tables itself, and the store module only
+/// connects, migrates, locks, removes and collects garbage.
+#[test]
+fn the_site_and_the_store_read_no_records() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut site = Vec::new();
+    sources(&root.join("src/site"), &mut site);
+    for file in site {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in [
+            "sea_orm",
+            "Entity::find",
+            "records_table",
+            "text_table",
+            "store::catalog",
+        ] {
+            assert!(!text.contains(name), "{}: {name}", file.display());
+        }
+    }
+    let mut store = Vec::new();
+    sources(&root.join("src/store"), &mut store);
+    for file in store {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let collects = file.ends_with("gc.rs");
+        for name in ["records_table", "text_table", "doc_select", "dataset_field"] {
+            assert!(
+                collects || !text.contains(name),
+                "{}: {name}",
+                file.display()
+            );
+        }
+    }
+}

@@ -19,8 +19,9 @@ use minijinja::context;
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -171,6 +172,11 @@ impl Tools {
     }
 }
 
+/// A failure the client cannot act on, as a protocol error carrying the API's code.
+fn internal(error: ApiError) -> ErrorData {
+    ErrorData::internal_error(error.message(), Some(error.body()))
+}
+
 /// A tool's arguments as its type, or `invalid_parameter` naming what serde found wrong.
 fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, ApiError> {
     serde_json::from_value(arguments).map_err(|e| {
@@ -251,14 +257,34 @@ pub fn list() -> Vec<Tool> {
 
 static LIST: std::sync::LazyLock<Arc<Vec<Tool>>> = std::sync::LazyLock::new(|| Arc::new(list()));
 
+impl Tools {
+    fn site_url(&self) -> &str {
+        self.state.public_url.trim_end_matches('/')
+    }
+
+    /// The URL of a dataset's guide, which is also its resource URI.
+    fn guide_uri(&self, slug: &str) -> String {
+        format!(
+            "{}/datasets/{}/skill.md",
+            self.site_url(),
+            crate::site::guides::encode(slug)
+        )
+    }
+}
+
 impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
         let site_url = self.state.public_url.trim_end_matches('/');
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("odqs", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                templates::render("mcp_instructions.md", context! { site_url }).unwrap_or_default(),
-            )
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("odqs", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            templates::render("mcp_instructions.md", context! { site_url }).unwrap_or_default(),
+        )
     }
 
     async fn list_tools(
@@ -267,6 +293,63 @@ impl ServerHandler for Tools {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(LIST.as_ref().clone()))
+    }
+
+    /// Each dataset's guide (`skill.md`), the per-dataset context an agent reads first.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let datasets = self.state.resolver.catalog().await.map_err(internal)?;
+        let resources = datasets
+            .iter()
+            .map(|d| {
+                Resource::new(self.guide_uri(&d.slug), format!("{} guide", d.slug))
+                    .with_title(format!("{} (skill.md)", d.title))
+                    .with_description(format!(
+                        "How to query {}: fields, operators, values and worked examples.",
+                        d.slug
+                    ))
+                    .with_mime_type("text/markdown")
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let prefix = format!("{}/datasets/", self.site_url());
+        let slug = request
+            .uri
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix("/skill.md"))
+            .map(|s| {
+                percent_encoding::percent_decode_str(s)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            });
+        let Some(slug) = slug else {
+            return Err(ErrorData::resource_not_found(
+                format!("No resource {}; resources/list names them.", request.uri),
+                None,
+            ));
+        };
+        match crate::site::guides::skill_text(&self.state, &slug).await {
+            Ok(text) => Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(text.as_str(), request.uri.clone())
+                    .with_mime_type("text/markdown"),
+            ])
+            .into()),
+            Err(ApiError::DatasetNotFound { .. }) => Err(ErrorData::resource_not_found(
+                format!("No dataset is published as {slug}."),
+                None,
+            )),
+            Err(e) => Err(internal(e)),
+        }
     }
 
     async fn call_tool(

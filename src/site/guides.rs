@@ -107,19 +107,23 @@ pub async fn catalog_md(State(state): State<AppState>) -> Response {
 
 /// `GET /datasets/{slug}/skill.md`.
 pub async fn skill_md(State(state): State<AppState>, Path(slug): Path<String>) -> Response {
+    match skill_text(&state, &slug).await {
+        Ok(text) => markdown(text.as_str().to_string()),
+        Err(ApiError::DatasetNotFound { .. }) => message_page(
+            StatusCode::NOT_FOUND,
+            None,
+            "No such dataset",
+            "No dataset is published under this slug; see /catalog.md for the list.",
+        ),
+        Err(e) => read_failed(e),
+    }
+}
+
+/// A dataset's `skill.md`, written once per live version (and public URL) from the resolver
+/// layer's facts; the page and the MCP resource of the same name serve this text.
+pub async fn skill_text(state: &AppState, slug: &str) -> Result<Arc<String>, ApiError> {
     let site = state.public_url.trim_end_matches('/');
-    let dataset = match state.resolver.dataset(&slug).await {
-        Ok(d) => d,
-        Err(ApiError::DatasetNotFound { .. }) => {
-            return message_page(
-                StatusCode::NOT_FOUND,
-                None,
-                "No such dataset",
-                "No dataset is published under this slug; see /catalog.md for the list.",
-            );
-        }
-        Err(e) => return read_failed(e),
-    };
+    let dataset = state.resolver.dataset(slug).await?;
     let key = (
         site.to_string(),
         dataset.meta.slug.clone(),
@@ -127,19 +131,16 @@ pub async fn skill_md(State(state): State<AppState>, Path(slug): Path<String>) -
         dataset.meta.updated_at.unix_timestamp_nanos(),
     );
     if let Some(cached) = GUIDES.lock().expect("guide cache").get(&key).cloned() {
-        return markdown(cached.as_str().to_string());
+        return Ok(cached);
     }
-    let guide = match state.resolver.facts(&dataset).await {
-        Ok(g) => g,
-        Err(e) => return read_failed(e),
-    };
+    let guide = state.resolver.facts(&dataset).await?;
     let body = Arc::new(skill::skill_md(&guide, site));
     let mut cache = GUIDES.lock().expect("guide cache");
     if cache.len() >= MAX_CACHED {
         cache.clear();
     }
     cache.insert(key, body.clone());
-    markdown(body.as_str().to_string())
+    Ok(body)
 }
 
 /// `GET /assets/site.js`: the copy button of the account page.

@@ -460,6 +460,60 @@ fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
             ),
         );
     }
+    if let Some(k) = keyword {
+        let name = k.field.name.as_str();
+        let v1 = plain(&k.top[0].value);
+        let parameter = format!("{name}[ne]");
+        add(
+            "Everything but one value",
+            format!(
+                "Records whose `{name}` is not {} (records without a `{name}` are included: add `{name}[exists]=true` to leave them out).",
+                code(&v1)
+            ),
+            format!("{records}?{}", query(&[(parameter.as_str(), v1.as_str())])),
+        );
+    }
+    if let Some(n) = number
+        && let Some(range) = &n.range
+        && let (Some(lo), Some(hi)) = (range.min.as_f64(), range.max.as_f64())
+        && hi > lo
+    {
+        let name = n.field.name.as_str();
+        let mid = json_number(((lo + hi) / 2.0).floor().max(lo)).to_string();
+        let high = json_number(hi).to_string();
+        if mid != high {
+            add(
+                "Above a value, up to another",
+                format!(
+                    "`{name}` above {} (excluded) and at most {} (included), largest first.",
+                    code(&mid),
+                    code(&high)
+                ),
+                format!(
+                    "{records}?{}",
+                    query(&[
+                        (&format!("{name}[gt]"), &mid),
+                        (&format!("{name}[lte]"), &high),
+                        ("sort", &format!("{name}<")),
+                    ])
+                ),
+            );
+        }
+    }
+    if let Some(k) = keyword {
+        let name = k.field.name.as_str();
+        let v1 = plain(&k.top[0].value);
+        let export = format!("{base_url}/datasets/{}/export", encode(slug));
+        add(
+            "Every match in one answer (CSV)",
+            format!(
+                "All {} records whose `{name}` is {} as CSV, streamed; `format=ndjson` gives one JSON record a line. The header `X-Total-Count` says how many come.",
+                k.top[0].count,
+                code(&v1)
+            ),
+            format!("{export}?{}", query(&[("format", "csv"), (name, &v1)])),
+        );
+    }
     out
 }
 

@@ -1,46 +1,11 @@
-//! The catalog: which datasets are published, their live version and its schema.
+//! Changes to the catalog: unpublishing a dataset and retiring a version. Reading it (which
+//! datasets are published, their schema) is the resolver layer's (`graphql::query::catalog`).
 
-use entity::{dataset, dataset_field, dataset_version};
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Set,
-    TransactionTrait,
-};
+use entity::{dataset, dataset_version};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set, TransactionTrait};
 use time::OffsetDateTime;
 
 use super::{Store, StoreError};
-
-/// Every published dataset, by slug.
-pub async fn list(store: &Store) -> Result<Vec<dataset::Model>, StoreError> {
-    Ok(dataset::Entity::find()
-        .order_by_asc(dataset::Column::Slug)
-        .all(&store.db)
-        .await?)
-}
-
-/// The dataset published under `slug`, if any.
-pub async fn find(store: &Store, slug: &str) -> Result<Option<dataset::Model>, StoreError> {
-    Ok(dataset::Entity::find()
-        .filter(dataset::Column::Slug.eq(slug))
-        .one(&store.db)
-        .await?)
-}
-
-/// The schema of a version, in field order.
-pub async fn fields(
-    store: &Store,
-    version_id: i64,
-) -> Result<Vec<dataset_field::Model>, StoreError> {
-    Ok(dataset_field::Entity::find()
-        .filter(dataset_field::Column::VersionId.eq(version_id))
-        .order_by_asc(dataset_field::Column::Position)
-        .all(&store.db)
-        .await?)
-}
-
-/// Whether no dataset is published (a fresh store gets the demo data).
-pub async fn is_empty(store: &Store) -> Result<bool, StoreError> {
-    Ok(dataset::Entity::find().count(&store.db).await? == 0)
-}
 
 /// Unpublishes `slug`: the dataset row goes at once, its version is retired and its tables are
 /// dropped by the garbage collector once no reader can still be using them.

@@ -4,7 +4,11 @@
 #![allow(dead_code)]
 
 use entity::record::{self, records_table};
-use sea_orm::{ConnectionTrait, DatabaseBackend, DbErr, FromQueryResult, Statement};
+use entity::{dataset, dataset_field};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, FromQueryResult,
+    QueryFilter, QueryOrder, Statement,
+};
 
 /// Number of records in a version.
 pub async fn count(store: &odqs::store::Store, version_id: i64) -> Result<i64, DbErr> {
@@ -56,6 +60,37 @@ pub async fn in_order(
         record::doc_select(backend)
     );
     record::Model::find_by_statement(Statement::from_string(backend, sql))
+        .all(&store.db)
+        .await
+}
+
+/// Every published dataset, by slug.
+pub async fn datasets(store: &odqs::store::Store) -> Result<Vec<dataset::Model>, DbErr> {
+    dataset::Entity::find()
+        .order_by_asc(dataset::Column::Slug)
+        .all(&store.db)
+        .await
+}
+
+/// The dataset published under `slug`, if any.
+pub async fn find_dataset(
+    store: &odqs::store::Store,
+    slug: &str,
+) -> Result<Option<dataset::Model>, DbErr> {
+    dataset::Entity::find()
+        .filter(dataset::Column::Slug.eq(slug))
+        .one(&store.db)
+        .await
+}
+
+/// The schema of a version, in field order.
+pub async fn fields(
+    store: &odqs::store::Store,
+    version_id: i64,
+) -> Result<Vec<dataset_field::Model>, DbErr> {
+    dataset_field::Entity::find()
+        .filter(dataset_field::Column::VersionId.eq(version_id))
+        .order_by_asc(dataset_field::Column::Position)
         .all(&store.db)
         .await
 }

@@ -3,7 +3,8 @@
 Usage: mcp_check.py URL TOKEN CALLS_JSON
 
 Connects over streamable HTTP with `Authorization: Bearer TOKEN`, initializes, lists the
-tools and calls each `{"name", "arguments"}` of CALLS_JSON in order. Prints one JSON object:
+tools and calls each `{"name", "arguments"}` of CALLS_JSON in order, then lists the resources
+(each dataset's skill.md) and reads each. Prints one JSON object:
 the server's info, protocol version and instructions, the tools, and each call's result as the
 wire writes it. The Rust test compares them with the REST answers; this script asserts nothing
 about odqs itself.
@@ -31,8 +32,15 @@ async def main(url, token, calls):
             for call in calls:
                 result = await client.call_tool(call["name"], call["arguments"])
                 results.append(wire(result))
+            resources = await client.list_resources()
+            guides = {}
+            for resource in resources.resources:
+                read = await client.read_resource(resource.uri)
+                guides[str(resource.uri)] = wire(read)
             info = client.server_info
             return {
+                "resources": [wire(r) for r in resources.resources],
+                "guides": guides,
                 "server_info": wire(info) if info is not None else None,
                 "protocol_version": client.protocol_version,
                 "tools": [wire(tool) for tool in tools.tools],
