@@ -4,37 +4,11 @@
 //! `tests/node/package.json`, under `target/node-clients`.
 
 mod common;
+mod node;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{TestStore, api_token, load_demo};
-
-/// `target/node-clients` with the pinned packages installed (once; later runs reuse it).
-fn node_clients() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = root.join("target/node-clients");
-    let manifest = std::fs::read(root.join("tests/node/package.json")).unwrap();
-    let installed = std::fs::read(dir.join("package.json")).ok();
-    if installed.as_deref() != Some(&manifest[..])
-        || !dir.join("node_modules/graphql-http").exists()
-    {
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("package.json"), &manifest).unwrap();
-        let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
-            .current_dir(&dir)
-            .status()
-            .expect("npm is needed for this test (Node.js and npm from Debian or nodejs.org)");
-        assert!(status.success(), "npm install failed in {}", dir.display());
-    }
-    std::fs::copy(
-        root.join("tests/node/graphql-http-audit.mjs"),
-        dir.join("graphql-http-audit.mjs"),
-    )
-    .unwrap();
-    dir
-}
 
 async fn graphql_http_audits_pass(store: TestStore) {
     load_demo(&store).await;
@@ -47,7 +21,7 @@ async fn graphql_http_audits_pass(store: TestStore) {
         let _ = stopped.await;
     }));
 
-    let dir = node_clients();
+    let dir = node::with_script("graphql-http-audit.mjs");
     let url = format!("http://{addr}/api/v1/graphql");
     let output = tokio::task::spawn_blocking(move || {
         Command::new("node")

@@ -6,6 +6,8 @@
 //! computes the statistics here, identically for both stores: values are summed in sorted
 //! order so floating-point sums do not depend on the order a store returns rows in.
 
+use futures_util::StreamExt;
+use sea_orm::StreamTrait;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -239,27 +241,34 @@ impl Resolver {
                 }
             }
             let statement = sql.build();
-            let rows = self.db.query_all_raw(statement.clone()).await?;
-            if let Some(cap) = cap
-                && rows.len() as u64 >= cap
+            // Streamed: each row is folded into its group as it arrives, so memory holds the
+            // groups and their values (8 bytes each), never the rows the store sends.
+            let mut read = 0u64;
             {
-                let groups = self.count_store_groups(statement).await?;
-                check_group_count(groups, query)?;
-            }
-            for row in rows {
-                let Some(key) = key_parts(&row, &query.group_by, schema)? else {
-                    continue;
-                };
-                let entry = groups.entry(key).or_default();
-                match query.field {
-                    None => entry.0 += row.try_get::<i64>("", "n")?.max(0) as u64,
-                    Some(_) => {
-                        entry.0 += 1;
-                        if let Some(v) = row.try_get::<Option<f64>>("", "v")? {
-                            entry.1.push(v);
+                let mut rows = self.db.stream_raw(statement.clone()).await?;
+                while let Some(row) = rows.next().await {
+                    let row = row?;
+                    read += 1;
+                    let Some(key) = key_parts(&row, &query.group_by, schema)? else {
+                        continue;
+                    };
+                    let entry = groups.entry(key).or_default();
+                    match query.field {
+                        None => entry.0 += row.try_get::<i64>("", "n")?.max(0) as u64,
+                        Some(_) => {
+                            entry.0 += 1;
+                            if let Some(v) = row.try_get::<Option<f64>>("", "v")? {
+                                entry.1.push(v);
+                            }
                         }
                     }
                 }
+            }
+            if let Some(cap) = cap
+                && read >= cap
+            {
+                let groups = self.count_store_groups(statement).await?;
+                check_group_count(groups, query)?;
             }
         }
         check_group_count(groups.len() as u64, query)?;

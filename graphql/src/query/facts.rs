@@ -69,6 +69,33 @@ fn pairs(list: &[(&str, String)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A number or date field's range straight from the index's sorted column: the first and last
+/// value of the number order, the first and last dictionary text a row holds (the dictionary
+/// is in byte order, as the records sort compares texts). The values the records sort gives,
+/// without reading a record.
+fn index_range(index: &MemIndex, position: usize) -> Option<Range> {
+    match index.fields.get(position)? {
+        FieldIndex::Num(column) => {
+            let (first, last) = (column.order.first()?, column.order.last()?);
+            Some(Range {
+                min: json_number(column.values[*first as usize]),
+                max: json_number(column.values[*last as usize]),
+            })
+        }
+        FieldIndex::Str(column) => {
+            let held = |code: &u32| column.postings.len(*code) > 0;
+            let codes = 0..column.dict.len() as u32;
+            let first = codes.clone().find(held)?;
+            let last = codes.rev().find(held)?;
+            Some(Range {
+                min: Value::String(column.dict.get(first).to_string()),
+                max: Value::String(column.dict.get(last).to_string()),
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The value of `name` in a record as the API shows it (nested names are dotted paths).
 fn value_at<'a>(record: &'a Value, name: &str) -> Option<&'a Value> {
     if let Some(v) = record.get(name) {
@@ -89,16 +116,26 @@ impl Resolver {
                 FieldType::Json => 0,
                 _ => {
                     let exists = format!("{name}[exists]");
-                    self.facts_count(dataset, &[(exists.as_str(), "false".into())])
-                        .await?
+                    self.facts_count(
+                        dataset,
+                        index.as_deref(),
+                        &[(exists.as_str(), "false".into())],
+                    )
+                    .await?
                 }
             };
             let (top, range) = match field.field_type {
                 FieldType::Keyword if id_field == Some(name) => (Vec::new(), None),
                 FieldType::Keyword => (self.top_keywords(dataset, name).await?, None),
-                FieldType::Boolean => (self.top_booleans(dataset, name).await?, None),
+                FieldType::Boolean => (
+                    self.top_booleans(dataset, index.as_deref(), name).await?,
+                    None,
+                ),
                 FieldType::Number | FieldType::Date => {
-                    let range = self.range(dataset, name).await?;
+                    let range = match index.as_deref().and_then(|ix| index_range(ix, i)) {
+                        Some(range) => Some(range),
+                        None => self.range(dataset, name).await?,
+                    };
                     let top = match (field.field_type, range.is_some()) {
                         (FieldType::Number, true) => {
                             self.number_mode(dataset, index.as_deref(), i, field)
@@ -147,15 +184,20 @@ impl Resolver {
         self.records(dataset, &query).await
     }
 
-    /// How many records match the filters of `list`.
+    /// How many records match the filters of `list` (the index's count, or the store's).
     async fn facts_count(
         &self,
         dataset: &Dataset,
+        index: Option<&MemIndex>,
         list: &[(&str, String)],
     ) -> Result<u64, ApiError> {
-        let mut list = list.to_vec();
-        list.push(("per_page", "1".into()));
-        Ok(self.facts_page(dataset, &list).await?.total)
+        let params = RecordParams::from_pairs(&pairs(list))?;
+        let query = request::record_query(&params, &dataset.schema)?;
+        if let Some(index) = index {
+            return Ok(index.total(index.matches(&query.filter).as_ref()));
+        }
+        let resolved = self.resolve(&dataset.schema, &query.filter).await?;
+        self.count(dataset, &resolved, None).await
     }
 
     /// A keyword field's most common values: `agg?group_by=name&limit=…`.
@@ -184,12 +226,13 @@ impl Resolver {
     async fn top_booleans(
         &self,
         dataset: &Dataset,
+        index: Option<&MemIndex>,
         name: &str,
     ) -> Result<Vec<ValueCount>, ApiError> {
         let mut top = Vec::new();
         for value in ["false", "true"] {
             let count = self
-                .facts_count(dataset, &[(name, value.to_string())])
+                .facts_count(dataset, index, &[(name, value.to_string())])
                 .await?;
             if count > 0 {
                 top.push(ValueCount {

@@ -1,0 +1,105 @@
+//! GraphQL client libraries nobody here wrote, from npm (issue 12): urql 6 with its defaults
+//! for GET, Apollo Client with `useGETForQueries`, graphql-request in GET mode
+//! (`tests/node/graphql-clients.mjs`), against a served odqs on both stores. Each must send its
+//! queries as `GET /api/v1/graphql?query=…`, get the same records and groups as REST, and see
+//! an unknown field's `extensions.code`.
+
+mod common;
+mod node;
+
+use std::process::Command;
+
+use common::{TestStore, api_token, load_demo};
+use serde_json::Value;
+
+/// Removes Apollo's `__typename` members, which its cache adds to every object.
+fn without_typenames(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.remove("__typename");
+            map.values_mut().for_each(without_typenames);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_typenames),
+        _ => {}
+    }
+}
+
+async fn clients_query_by_get(store: TestStore) {
+    load_demo(&store).await;
+    let token = api_token(&store).await;
+    let (site, stop) = common::serve(&store).await;
+    let dir = node::with_script("graphql-clients.mjs");
+    let url = format!("{site}/api/v1/graphql");
+    let run_token = token.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg("graphql-clients.mjs")
+            .arg(&url)
+            .arg(&run_token)
+            .current_dir(&dir)
+            .output()
+            .expect("node is needed for this test")
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let got: Value = serde_json::from_slice(&output.stdout).unwrap();
+
+    let rest = |path: &str| {
+        let (url, token) = (format!("{site}/api/v1{path}"), token.clone());
+        async move {
+            let response = reqwest::Client::new()
+                .get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let records = rest(
+        "/datasets/flights/records?carrier=UA&dep_delay%5Bgte%5D=60&sort=dep_delay%3C,_id&per_page=3&fields=carrier,dep_delay",
+    )
+    .await;
+    let agg = rest("/datasets/flights/agg?group_by=origin&field=dep_delay&limit=2").await;
+    assert!(records["total"].as_u64().unwrap() > 3);
+
+    for client in ["urql", "apollo", "graphqlRequest"] {
+        let mut answer = got[client].clone();
+        without_typenames(&mut answer);
+        assert_eq!(
+            answer["methods"],
+            serde_json::json!(["GET", "GET"]),
+            "{client}"
+        );
+        assert_eq!(answer["error"], Value::Null, "{client}: {answer}");
+        assert_eq!(
+            answer["data"]["records"]["total"], records["total"],
+            "{client}"
+        );
+        assert_eq!(
+            answer["data"]["records"]["records"], records["records"],
+            "{client}"
+        );
+        assert_eq!(
+            answer["data"]["agg"]["totalGroups"], agg["total_groups"],
+            "{client}"
+        );
+        let groups = answer["data"]["agg"]["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), 2, "{client}");
+        for (g, r) in groups.iter().zip(agg["groups"].as_array().unwrap()) {
+            assert_eq!(g["key"], r["key"], "{client}");
+            assert_eq!(g["stats"]["count"], r["stats"]["count"], "{client}");
+            assert_eq!(g["stats"]["avg"], r["stats"]["avg"], "{client}");
+        }
+        assert_eq!(answer["badCode"], "unknown_field", "{client}");
+    }
+    let _ = stop.send(());
+}
+
+both_stores!(clients_query_by_get);

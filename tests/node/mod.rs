@@ -1,0 +1,36 @@
+//! The npm packages the tests run with the machine's Node.js (third-party clients nobody here
+//! wrote), pinned by `tests/node/package.json` and installed once under `target/node-clients`.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// `target/node-clients` with the pinned packages installed (once; later runs reuse it) and
+/// `script` (a file of `tests/node/`) copied beside them. Tests in one process wait on a
+/// mutex, test processes on a lock file, so npm installs once and nobody reads a half-made
+/// `node_modules`.
+pub fn with_script(script: &str) -> PathBuf {
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    let _in_process = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("target/node-clients");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lock = std::fs::File::create(root.join("target/node-clients.lock")).unwrap();
+    lock.lock().unwrap();
+    let manifest = std::fs::read(root.join("tests/node/package.json")).unwrap();
+    let installed = std::fs::read(dir.join("package.json")).ok();
+    if installed.as_deref() != Some(&manifest[..]) || !dir.join("node_modules/graphql").exists() {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("package.json"), &manifest).unwrap();
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir)
+            .status()
+            .expect("npm is needed for this test (Node.js and npm from Debian or nodejs.org)");
+        assert!(status.success(), "npm install failed in {}", dir.display());
+    }
+    std::fs::copy(root.join("tests/node").join(script), dir.join(script)).unwrap();
+    dir
+}
