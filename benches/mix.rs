@@ -185,7 +185,7 @@ async fn run_mix(
     )
     .context("import the demo's scenic spots")?;
     let token = odqs::token(&bin, &store.url)?;
-    let mut server = odqs::Server::start(&bin, &store.url, dir)?;
+    let mut server = odqs::Server::start(&bin, &store.url, dir, args.index_memory_mb)?;
     step(&format!(
         "odqs serve: pid {}, http://{}, log {}",
         server.pid(),
@@ -198,8 +198,8 @@ async fn run_mix(
     .await
     .context("odqs serve never answered /readyz")?;
     let mut index_line = None;
-    let index_ready = if args.no_index_wait {
-        step("not waiting for the in-memory index (--no-index-wait)");
+    let index_ready = if args.no_index_wait || args.index_memory_mb == Some(0) {
+        step("not waiting for the in-memory index (--no-index-wait or --index-memory-mb 0)");
         None
     } else {
         step(&format!(

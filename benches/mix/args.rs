@@ -69,6 +69,10 @@ pub struct Args {
     /// generated from `flights.csv.gz`, and print the two runs side by side.
     #[arg(long, default_value_t = 1)]
     pub scale: u32,
+    /// `ODQS_INDEX_MEMORY_MB` for `odqs serve` (0: no in-memory index, the store answers
+    /// everything; the bench then does not wait for one).
+    #[arg(long)]
+    pub index_memory_mb: Option<u64>,
 }
 
 impl Args {

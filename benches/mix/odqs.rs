@@ -234,10 +234,19 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn start(bin: &Path, database_url: &str, dir: &Path) -> Result<Self> {
+    pub fn start(
+        bin: &Path,
+        database_url: &str,
+        dir: &Path,
+        index_memory_mb: Option<u64>,
+    ) -> Result<Self> {
         let addr = free_addr()?;
         let log_path = dir.join("serve.log");
-        let mut child = odqs(bin, database_url)
+        let mut command = odqs(bin, database_url);
+        if let Some(mb) = index_memory_mb {
+            command.env("ODQS_INDEX_MEMORY_MB", mb.to_string());
+        }
+        let mut child = command
             .arg("serve")
             .env("ODQS_LISTEN", addr.to_string())
             .env("ODQS_PUBLIC_URL", format!("http://{addr}"))
