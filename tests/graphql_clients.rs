@@ -7,8 +7,6 @@
 mod common;
 mod node;
 
-use std::process::Command;
-
 use common::{TestStore, api_token, load_demo};
 use serde_json::Value;
 
@@ -28,40 +26,10 @@ async fn clients_query_by_get(store: TestStore) {
     load_demo(&store).await;
     let token = api_token(&store).await;
     let (site, stop) = common::serve(&store).await;
-    let dir = node::with_script("graphql-clients.mjs");
     let url = format!("{site}/api/v1/graphql");
-    let run_token = token.clone();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("graphql-clients.mjs")
-            .arg(&url)
-            .arg(&run_token)
-            .current_dir(&dir)
-            .output()
-            .expect("node is needed for this test")
-    })
-    .await
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let got: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let got = node::run_json("graphql-clients.mjs", vec![url, token.clone()]).await;
 
-    let rest = |path: &str| {
-        let (url, token) = (format!("{site}/api/v1{path}"), token.clone());
-        async move {
-            let response = reqwest::Client::new()
-                .get(url)
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), 200);
-            response.json::<Value>().await.unwrap()
-        }
-    };
+    let rest = |path: &str| common::get_ok_json(format!("{site}/api/v1{path}"), token.clone());
     let records = rest(
         "/datasets/flights/records?carrier=UA&dep_delay%5Bgte%5D=60&sort=dep_delay%3C,_id&per_page=3&fields=carrier,dep_delay",
     )

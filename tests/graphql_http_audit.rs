@@ -6,8 +6,6 @@
 mod common;
 mod node;
 
-use std::process::Command;
-
 use common::{TestStore, api_token, load_demo};
 
 async fn graphql_http_audits_pass(store: TestStore) {
@@ -21,25 +19,9 @@ async fn graphql_http_audits_pass(store: TestStore) {
         let _ = stopped.await;
     }));
 
-    let dir = node::with_script("graphql-http-audit.mjs");
     let url = format!("http://{addr}/api/v1/graphql");
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("graphql-http-audit.mjs")
-            .arg(&url)
-            .arg(&token)
-            .current_dir(&dir)
-            .output()
-            .expect("node is needed for this test")
-    })
-    .await
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let audits: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let audits = node::run_json("graphql-http-audit.mjs", vec![url, token]).await;
+    let audits = audits.as_array().unwrap();
     assert!(audits.len() > 50, "{} audits", audits.len());
     let failed: Vec<String> = audits
         .iter()

@@ -287,17 +287,7 @@ async fn generated_python_client_works(store: TestStore) {
     let got: Value = serde_json::from_slice(&output.stdout).expect("the script prints JSON");
 
     let direct = |path: String| {
-        let (url, token) = (format!("{}{path}", served.base_url()), served.token.clone());
-        async move {
-            let response = reqwest::Client::new()
-                .get(url)
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), 200);
-            response.json::<Value>().await.unwrap()
-        }
+        common::get_ok_json(format!("{}{path}", served.base_url()), served.token.clone())
     };
 
     // Lists.

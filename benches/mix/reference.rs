@@ -56,17 +56,20 @@ fn intern(map: &mut HashMap<String, u32>, values: &mut Vec<String>, value: &str)
     code
 }
 
+/// The position of column `name` in flights.csv's header.
+pub fn column(headers: &csv::StringRecord, name: &str) -> Result<usize> {
+    headers
+        .iter()
+        .position(|h| h == name)
+        .with_context(|| format!("flights.csv has no column {name}"))
+}
+
 impl Flights {
     pub fn load(path: &Path) -> Result<Self> {
         let file = File::open(path).with_context(|| format!("open {}", path.display()))?;
         let mut reader = csv::Reader::from_reader(GzDecoder::new(file));
         let headers = reader.headers()?.clone();
-        let column = |name: &str| {
-            headers
-                .iter()
-                .position(|h| h == name)
-                .with_context(|| format!("flights.csv has no column {name}"))
-        };
+        let column = |name: &str| column(&headers, name);
         let (id_c, carrier_c, origin_c, delay_c) = (
             column("id")?,
             column("carrier")?,

@@ -16,12 +16,7 @@ pub fn write(source: &Path, target: &Path, scale: u32) -> Result<u64> {
     let file = File::open(source).with_context(|| format!("open {}", source.display()))?;
     let mut reader = csv::Reader::from_reader(GzDecoder::new(file));
     let headers = reader.headers()?.clone();
-    let column = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .with_context(|| format!("flights.csv has no column {name}"))
-    };
+    let column = |name: &str| crate::reference::column(&headers, name);
     let (id_c, year_c, time_c) = (column("id")?, column("year")?, column("time_hour")?);
     let rows: Vec<csv::StringRecord> = reader.records().collect::<Result<_, _>>()?;
     let count = rows.len() as u64;

@@ -118,16 +118,6 @@ pub struct ListDatasets {
     pub per_page: Option<u64>,
 }
 
-impl ListDatasets {
-    /// The pairs of `GET /datasets`.
-    pub fn pairs(&self) -> Pairs {
-        let mut pairs = Pairs::new();
-        push(&mut pairs, "page", self.page.map(|p| p.to_string()));
-        push(&mut pairs, "per_page", self.per_page.map(|p| p.to_string()));
-        pairs
-    }
-}
-
 /// `describe_dataset`: `GET /datasets/{slug}`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -4,13 +4,10 @@
 //! The descriptions are rendered from `templates/mcp_tools.md` with the query layer's
 //! constants and operator table, the facts `skill.md` is written from.
 
-use std::sync::Arc;
-
 use axum::http::request::Parts;
-use graphql::query::export::extra_requests;
 use graphql::query::params::{
     DEFAULT_PER_PAGE, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS, MAX_PER_PAGE, MAX_PERCENTILES,
-    ProjectionParams, check, parse_count, split_list,
+    ProjectionParams,
 };
 use graphql::query::{
     AggParams, ApiError, ExportFormat, ExportParams, Paging, RecordParams, operators, request,
@@ -71,16 +68,11 @@ impl Tools {
         let answer = match name {
             "list_datasets" => {
                 let args: ListDatasets = parse(arguments)?;
-                let (mut page, mut per_page) = (None, None);
-                for (name, value) in args.pairs() {
-                    let count = Some(parse_count(&name, &value)?);
-                    if name == "page" {
-                        page = count;
-                    } else {
-                        per_page = count;
-                    }
-                }
-                json(resolver.list_datasets(Paging::new(page, per_page)?).await?)
+                json(
+                    resolver
+                        .list_datasets(Paging::new(args.page, args.per_page)?)
+                        .await?,
+                )
             }
             "describe_dataset" => {
                 let args: Describe = parse(arguments)?;
@@ -95,10 +87,7 @@ impl Tools {
             }
             "get_record" => {
                 let args: GetRecord = parse(arguments)?;
-                let projection = ProjectionParams {
-                    fields: args.fields().map(|f| split_list(&f)),
-                };
-                check(&projection)?;
+                let projection = ProjectionParams::parse(args.fields().as_deref())?;
                 let dataset = resolver.dataset(&args.dataset).await?;
                 let fields = request::projection(projection.fields.as_deref(), &dataset.schema)?;
                 resolver
@@ -151,13 +140,8 @@ impl Tools {
             ));
         }
         // The same charge as the REST export: one request more per started 1,000 records.
-        let extra = u32::try_from(extra_requests(total)).unwrap_or(u32::MAX);
-        if let Some(refused) = self
-            .state
-            .rate_limits
-            .tokens
-            .charge_n(&principal.token_id, extra)
-            .filter(|c| c.refused)
+        if let Some(refused) =
+            crate::rest::export::charge(&self.state, principal, total).filter(|c| c.refused)
         {
             return Err(ApiError::RateLimited {
                 retry_after: refused.reset_secs,
@@ -243,8 +227,8 @@ fn tool<T: JsonSchema + 'static>(name: &'static str) -> Tool {
         .annotate(ToolAnnotations::new().read_only(true))
 }
 
-/// Every tool with its description and input schema.
-pub fn list() -> Vec<Tool> {
+/// Every tool with its description and input schema, rendered once.
+static LIST: std::sync::LazyLock<Vec<Tool>> = std::sync::LazyLock::new(|| {
     vec![
         tool::<ListDatasets>("list_datasets"),
         tool::<Describe>("describe_dataset"),
@@ -253,9 +237,7 @@ pub fn list() -> Vec<Tool> {
         tool::<Aggregate>("aggregate"),
         tool::<ExportRecords>("export_records"),
     ]
-}
-
-static LIST: std::sync::LazyLock<Arc<Vec<Tool>>> = std::sync::LazyLock::new(|| Arc::new(list()));
+});
 
 impl Tools {
     fn site_url(&self) -> &str {
@@ -292,7 +274,7 @@ impl ServerHandler for Tools {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(LIST.as_ref().clone()))
+        Ok(ListToolsResult::with_all_items(LIST.clone()))
     }
 
     /// Each dataset's guide (`skill.md`), the per-dataset context an agent reads first.

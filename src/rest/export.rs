@@ -86,7 +86,7 @@ pub async fn export_records(
 /// Charges the token's budget one request per started 1,000 records, up front from the total
 /// (the request itself was charged by the gate); `None` when there is no limit or nothing to
 /// charge.
-fn charge(state: &AppState, principal: Principal, total: u64) -> Option<Charge> {
+pub(crate) fn charge(state: &AppState, principal: Principal, total: u64) -> Option<Charge> {
     let extra = u32::try_from(extra_requests(total)).unwrap_or(u32::MAX);
     state
         .rate_limits

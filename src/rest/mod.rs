@@ -5,7 +5,7 @@
 mod agg;
 mod caching;
 mod datasets;
-mod export;
+pub(crate) mod export;
 pub mod graphql;
 pub mod openapi;
 mod query_string;

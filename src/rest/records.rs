@@ -3,7 +3,7 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use graphql::query::params::{ProjectionParams, check, split_list};
+use graphql::query::params::ProjectionParams;
 use graphql::query::{RecordParams, request};
 
 use super::caching::conditional;
@@ -81,11 +81,7 @@ pub async fn get_record(
             )
             .into());
         }
-        let projection = ProjectionParams {
-            fields: Some(split_list(&value)),
-        };
-        check(&projection)?;
-        fields = projection.fields;
+        fields = ProjectionParams::parse(Some(&value))?.fields;
     }
     let dataset = state.resolver.dataset(&slug).await?;
     let fields = request::projection(fields.as_deref(), &dataset.schema)?;

@@ -367,27 +367,22 @@ fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
             ),
         }
     }
-    if let Some(n) = number
-        && let Some(range) = &n.range
-        && let (Some(lo), Some(hi)) = (range.min.as_f64(), range.max.as_f64())
-        && hi > lo
-    {
-        let name = n.field.name.as_str();
-        let mid = json_number(((lo + hi) / 2.0).floor().max(lo)).to_string();
-        let low = json_number(lo).to_string();
+    let split = number.and_then(split_range);
+    if let Some((name, low, mid, _)) = &split {
+        let name = name.as_str();
         if mid != low {
             add(
                 "A range",
                 format!(
                     "`{name}` from {} (included) up to {} (excluded): bounds on one field make one interval.",
-                    code(&low),
-                    code(&mid)
+                    code(low),
+                    code(mid)
                 ),
                 format!(
                     "{records}?{}",
                     query(&[
-                        (&format!("{name}[gte]"), &low),
-                        (&format!("{name}[lt]"), &mid)
+                        (&format!("{name}[gte]"), low),
+                        (&format!("{name}[lt]"), mid)
                     ])
                 ),
             );
@@ -473,27 +468,21 @@ fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
             format!("{records}?{}", query(&[(parameter.as_str(), v1.as_str())])),
         );
     }
-    if let Some(n) = number
-        && let Some(range) = &n.range
-        && let (Some(lo), Some(hi)) = (range.min.as_f64(), range.max.as_f64())
-        && hi > lo
-    {
-        let name = n.field.name.as_str();
-        let mid = json_number(((lo + hi) / 2.0).floor().max(lo)).to_string();
-        let high = json_number(hi).to_string();
+    if let Some((name, _, mid, high)) = &split {
+        let name = name.as_str();
         if mid != high {
             add(
                 "Above a value, up to another",
                 format!(
                     "`{name}` above {} (excluded) and at most {} (included), largest first.",
-                    code(&mid),
-                    code(&high)
+                    code(mid),
+                    code(high)
                 ),
                 format!(
                     "{records}?{}",
                     query(&[
-                        (&format!("{name}[gt]"), &mid),
-                        (&format!("{name}[lte]"), &high),
+                        (&format!("{name}[gt]"), mid),
+                        (&format!("{name}[lte]"), high),
                         ("sort", &format!("{name}<")),
                     ])
                 ),
@@ -515,6 +504,21 @@ fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
         );
     }
     out
+}
+
+/// A number field's name and its range cut in two, as query values: (name, lowest, middle,
+/// highest), the middle rounded down; `None` when the field has a single value.
+fn split_range(n: &FieldFacts) -> Option<(String, String, String, String)> {
+    let range = n.range.as_ref()?;
+    let (lo, hi) = (range.min.as_f64()?, range.max.as_f64()?);
+    (hi > lo).then(|| {
+        (
+            n.field.name.clone(),
+            json_number(lo).to_string(),
+            json_number(((lo + hi) / 2.0).floor().max(lo)).to_string(),
+            json_number(hi).to_string(),
+        )
+    })
 }
 
 fn how_to_filter(f: &FieldFacts) -> String {

@@ -311,6 +311,18 @@ async fn answer(router: &axum::Router, request: axum::http::Request<axum::body::
     }
 }
 
+/// `GET url` over a socket with `Authorization: Bearer token`; the answer must be 200 JSON.
+pub async fn get_ok_json(url: String, token: String) -> serde_json::Value {
+    let response = reqwest::Client::new()
+        .get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
 /// Loads the bundled demo datasets (flights, tw-scenic-spots) into `store`.
 pub async fn load_demo(store: &TestStore) {
     odqs::demo::load_if_empty(&store.store).await.unwrap();

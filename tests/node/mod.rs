@@ -7,6 +7,28 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+/// Runs `script` (a file of `tests/node/`) with Node.js and `args`, off the async runtime, and
+/// reads the JSON it prints; fails the test when it fails.
+pub async fn run_json(script: &'static str, args: Vec<String>) -> serde_json::Value {
+    let output = tokio::task::spawn_blocking(move || {
+        let dir = with_script(script);
+        Command::new("node")
+            .arg(script)
+            .args(&args)
+            .current_dir(&dir)
+            .output()
+            .expect("node is needed for this test")
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the script prints JSON")
+}
+
 /// `target/node-clients` with the pinned packages installed (once; later runs reuse it) and
 /// `script` (a file of `tests/node/`) copied beside them. Tests in one process wait on a
 /// mutex, test processes on a lock file, so npm installs once and nobody reads a half-made

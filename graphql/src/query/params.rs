@@ -128,6 +128,17 @@ pub struct ProjectionParams {
     pub fields: Option<Vec<String>>,
 }
 
+impl ProjectionParams {
+    /// Reads a `fields` value (comma-separated names) and checks its rules.
+    pub fn parse(value: Option<&str>) -> Result<Self, ApiError> {
+        let projection = ProjectionParams {
+            fields: value.map(split_list),
+        };
+        check(&projection)?;
+        Ok(projection)
+    }
+}
+
 /// The bounds of [`Paging`], declared as the other parameters' are.
 #[derive(Validate)]
 struct PagingBounds {
