@@ -215,14 +215,19 @@ async fn connection(
     let tracker = activity.clone();
     let service = AddExtension::new(router, ConnectInfo(peer))
         .map_request(|request: Request<Incoming>| request.map(Body::new))
-        .map_response(move |response: Response<Body>| {
+        .map_future(move |answer| {
+            // Counted from the moment the request is handed over, not from its response: a
+            // request whose answer takes longer than the keep-alive timeout is not idleness.
             let guard = tracker.begin();
-            response.map(|body| {
-                Body::new(Tracked {
-                    body,
-                    _guard: guard,
-                })
-            })
+            async move {
+                let response: Response<Body> = answer.await?;
+                Ok::<_, std::convert::Infallible>(response.map(|body| {
+                    Body::new(Tracked {
+                        body,
+                        _guard: guard,
+                    })
+                }))
+            }
         });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder

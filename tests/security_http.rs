@@ -62,6 +62,11 @@ async fn status_of(stream: &mut TcpStream, path: &str) -> u16 {
         .write_all(format!("GET {path} HTTP/1.1\r\nHost: odqs.test\r\n\r\n").as_bytes())
         .await
         .unwrap();
+    read_status(stream).await
+}
+
+/// Reads one whole answer (with a `Content-Length`) and gives its status code.
+async fn read_status(stream: &mut TcpStream) -> u16 {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
@@ -173,6 +178,39 @@ async fn idle_keepalive_connections_are_closed(store: TestStore) {
         idle >= Duration::from_millis(450),
         "closed after {idle:?}, before the keep-alive timeout"
     );
+    server.stop().await;
+}
+
+/// A request whose answer takes longer than the keep-alive timeout keeps its connection, even
+/// one read before the previous answer was sent (pipelined): being answered is not idleness.
+async fn slow_answers_are_not_idleness(store: TestStore) {
+    let limits = ConnLimits {
+        keepalive_timeout: Duration::from_millis(300),
+        ..ConnLimits::default()
+    };
+    let server = Running::start(
+        AppState::new(store.store.clone(), "http://odqs.test").with_conn_limits(limits),
+    )
+    .await;
+    let mut stream = connect_from([127, 0, 0, 1], server.addr).await;
+    // The second request's handler waits for the rest of its body: an answer that takes long.
+    let body = r#"{"query":"{ __typename }"}"#;
+    let (first, rest) = body.split_at(5);
+    let pipelined = format!(
+        "GET /healthz HTTP/1.1\r\nHost: odqs.test\r\n\r\n\
+         POST /api/v1/graphql HTTP/1.1\r\nHost: odqs.test\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{first}",
+        body.len()
+    );
+    stream.write_all(pipelined.as_bytes()).await.unwrap();
+    assert_eq!(read_status(&mut stream).await, 200);
+    assert!(
+        !closed_within(&mut stream, Duration::from_millis(1500)).await,
+        "the connection was closed while its request was being answered"
+    );
+    stream.write_all(rest.as_bytes()).await.unwrap();
+    let status = read_status(&mut stream).await;
+    assert!((200..500).contains(&status), "{status}");
     server.stop().await;
 }
 
@@ -444,6 +482,7 @@ async fn revocation_reaches_every_instance(store: TestStore) {
 both_stores!(
     half_open_connections_are_closed,
     idle_keepalive_connections_are_closed,
+    slow_answers_are_not_idleness,
     draining_has_a_deadline,
     odd_requests_get_json_errors,
     answers_announce_rate_limits,

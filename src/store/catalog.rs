@@ -21,6 +21,7 @@ pub async fn remove(store: &Store, slug: &str) -> Result<bool, StoreError> {
     retire_version(&txn, found.version_id).await?;
     dataset::Entity::delete_by_id(found.id).exec(&txn).await?;
     txn.commit().await?;
+    graphql::query::cache::catalog_changed();
     Ok(true)
 }
 

@@ -373,12 +373,19 @@ pub fn numeric_stats_sorted(values: &[f64], labels: &[f64], count: u64) -> Numer
 /// Linear interpolation between closest ranks of sorted values (SQL `percentile_cont`, numpy's
 /// default).
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    let last = sorted.len().checked_sub(1)?;
+    percentile_at(sorted.len(), p, |k| sorted[k])
+}
+
+/// [`percentile`] of `len` values known by rank (`ranked(k)`: the k-th smallest, from 0), for
+/// values held as counts.
+pub fn percentile_at(len: usize, p: f64, ranked: impl Fn(usize) -> f64) -> Option<f64> {
+    let last = len.checked_sub(1)?;
     let rank = p / 100.0 * last as f64;
     let low = rank.floor() as usize;
     let high = rank.ceil() as usize;
     let fraction = rank - low as f64;
-    Some(sorted[low] + (sorted[high] - sorted[low]) * fraction)
+    let (at_low, at_high) = (ranked(low), ranked(high));
+    Some(at_low + (at_high - at_low) * fraction)
 }
 
 #[cfg(test)]

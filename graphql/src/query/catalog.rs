@@ -38,13 +38,19 @@ impl Resolver {
             // No slug holds one, and PostgreSQL cannot take one as a bound text.
             return Err(ApiError::DatasetNotFound { slug: slug.into() });
         }
+        if let Some(found) = self.datasets.get(slug) {
+            return Ok(found);
+        }
+        let epoch = self.datasets.epoch();
         let meta = dataset::Entity::find()
             .filter(dataset::Column::Slug.eq(slug))
             .one(&self.db)
             .await?
             .ok_or_else(|| ApiError::DatasetNotFound { slug: slug.into() })?;
         let schema = self.schema(meta.version_id).await?;
-        Ok(Dataset { meta, schema })
+        let found = Dataset { meta, schema };
+        self.datasets.put(slug, found.clone(), epoch);
+        Ok(found)
     }
 
     /// The schema of a version, read once per process (versions are immutable).

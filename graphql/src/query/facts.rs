@@ -78,8 +78,8 @@ fn index_range(index: &MemIndex, position: usize) -> Option<Range> {
         FieldIndex::Num(column) => {
             let (first, last) = (column.order.first()?, column.order.last()?);
             Some(Range {
-                min: json_number(column.values[*first as usize]),
-                max: json_number(column.values[*last as usize]),
+                min: json_number(column.values.get(*first as usize)),
+                max: json_number(column.values.get(*last as usize)),
             })
         }
         FieldIndex::Str(column) => {
@@ -164,7 +164,12 @@ impl Resolver {
         let sample_ids = first
             .records
             .iter()
-            .filter_map(|r| r.get("_id").and_then(Value::as_str).map(str::to_string))
+            .filter_map(|r| {
+                r.to_value()
+                    .get("_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
             .collect();
         Ok(DatasetFacts {
             dataset: dataset.meta.clone(),
@@ -260,7 +265,8 @@ impl Resolver {
                     ],
                 )
                 .await?;
-            let Some(value) = page.records.first().and_then(|r| value_at(r, name)) else {
+            let first = page.records.first().map(|r| r.to_value());
+            let Some(value) = first.as_ref().and_then(|r| value_at(r, name)) else {
                 return Ok(None);
             };
             ends.push(value.clone());
@@ -282,9 +288,9 @@ impl Resolver {
             let mut best: Option<(f64, u64)> = None;
             for run in column
                 .order
-                .chunk_by(|&a, &b| column.values[a as usize] == column.values[b as usize])
+                .chunk_by(|&a, &b| column.values.get(a as usize) == column.values.get(b as usize))
             {
-                let value = column.values[run[0] as usize];
+                let value = column.values.get(run[0] as usize);
                 if best.is_none_or(|(_, n)| run.len() as u64 > n) {
                     best = Some((value, run.len() as u64));
                 }

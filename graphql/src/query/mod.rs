@@ -9,7 +9,8 @@
 //! - [`sql`]: statements for both stores, values always bound.
 //! - [`records`], [`agg`], [`catalog`]: running requests; [`views`]: the answers' shapes.
 //! - [`export`]: every match of a request, streamed in batches as NDJSON or CSV.
-//! - [`cache`]: totals per (version, normalized condition); datasets change only by import.
+//! - [`cache`]: totals per (version, normalized condition), datasets change only by import;
+//!   resolved datasets, believed for [`cache::DATASET_FRESH_FOR`].
 //! - [`single_flight`]: one store computation per distinct request at a time.
 //! - [`memory`]: in-memory indexes per version, which answer filters, totals, sorts and
 //!   aggregations without the store when they fit the memory budget.
@@ -56,6 +57,7 @@ pub struct Resolver {
     /// Schemas of versions seen, by version id (versions never change).
     schemas: Mutex<HashMap<i64, Arc<DatasetSchema>>>,
     totals: cache::Totals,
+    datasets: cache::Datasets,
     memory: Arc<memory::Memory>,
     flights: Flights,
     exports: export::ExportCounters,
@@ -84,6 +86,7 @@ impl Resolver {
             site_url: site_url.trim_end_matches('/').into(),
             schemas: Mutex::new(HashMap::new()),
             totals: cache::Totals::default(),
+            datasets: cache::Datasets::default(),
             flights: Flights::default(),
             exports: export::ExportCounters::default(),
             memory: Arc::new(memory::Memory::new(memory::IndexPolicy::default())),

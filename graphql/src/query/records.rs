@@ -10,12 +10,13 @@ use std::collections::{HashMap, HashSet};
 use entity::record::{self, records_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::error::ApiError;
 use super::request::{Filter, RecordQuery};
 use super::schema::{Column, DatasetSchema};
 use super::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
-use super::views::RecordPage;
+use super::views::{RecordBody, RecordPage};
 use super::{Dataset, Resolver};
 
 /// Which part of a two-part sort a statement reads.
@@ -154,8 +155,22 @@ impl Resolver {
             let matches = index.matches(&query.filter);
             let total = index.total(matches.as_ref());
             let positions = index.page(matches.as_ref(), &query.sort, offset, limit);
-            let rows = self.at_positions(schema, &positions).await?;
-            return Ok(self.record_page(dataset, query, total, rows));
+            let projection = query.fields.as_deref();
+            let records = self
+                .stored_at_positions(schema, &positions)
+                .await?
+                .into_iter()
+                .map(|stored| match stored {
+                    Stored::Text(text) if projection.is_none() && schema.is_shaped(&text) => {
+                        let text = RawValue::from_string(text).map_err(|_| ApiError::Internal)?;
+                        Ok(RecordBody::Stored(text))
+                    }
+                    stored => Ok(RecordBody::Shaped(
+                        schema.shape(stored.value()?, projection),
+                    )),
+                })
+                .collect::<Result<_, ApiError>>()?;
+            return Ok(self.record_page(dataset, query, total, records));
         }
         let key = self.etag(dataset, "records", query);
         self.flights
@@ -232,29 +247,28 @@ impl Resolver {
                 }
             }
         }
-        let docs = rows.into_iter().map(|r| r.doc).collect();
-        Ok(self.record_page(dataset, query, total, docs))
+        let projection = query.fields.as_deref();
+        let records = rows
+            .into_iter()
+            .map(|r| RecordBody::Shaped(schema.shape(r.doc, projection)))
+            .collect();
+        Ok(self.record_page(dataset, query, total, records))
     }
 
-    /// The answer's envelope around `rows`, shaped and projected.
+    /// The answer's envelope around `records`, already shaped and projected.
     fn record_page(
         &self,
         dataset: &Dataset,
         query: &RecordQuery,
         total: u64,
-        docs: Vec<Value>,
+        records: Vec<RecordBody>,
     ) -> RecordPage {
-        let schema = &dataset.schema;
-        let projection = query.fields.as_deref();
         RecordPage {
             total,
             page: query.paging.page,
             per_page: query.paging.per_page,
-            records: docs
-                .into_iter()
-                .map(|doc| schema.shape(doc, projection))
-                .collect(),
-            schema: schema.entries.clone(),
+            records,
+            schema: dataset.schema.entries.clone(),
         }
     }
 
@@ -267,6 +281,19 @@ impl Resolver {
         schema: &DatasetSchema,
         rows: &[u32],
     ) -> Result<Vec<Value>, ApiError> {
+        self.stored_at_positions(schema, rows)
+            .await?
+            .into_iter()
+            .map(Stored::value)
+            .collect()
+    }
+
+    /// [`Self::at_positions`] as the store gives the bodies.
+    async fn stored_at_positions(
+        &self,
+        schema: &DatasetSchema,
+        rows: &[u32],
+    ) -> Result<Vec<Stored>, ApiError> {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
@@ -288,15 +315,12 @@ impl Resolver {
                     .push("))");
             }
         }
-        let mut found: HashMap<i64, Value> = HashMap::with_capacity(rows.len());
+        let mut found: HashMap<i64, Stored> = HashMap::with_capacity(rows.len());
         for row in self.db.query_all_raw(sql.build()).await? {
             let pos: i64 = row.try_get_by_index(0)?;
             let doc = match backend {
-                DatabaseBackend::Postgres => row.try_get_by_index::<Value>(1)?,
-                _ => {
-                    let text: String = row.try_get_by_index(1)?;
-                    serde_json::from_str(&text).map_err(|_| ApiError::Internal)?
-                }
+                DatabaseBackend::Postgres => Stored::Value(row.try_get_by_index::<Value>(1)?),
+                _ => Stored::Text(row.try_get_by_index(1)?),
             };
             found.insert(pos, doc);
         }
@@ -361,6 +385,22 @@ impl Resolver {
             .await?
             .ok_or_else(|| ApiError::RecordNotFound { id: id.into() })?;
         Ok(schema.shape(found.doc, fields))
+    }
+}
+
+/// A record body as the store gives it: SQLite's text, PostgreSQL's JSONB read as a value.
+enum Stored {
+    Text(String),
+    Value(Value),
+}
+
+impl Stored {
+    /// The body as a JSON value.
+    fn value(self) -> Result<Value, ApiError> {
+        match self {
+            Stored::Value(value) => Ok(value),
+            Stored::Text(text) => serde_json::from_str(&text).map_err(|_| ApiError::Internal),
+        }
     }
 }
 

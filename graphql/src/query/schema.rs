@@ -213,6 +213,18 @@ impl DatasetSchema {
     }
 }
 
+impl DatasetSchema {
+    /// Whether a stored record's text is already, byte for byte, what [`Self::shape`] writes
+    /// without a projection, so a page can send it as stored (issue 13: no parse and re-write).
+    /// It is when, at every level, `_id` comes first and the other keys are the schema's, in
+    /// its order; anything else (an unknown key, another order, an escaped key) says no, and
+    /// the record is shaped. Stored texts are `serde_json`'s own writing, which reads back to
+    /// the same text (`float_roundtrip`).
+    pub fn is_shaped(&self, text: &str) -> bool {
+        self.order.is_shaped(text)
+    }
+}
+
 /// Key order of records: children in first-seen field order.
 #[derive(Clone, Debug, Default)]
 struct KeyTree {
@@ -259,6 +271,17 @@ impl KeyTree {
         }
     }
 
+    /// See [`DatasetSchema::is_shaped`]: whether [`Self::reorder`] (keeping the rest) would
+    /// leave the object in `text` as it is.
+    fn is_shaped(&self, text: &str) -> bool {
+        if !text.starts_with('{') {
+            return true; // not an object: shaping leaves it alone
+        }
+        let mut reader = serde_json::Deserializer::from_str(text);
+        let shaped = serde::de::Deserializer::deserialize_map(&mut reader, InOrder(self));
+        matches!(shaped, Ok(true)) && reader.end().is_ok()
+    }
+
     /// `object` with `_id` first and then the tree's keys in order; with `keep_rest`, keys the
     /// tree does not know follow in their stored order (nothing is ever dropped).
     fn reorder(&self, mut object: Map<String, Value>, keep_rest: bool) -> Map<String, Value> {
@@ -281,6 +304,49 @@ impl KeyTree {
             out.extend(object);
         }
         out
+    }
+}
+
+/// Reads an object's keys and says whether they are in [`KeyTree`] order (see
+/// [`KeyTree::is_shaped`]); gives up at the first key out of place.
+struct InOrder<'t>(&'t KeyTree);
+
+impl<'de> serde::de::Visitor<'de> for InOrder<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a stored record")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut next = 0;
+        let mut first = true;
+        // `&str` keys borrow from the text; an escaped key cannot, and fails: shaped slowly.
+        while let Some(key) = map.next_key::<&'de str>()? {
+            if key == "_id" {
+                if !first {
+                    return Ok(false);
+                }
+                map.next_value::<serde::de::IgnoredAny>()?;
+            } else {
+                let Some(offset) = self.0.children[next..].iter().position(|(k, _)| k == key)
+                else {
+                    return Ok(false);
+                };
+                next += offset + 1;
+                let sub = &self.0.children[next - 1].1;
+                if sub.children.is_empty() {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                } else {
+                    let value = map.next_value::<&'de serde_json::value::RawValue>()?;
+                    if !sub.is_shaped(value.get()) {
+                        return Ok(false);
+                    }
+                }
+            }
+            first = false;
+        }
+        Ok(true)
     }
 }
 
@@ -331,5 +397,35 @@ mod tests {
             r#"{"_id":"x","pos":{"lat":3,"lon":2}}"#
         );
         assert!(s.projectable("pos") && s.projectable("_id") && !s.projectable("po"));
+    }
+
+    #[test]
+    fn shaped_texts_are_recognised() {
+        let s = schema(&[
+            ("b", FieldType::Keyword),
+            ("pos.lat", FieldType::Number),
+            ("pos.lon", FieldType::Number),
+            ("a", FieldType::Number),
+        ]);
+        for (text, shaped) in [
+            (r#"{"_id":"x","b":"k","pos":{"lat":3,"lon":2},"a":1}"#, true),
+            (r#"{"_id":"x","a":1}"#, true),
+            (r#"{"_id":"x","b":"k","pos":7,"a":[1,{"z":0}]}"#, true),
+            (r#"{"_id":"x","pos":{"lon":2,"lat":3},"b":"k"}"#, false),
+            (r#"{"b":"k","_id":"x"}"#, false),
+            (r#"{"_id":"x","b":"k","zz":0}"#, false),
+            (r#"{"_id":"x","b":"k","b":"k"}"#, false),
+            (r#"{"_id":"x","pos":{"_id":1,"lat":3},"a":1}"#, true),
+            (r#"{"_id":"x","pos":{"lat":3,"_id":1}}"#, false),
+            (r#"{"_id":"x","b\u0041":"k"}"#, false),
+            (r#"{"_id":"x","a":0.30000000000000004}"#, true),
+        ] {
+            assert_eq!(s.is_shaped(text), shaped, "{text}");
+            let written =
+                serde_json::to_string(&s.shape(serde_json::from_str(text).unwrap(), None));
+            if shaped {
+                assert_eq!(written.unwrap(), text, "a shaped text is what shape writes");
+            }
+        }
     }
 }

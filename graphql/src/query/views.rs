@@ -60,8 +60,44 @@ pub struct RecordPage {
     #[schema(minimum = 1)]
     pub per_page: u64,
     #[schema(value_type = Vec<Record>)]
-    pub records: Vec<Value>,
+    pub records: Vec<RecordBody>,
     pub schema: Vec<SchemaEntry>,
+}
+
+/// A record of a page: shaped by [`super::DatasetSchema::shape`], or its stored text when that
+/// is already what shaping would write ([`super::DatasetSchema::is_shaped`]), sent without a
+/// parse and a re-write (issue 13). Both serialize to the same bytes.
+#[derive(Clone, Debug)]
+pub enum RecordBody {
+    Shaped(Value),
+    Stored(Box<serde_json::value::RawValue>),
+}
+
+impl RecordBody {
+    /// The record as a JSON value (GraphQL's `JSON` scalar, the guides' examples).
+    pub fn to_value(&self) -> Value {
+        match self {
+            RecordBody::Shaped(value) => value.clone(),
+            RecordBody::Stored(text) => {
+                serde_json::from_str(text.get()).expect("a stored text is JSON")
+            }
+        }
+    }
+}
+
+impl Serialize for RecordBody {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RecordBody::Shaped(value) => value.serialize(serializer),
+            RecordBody::Stored(text) => text.serialize(serializer),
+        }
+    }
+}
+
+impl PartialEq for RecordBody {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_value() == other.to_value()
+    }
 }
 
 /// `GET /datasets/{slug}/agg` (spec §2 "Aggregation result", contract §12.2).

@@ -237,7 +237,7 @@ impl From<&views::RecordPage> for RecordPage {
             total: v.total,
             page: v.page,
             per_page: v.per_page,
-            records: v.records.iter().cloned().map(Json).collect(),
+            records: v.records.iter().map(|r| Json(r.to_value())).collect(),
             schema: v.schema.iter().map(Field::from).collect(),
         }
     }

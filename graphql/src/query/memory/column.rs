@@ -217,10 +217,107 @@ impl StrBuilder {
     }
 }
 
+/// A number column's values by row, each held in the narrowest type that keeps every value of
+/// the column exactly (issue 13: flights' numbers are small integers, 1–2 bytes instead of 8).
+/// Integer types give their smallest value to "missing"; floats use NaN.
+#[derive(Debug)]
+pub enum Numbers {
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl Default for Numbers {
+    fn default() -> Self {
+        Numbers::F64(Vec::new())
+    }
+}
+
+impl Numbers {
+    /// `values` (NaN for missing, no `-0.0`) in the narrowest exact type.
+    fn new(values: Vec<f64>) -> Self {
+        let fits = |low: f64, high: f64| {
+            values
+                .iter()
+                .all(|&v| v.is_nan() || (v.fract() == 0.0 && v > low && v <= high))
+        };
+        fn narrow<T: Copy>(values: &[f64], missing: T, cast: impl Fn(f64) -> T) -> Vec<T> {
+            values
+                .iter()
+                .map(|&v| if v.is_nan() { missing } else { cast(v) })
+                .collect()
+        }
+        if fits(f64::from(i8::MIN), f64::from(i8::MAX)) {
+            Numbers::I8(narrow(&values, i8::MIN, |v| v as i8))
+        } else if fits(f64::from(i16::MIN), f64::from(i16::MAX)) {
+            Numbers::I16(narrow(&values, i16::MIN, |v| v as i16))
+        } else if fits(f64::from(i32::MIN), f64::from(i32::MAX)) {
+            Numbers::I32(narrow(&values, i32::MIN, |v| v as i32))
+        } else if values
+            .iter()
+            .all(|&v| v.is_nan() || f64::from(v as f32) == v)
+        {
+            Numbers::F32(narrow(&values, f32::NAN, |v| v as f32))
+        } else {
+            Numbers::F64(values)
+        }
+    }
+
+    /// The value of `row`; NaN when it has none.
+    #[inline]
+    pub fn get(&self, row: usize) -> f64 {
+        match self {
+            Numbers::I8(v) => match v[row] {
+                i8::MIN => f64::NAN,
+                x => f64::from(x),
+            },
+            Numbers::I16(v) => match v[row] {
+                i16::MIN => f64::NAN,
+                x => f64::from(x),
+            },
+            Numbers::I32(v) => match v[row] {
+                i32::MIN => f64::NAN,
+                x => f64::from(x),
+            },
+            Numbers::F32(v) => f64::from(v[row]),
+            Numbers::F64(v) => v[row],
+        }
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        match self {
+            Numbers::I8(v) => v.len(),
+            Numbers::I16(v) => v.len(),
+            Numbers::I32(v) => v.len(),
+            Numbers::F32(v) => v.len(),
+            Numbers::F64(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Heap bytes held.
+    fn bytes(&self) -> usize {
+        match self {
+            Numbers::I8(v) => v.capacity(),
+            Numbers::I16(v) => v.capacity() * 2,
+            Numbers::I32(v) => v.capacity() * 4,
+            Numbers::F32(v) => v.capacity() * 4,
+            Numbers::F64(v) => v.capacity() * 8,
+        }
+    }
+}
+
 /// A number field: values per row (NaN when missing) and the rows that have one, in order.
 #[derive(Debug, Default)]
 pub struct NumColumn {
-    pub values: Vec<f64>,
+    pub values: Numbers,
     /// Rows with a value, by value then row (SQL's order, ties in file order).
     pub order: Vec<u32>,
 }
@@ -240,23 +337,26 @@ impl NumColumn {
             .filter(|&r| !values[r as usize].is_nan())
             .collect();
         order.sort_by(|&a, &b| values[a as usize].total_cmp(&values[b as usize]));
-        NumColumn { values, order }
+        NumColumn {
+            values: Numbers::new(values),
+            order,
+        }
     }
 
     /// The part of [`Self::order`] whose value equals `value`.
     pub fn equal(&self, value: f64) -> &[u32] {
         let low = self
             .order
-            .partition_point(|&r| self.values[r as usize] < value);
+            .partition_point(|&r| self.values.get(r as usize) < value);
         let high = self
             .order
-            .partition_point(|&r| self.values[r as usize] <= value);
+            .partition_point(|&r| self.values.get(r as usize) <= value);
         &self.order[low..high.max(low)]
     }
 
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        self.values.capacity() * 8 + self.order.capacity() * 4
+        self.values.bytes() + self.order.capacity() * 4
     }
 }
 
@@ -302,5 +402,33 @@ mod tests {
         assert_eq!(n.equal(2.0), [0, 3]);
         assert_eq!(n.equal(0.0), [4]);
         assert!(n.equal(5.0).is_empty());
+    }
+
+    #[test]
+    fn numbers_take_the_narrowest_exact_type() {
+        let nan = f64::NAN;
+        for (values, kind) in [
+            (vec![1.0, nan, -127.0, 127.0], "I8"),
+            (vec![1.0, -128.0], "I16"),
+            (vec![2013.0, nan, 32767.0], "I16"),
+            (vec![40000.0, -5.0], "I32"),
+            (vec![1.5, nan, 0.25], "F32"),
+            (vec![3e9, 1.0], "F32"),
+            (vec![0.1, 2.0], "F64"),
+            (vec![1e300, 1.0], "F64"),
+        ] {
+            let column = NumColumn::new(values.clone());
+            assert!(
+                format!("{:?}", column.values).starts_with(kind),
+                "{values:?}"
+            );
+            for (row, v) in values.iter().enumerate() {
+                let got = column.values.get(row);
+                assert!(
+                    got == *v || (got.is_nan() && v.is_nan()),
+                    "{v} came back {got}"
+                );
+            }
+        }
     }
 }

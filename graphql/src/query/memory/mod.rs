@@ -9,11 +9,13 @@
 //! - [`column`]: dictionary-encoded strings, numbers in value order, per-value row lists.
 //! - [`bits`]: the set of rows a filter matches.
 //! - [`build`]: reading a version from the store.
-//! - [`select`]: filters and the order of a page; [`stats`]: grouped statistics.
+//! - [`select`]: filters and the order of a page; [`stats`]: grouped statistics, integer
+//!   columns by per-group [`histogram`]s.
 
 pub mod bits;
 pub mod build;
 pub mod column;
+pub mod histogram;
 pub mod select;
 pub mod stats;
 

@@ -24,7 +24,7 @@ impl Key<'_> {
     fn has_value(self, row: u32) -> bool {
         match self {
             Key::Str(c) => c.codes[row as usize] != MISSING,
-            Key::Num(c) => !c.values[row as usize].is_nan(),
+            Key::Num(c) => !c.values.get(row as usize).is_nan(),
         }
     }
 
@@ -40,7 +40,7 @@ impl Key<'_> {
                 }
             }
             Key::Num(c) => {
-                let (x, y) = (c.values[a as usize], c.values[b as usize]);
+                let (x, y) = (c.values.get(a as usize), c.values.get(b as usize));
                 match (x.is_nan(), y.is_nan()) {
                     (false, false) => ordered(x.total_cmp(&y)),
                     (a_missing, b_missing) => a_missing.cmp(&b_missing),
@@ -160,7 +160,7 @@ impl MemIndex {
         let mut bits = Bits::new(self.rows as usize);
         match self.key(column) {
             Some(Key::Num(c)) => {
-                let value = |r: &u32| c.values[*r as usize];
+                let value = |r: &u32| c.values.get(*r as usize);
                 let low = match &range.lower {
                     Some((RangeValue::Num(b), true)) => c.order.partition_point(|r| value(r) < *b),
                     Some((RangeValue::Num(b), false)) => {
@@ -256,7 +256,7 @@ impl MemIndex {
             Column::Id => mark(&|_| true),
             Column::Field(i) => match &self.fields[i] {
                 FieldIndex::Str(c) => mark(&|r| c.codes[r] != MISSING),
-                FieldIndex::Num(c) => mark(&|r| !c.values[r].is_nan()),
+                FieldIndex::Num(c) => mark(&|r| !c.values.get(r).is_nan()),
                 FieldIndex::Text(c) => mark(&|r| c.codes[r] != MISSING),
                 FieldIndex::None => {}
             },
@@ -417,7 +417,7 @@ struct EqualRuns<'a> {
 
 impl<'a> EqualRuns<'a> {
     fn value(&self, i: usize) -> f64 {
-        self.column.values[self.order[i] as usize]
+        self.column.values.get(self.order[i] as usize)
     }
 
     /// The runs from the largest value down, each still in file order.

@@ -76,7 +76,7 @@ impl Component {
         let mut parts: Vec<KeyPart> = Vec::new();
         let mut last = f64::NAN;
         for &row in &column.order {
-            let low = bin(column.values[row as usize], width);
+            let low = bin(column.values.get(row as usize), width);
             if low != last {
                 parts.push(KeyPart::Num(low));
                 last = low;
@@ -138,40 +138,49 @@ impl MemIndex {
         let total_records = self.total(matches);
         let stats: Vec<Option<_>> = match numbers {
             None => vec![None; distinct],
-            Some(numbers) => {
-                // Values per group, counted, then placed in value order.
-                let mut starts = vec![0usize; distinct + 1];
-                for &row in &numbers.order {
-                    let g = ids[row as usize];
-                    if g != MISSING && matching(row) {
-                        starts[g as usize + 1] += 1;
+            Some(numbers) => match super::histogram::group_stats(
+                numbers,
+                &ids,
+                &counts,
+                matches,
+                &query.percentiles,
+            ) {
+                Some(stats) => stats,
+                None => {
+                    // Values per group, counted, then placed in value order.
+                    let mut starts = vec![0usize; distinct + 1];
+                    for &row in &numbers.order {
+                        let g = ids[row as usize];
+                        if g != MISSING && matching(row) {
+                            starts[g as usize + 1] += 1;
+                        }
                     }
-                }
-                for i in 1..starts.len() {
-                    starts[i] += starts[i - 1];
-                }
-                let mut next = starts.clone();
-                let mut values = vec![0f64; starts[distinct]];
-                for &row in &numbers.order {
-                    let g = ids[row as usize];
-                    if g != MISSING && matching(row) {
-                        let slot = &mut next[g as usize];
-                        values[*slot] = numbers.values[row as usize];
-                        *slot += 1;
+                    for i in 1..starts.len() {
+                        starts[i] += starts[i - 1];
                     }
-                }
-                (0..distinct)
-                    .map(|g| {
-                        (counts[g] > 0).then(|| {
-                            numeric_stats_sorted(
-                                &values[starts[g]..starts[g + 1]],
-                                &query.percentiles,
-                                counts[g],
-                            )
+                    let mut next = starts.clone();
+                    let mut values = vec![0f64; starts[distinct]];
+                    for &row in &numbers.order {
+                        let g = ids[row as usize];
+                        if g != MISSING && matching(row) {
+                            let slot = &mut next[g as usize];
+                            values[*slot] = numbers.values.get(row as usize);
+                            *slot += 1;
+                        }
+                    }
+                    (0..distinct)
+                        .map(|g| {
+                            (counts[g] > 0).then(|| {
+                                numeric_stats_sorted(
+                                    &values[starts[g]..starts[g + 1]],
+                                    &query.percentiles,
+                                    counts[g],
+                                )
+                            })
                         })
-                    })
-                    .collect()
-            }
+                        .collect()
+                }
+            },
         };
         let tallies = stats
             .into_iter()
