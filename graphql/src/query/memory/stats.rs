@@ -5,6 +5,7 @@
 //! match is placed in its group's slice, so every group's values arrive sorted and the
 //! statistics are those of the store path, bit for bit (same sorted order, same sums).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::bits::Bits;
@@ -18,20 +19,20 @@ use crate::query::request::{AggQuery, Grouping};
 use crate::query::views::AggResult;
 
 /// One `group_by` item as codes: per row, the rank of its key part ([`MISSING`] when the row
-/// has none), and each rank's part.
-struct Component {
-    codes: Vec<u32>,
+/// has none), and each rank's part. A keyword's codes are the column's own, borrowed.
+struct Component<'a> {
+    codes: Cow<'a, [u32]>,
     parts: Vec<KeyPart>,
 }
 
 /// Codes up to this product are combined through a table instead of a hash map.
 const DENSE_PAIRS: u64 = 1 << 22;
 
-impl Component {
+impl<'a> Component<'a> {
     /// A keyword column: its own codes (already in byte order).
-    fn keyword(column: &StrColumn) -> Self {
+    fn keyword(column: &'a StrColumn) -> Self {
         Component {
-            codes: column.codes.clone(),
+            codes: Cow::Borrowed(&column.codes),
             parts: (0..column.dict.len() as u32)
                 .map(|c| KeyPart::Str(column.dict.get(c).to_string()))
                 .collect(),
@@ -83,7 +84,10 @@ impl Component {
             }
             codes[row as usize] = parts.len() as u32 - 1;
         }
-        Component { codes, parts }
+        Component {
+            codes: Cow::Owned(codes),
+            parts,
+        }
     }
 }
 
@@ -112,7 +116,12 @@ impl MemIndex {
             },
         };
         // Group ids per row, and per group its parts' codes (one row of `widths` each).
-        let (ids, keys) = combine(components.iter().map(|c| c.codes.as_slice()).collect());
+        let (ids, keys) = combine(
+            &components
+                .iter()
+                .map(|c| (&*c.codes, c.parts.len()))
+                .collect::<Vec<_>>(),
+        );
         let width = components.len();
         let distinct = keys.len() / width;
         let matching = |row: u32| matches.is_none_or(|m| m.contains(row));
@@ -209,34 +218,19 @@ impl MemIndex {
     }
 }
 
-/// Combines per-row codes of several components into one dense group id per row ([`MISSING`]
-/// when any part is missing), and the parts' codes of each group, `width` per group, so that
-/// comparing those slices compares keys.
-fn combine(columns: Vec<&[u32]>) -> (Vec<u32>, Vec<u32>) {
-    let first = columns[0];
+/// Combines per-row codes of several components (each with its number of codes) into one
+/// dense group id per row ([`MISSING`] when any part is missing), and the parts' codes of each
+/// group, `width` per group, so that comparing those slices compares keys. One component's
+/// codes are its group ids as they are.
+fn combine<'a>(columns: &[(&'a [u32], usize)]) -> (Cow<'a, [u32]>, Vec<u32>) {
+    let (first, distinct) = columns[0];
     if columns.len() == 1 {
-        let distinct = first
-            .iter()
-            .filter(|&&c| c != MISSING)
-            .max()
-            .map_or(0, |&m| m + 1);
-        return (first.to_vec(), (0..distinct).collect());
+        return (Cow::Borrowed(first), (0..distinct as u32).collect());
     }
     let mut ids = first.to_vec();
-    let mut keys: Vec<Vec<u32>> = {
-        let distinct = first
-            .iter()
-            .filter(|&&c| c != MISSING)
-            .max()
-            .map_or(0, |&m| m + 1);
-        (0..distinct).map(|c| vec![c]).collect()
-    };
-    for column in &columns[1..] {
-        let cardinality = column
-            .iter()
-            .filter(|&&c| c != MISSING)
-            .max()
-            .map_or(0, |&m| u64::from(m) + 1);
+    let mut keys: Vec<Vec<u32>> = (0..distinct as u32).map(|c| vec![c]).collect();
+    for &(column, cardinality) in &columns[1..] {
+        let cardinality = cardinality as u64;
         let pairs = keys.len() as u64 * cardinality;
         let mut next_keys: Vec<Vec<u32>> = Vec::new();
         let mut dense = if pairs <= DENSE_PAIRS {
@@ -267,5 +261,5 @@ fn combine(columns: Vec<&[u32]>) -> (Vec<u32>, Vec<u32>) {
         }
         keys = next_keys;
     }
-    (ids, keys.concat())
+    (Cow::Owned(ids), keys.concat())
 }
