@@ -248,6 +248,38 @@ async fn import_list_and_remove(store: TestStore) {
     assert_eq!(stderr(&again).lines().count(), 1, "{}", stderr(&again));
 }
 
+/// A removal made by another process (`odqs datasets remove` beside a running service) reaches
+/// the service within `DATASET_FRESH_FOR` (README "Re-imports and removals"); until then the
+/// old version answers, whole.
+async fn removal_by_another_process_reaches_the_service(store: TestStore) {
+    let dir = store.dir.path();
+    let file = write_file(&store, "towns.csv", b"town,people\nNorth,10\nSouth,20\n");
+    common::import_file(&store, &file, "towns", None, Some("town"))
+        .await
+        .unwrap();
+    let token = common::api_token(&store).await;
+    let router = store.router();
+    let path = "/api/v1/datasets/towns/records";
+    let first = common::get_with(&router, path, Some(&token), &[]).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let removed =
+        run(odqs(dir).args(["datasets", "remove", "towns", "--database-url", &store.url]));
+    assert!(removed.status.success(), "{}", stderr(&removed));
+    let since = std::time::Instant::now();
+    let bound = graphql::query::cache::DATASET_FRESH_FOR + Duration::from_secs(2);
+    loop {
+        let answer = common::get_with(&router, path, Some(&token), &[]).await;
+        match answer.status {
+            404 => break,
+            200 => assert_eq!(answer.body["total"], 2, "the old version, whole"),
+            other => panic!("{other}: {}", answer.body),
+        }
+        let waited = since.elapsed();
+        assert!(waited < bound, "still served {waited:?} after the removal");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn token_create_prints_only_the_token(store: TestStore) {
     let dir = store.dir.path();
     let create = |name: &str| {
@@ -353,6 +385,7 @@ async fn migrate_from_empty(store: TestStore) {
 both_stores!(
     serve_loads_demo_into_empty_store,
     import_list_and_remove,
+    removal_by_another_process_reaches_the_service,
     token_create_prints_only_the_token,
     migrate_from_empty,
 );
