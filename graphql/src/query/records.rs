@@ -160,15 +160,7 @@ impl Resolver {
                 .stored_at_positions(schema, &positions)
                 .await?
                 .into_iter()
-                .map(|stored| match stored {
-                    Stored::Text(text) if projection.is_none() && schema.is_shaped(&text) => {
-                        let text = RawValue::from_string(text).map_err(|_| ApiError::Internal)?;
-                        Ok(RecordBody::Stored(text))
-                    }
-                    stored => Ok(RecordBody::Shaped(
-                        schema.shape(stored.value()?, projection),
-                    )),
-                })
+                .map(|stored| stored.shaped(schema, projection))
                 .collect::<Result<_, ApiError>>()?;
             return Ok(self.record_page(dataset, query, total, records));
         }
@@ -400,6 +392,24 @@ impl Stored {
         match self {
             Stored::Value(value) => Ok(value),
             Stored::Text(text) => serde_json::from_str(&text).map_err(|_| ApiError::Internal),
+        }
+    }
+
+    /// The body as a page shows it: the stored text itself when shaping would not change it,
+    /// else shaped and projected.
+    fn shaped(
+        self,
+        schema: &DatasetSchema,
+        projection: Option<&[String]>,
+    ) -> Result<RecordBody, ApiError> {
+        match self {
+            Stored::Text(text) if projection.is_none() && schema.is_shaped(&text) => {
+                let text = RawValue::from_string(text).map_err(|_| ApiError::Internal)?;
+                Ok(RecordBody::Stored(text))
+            }
+            stored => Ok(RecordBody::Shaped(
+                schema.shape(stored.value()?, projection),
+            )),
         }
     }
 }
