@@ -126,7 +126,19 @@ impl MemIndex {
         let distinct = keys.len() / width;
         let matching = |row: u32| matches.is_none_or(|m| m.contains(row));
         let mut counts = vec![0u64; distinct];
+        let keyword = match (matches, &query.group_by[..]) {
+            (None, [item]) if item.grouping == Grouping::Value => match &self.fields[item.field] {
+                FieldIndex::Str(c) => Some(c),
+                _ => None,
+            },
+            _ => None,
+        };
         match matches {
+            // Every row by one keyword: the groups' counts are its row lists' lengths.
+            None if let Some(column) = keyword => counts
+                .iter_mut()
+                .enumerate()
+                .for_each(|(code, n)| *n = u64::from(column.postings.len(code as u32))),
             None => ids
                 .iter()
                 .filter(|&&g| g != MISSING)
