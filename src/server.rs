@@ -216,9 +216,7 @@ async fn connection(
     let service = AddExtension::new(router, ConnectInfo(peer))
         .map_request(|request: Request<Incoming>| request.map(Body::new))
         .map_future(move |answer| {
-            // Counted from the moment the request is handed over, not from its response: a
-            // request whose answer takes longer than the keep-alive timeout is not idleness.
-            let guard = tracker.begin();
+            let guard = tracker.begin(); // see `Activity::answering`
             async move {
                 let response: Response<Body> = answer.await?;
                 Ok::<_, std::convert::Infallible>(response.map(|body| {
@@ -329,7 +327,8 @@ struct Activity {
     last_read: AtomicU64,
     /// Milliseconds since `start` when the last answer was finished.
     last_done: AtomicU64,
-    /// Answers begun and not finished.
+    /// Requests handed to the service whose answers are not finished (body sent or dropped):
+    /// from the hand-over, not from the response, so a slow handler is not idleness.
     answering: AtomicUsize,
     /// Answers finished.
     answered: AtomicU64,

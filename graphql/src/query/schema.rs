@@ -211,9 +211,7 @@ impl DatasetSchema {
             }
         }
     }
-}
 
-impl DatasetSchema {
     /// Whether a stored record's text is already, byte for byte, what [`Self::shape`] writes
     /// without a projection, so a page can send it as stored (issue 13: no parse and re-write).
     /// It is when, at every level, `_id` comes first and the other keys are the schema's, in

@@ -238,11 +238,14 @@ impl Default for Numbers {
 impl Numbers {
     /// `values` (NaN for missing, no `-0.0`) in the narrowest exact type.
     fn new(values: Vec<f64>) -> Self {
-        let fits = |low: f64, high: f64| {
-            values
-                .iter()
-                .all(|&v| v.is_nan() || (v.fract() == 0.0 && v > low && v <= high))
-        };
+        // One pass: whether every value is whole, and the range of the values.
+        let (mut whole, mut low, mut high) = (true, f64::INFINITY, f64::NEG_INFINITY);
+        for &v in values.iter().filter(|v| !v.is_nan()) {
+            whole &= v.fract() == 0.0;
+            low = low.min(v);
+            high = high.max(v);
+        }
+        let fits = |min: f64, max: f64| whole && low > min && high <= max;
         fn narrow<T: Copy>(values: &[f64], missing: T, cast: impl Fn(f64) -> T) -> Vec<T> {
             values
                 .iter()

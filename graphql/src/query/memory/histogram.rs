@@ -25,6 +25,9 @@ pub(super) fn group_stats(
     matches: Option<&Bits>,
     labels: &[f64],
 ) -> Option<Vec<Option<NumericStats>>> {
+    if matches!(numbers.values, Numbers::F32(_) | Numbers::F64(_)) {
+        return None;
+    }
     let (&first, &last) = (numbers.order.first()?, numbers.order.last()?);
     let (low, high) = (
         numbers.values.get(first as usize) as i64,
@@ -50,7 +53,7 @@ pub(super) fn group_stats(
         Numbers::I8(v) => count(v, i8::MIN, matches, |row, x| place(&mut cells, row, x)),
         Numbers::I16(v) => count(v, i16::MIN, matches, |row, x| place(&mut cells, row, x)),
         Numbers::I32(v) => count(v, i32::MIN, matches, |row, x| place(&mut cells, row, x)),
-        Numbers::F32(_) | Numbers::F64(_) => return None,
+        Numbers::F32(_) | Numbers::F64(_) => unreachable!("floats were turned away above"),
     }
     Some(
         cells

@@ -1,28 +1,31 @@
 //! Grouped statistics on an in-memory index (contract §6, §12.2). Each `group_by` item becomes
 //! a per-row code whose order is the key's order (a keyword's dictionary code, a date bucket's
 //! rank, a number bin's rank); several items are combined pairwise into dense group ids. Counts
-//! come from those ids; with `field`, the number column is walked in value order once and each
-//! match is placed in its group's slice, so every group's values arrive sorted and the
-//! statistics are those of the store path, bit for bit (same sorted order, same sums).
+//! come from those ids (or, for one keyword over every row, its row lists); with `field`, an
+//! integer column is counted into per-group histograms ([`super::histogram`]), any other is
+//! walked in value order once with each match placed in its group's slice, so every group's
+//! values arrive sorted. Either way the statistics are those of the store path, bit for bit.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::bits::Bits;
-use super::column::{MISSING, NumColumn, StrColumn};
+use super::column::{MISSING, NumColumn, Postings, StrColumn};
 use super::{FieldIndex, MemIndex};
 use crate::query::agg::{
     KeyPart, Tally, bin, check_group_count, date_part, finish, numeric_stats_sorted,
 };
 use crate::query::error::ApiError;
 use crate::query::request::{AggQuery, Grouping};
-use crate::query::views::AggResult;
+use crate::query::views::{AggResult, NumericStats};
 
 /// One `group_by` item as codes: per row, the rank of its key part ([`MISSING`] when the row
-/// has none), and each rank's part. A keyword's codes are the column's own, borrowed.
+/// has none), and each rank's part. A keyword's codes are the column's own, borrowed, and its
+/// row lists count its groups when every row is asked for.
 struct Component<'a> {
     codes: Cow<'a, [u32]>,
     parts: Vec<KeyPart>,
+    rows: Option<&'a Postings>,
 }
 
 /// Codes up to this product are combined through a table instead of a hash map.
@@ -36,6 +39,7 @@ impl<'a> Component<'a> {
             parts: (0..column.dict.len() as u32)
                 .map(|c| KeyPart::Str(column.dict.get(c).to_string()))
                 .collect(),
+            rows: Some(&column.postings),
         }
     }
 
@@ -68,6 +72,7 @@ impl<'a> Component<'a> {
                 })
                 .collect(),
             parts,
+            rows: None,
         }
     }
 
@@ -87,6 +92,7 @@ impl<'a> Component<'a> {
         Component {
             codes: Cow::Owned(codes),
             parts,
+            rows: None,
         }
     }
 }
@@ -124,21 +130,17 @@ impl MemIndex {
         );
         let width = components.len();
         let distinct = keys.len() / width;
-        let matching = |row: u32| matches.is_none_or(|m| m.contains(row));
         let mut counts = vec![0u64; distinct];
-        let keyword = match (matches, &query.group_by[..]) {
-            (None, [item]) if item.grouping == Grouping::Value => match &self.fields[item.field] {
-                FieldIndex::Str(c) => Some(c),
-                _ => None,
-            },
+        // Every row by one keyword: the groups' counts are its row lists' lengths.
+        let rows_per_code = match &components[..] {
+            [only] if matches.is_none() => only.rows,
             _ => None,
         };
         match matches {
-            // Every row by one keyword: the groups' counts are its row lists' lengths.
-            None if let Some(column) = keyword => counts
+            None if let Some(rows) = rows_per_code => counts
                 .iter_mut()
                 .enumerate()
-                .for_each(|(code, n)| *n = u64::from(column.postings.len(code as u32))),
+                .for_each(|(code, n)| *n = u64::from(rows.len(code as u32))),
             None => ids
                 .iter()
                 .filter(|&&g| g != MISSING)
@@ -159,49 +161,12 @@ impl MemIndex {
         let total_records = self.total(matches);
         let stats: Vec<Option<_>> = match numbers {
             None => vec![None; distinct],
-            Some(numbers) => match super::histogram::group_stats(
-                numbers,
-                &ids,
-                &counts,
-                matches,
-                &query.percentiles,
-            ) {
-                Some(stats) => stats,
-                None => {
-                    // Values per group, counted, then placed in value order.
-                    let mut starts = vec![0usize; distinct + 1];
-                    for &row in &numbers.order {
-                        let g = ids[row as usize];
-                        if g != MISSING && matching(row) {
-                            starts[g as usize + 1] += 1;
-                        }
-                    }
-                    for i in 1..starts.len() {
-                        starts[i] += starts[i - 1];
-                    }
-                    let mut next = starts.clone();
-                    let mut values = vec![0f64; starts[distinct]];
-                    for &row in &numbers.order {
-                        let g = ids[row as usize];
-                        if g != MISSING && matching(row) {
-                            let slot = &mut next[g as usize];
-                            values[*slot] = numbers.values.get(row as usize);
-                            *slot += 1;
-                        }
-                    }
-                    (0..distinct)
-                        .map(|g| {
-                            (counts[g] > 0).then(|| {
-                                numeric_stats_sorted(
-                                    &values[starts[g]..starts[g + 1]],
-                                    &query.percentiles,
-                                    counts[g],
-                                )
-                            })
-                        })
-                        .collect()
-                }
-            },
+            Some(numbers) => {
+                super::histogram::group_stats(numbers, &ids, &counts, matches, &query.percentiles)
+                    .unwrap_or_else(|| {
+                        by_value_order(numbers, &ids, &counts, matches, &query.percentiles)
+                    })
+            }
         };
         let tallies = stats
             .into_iter()
@@ -274,4 +239,44 @@ fn combine<'a>(columns: &[(&'a [u32], usize)]) -> (Cow<'a, [u32]>, Vec<u32>) {
         keys = next_keys;
     }
     (Cow::Owned(ids), keys.concat())
+}
+
+/// The statistics of `numbers` per group for any number column: the column is walked in value
+/// order and each matching row's value placed in its group's slice (a counting sort), so every
+/// group's values arrive sorted and are summed in the store path's order.
+fn by_value_order(
+    numbers: &NumColumn,
+    ids: &[u32],
+    counts: &[u64],
+    matches: Option<&Bits>,
+    labels: &[f64],
+) -> Vec<Option<NumericStats>> {
+    let matching = |row: u32| matches.is_none_or(|m| m.contains(row));
+    let distinct = counts.len();
+    let mut starts = vec![0usize; distinct + 1];
+    for &row in &numbers.order {
+        let g = ids[row as usize];
+        if g != MISSING && matching(row) {
+            starts[g as usize + 1] += 1;
+        }
+    }
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    let mut next = starts.clone();
+    let mut values = vec![0f64; starts[distinct]];
+    for &row in &numbers.order {
+        let g = ids[row as usize];
+        if g != MISSING && matching(row) {
+            let slot = &mut next[g as usize];
+            values[*slot] = numbers.values.get(row as usize);
+            *slot += 1;
+        }
+    }
+    (0..distinct)
+        .map(|g| {
+            (counts[g] > 0)
+                .then(|| numeric_stats_sorted(&values[starts[g]..starts[g + 1]], labels, counts[g]))
+        })
+        .collect()
 }
