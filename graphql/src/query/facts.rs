@@ -78,8 +78,8 @@ fn index_range(index: &MemIndex, position: usize) -> Option<Range> {
         FieldIndex::Num(column) => {
             let (first, last) = (column.order.first()?, column.order.last()?);
             Some(Range {
-                min: json_number(column.values.get(*first as usize)),
-                max: json_number(column.values.get(*last as usize)),
+                min: json_number(column.values.get(first as usize)),
+                max: json_number(column.values.get(last as usize)),
             })
         }
         FieldIndex::Str(column) => {
@@ -286,13 +286,17 @@ impl Resolver {
     ) -> Result<Vec<ValueCount>, ApiError> {
         if let Some(FieldIndex::Num(column)) = index.map(|i| &i.fields[position]) {
             let mut best: Option<(f64, u64)> = None;
-            for run in column
-                .order
-                .chunk_by(|&a, &b| column.values.get(a as usize) == column.values.get(b as usize))
-            {
-                let value = column.values.get(run[0] as usize);
-                if best.is_none_or(|(_, n)| run.len() as u64 > n) {
-                    best = Some((value, run.len() as u64));
+            let mut run: Option<(f64, u64)> = None;
+            for row in column.order.all().iter() {
+                let value = column.values.get(row as usize);
+                run = match run {
+                    Some((v, n)) if v == value => Some((v, n + 1)),
+                    _ => Some((value, 1)),
+                };
+                if let Some((v, n)) = run
+                    && best.is_none_or(|(_, most)| n > most)
+                {
+                    best = Some((v, n));
                 }
             }
             return Ok(best
@@ -345,7 +349,7 @@ impl Resolver {
                 .filter_map(|code| {
                     let rows = column.postings.rows(code);
                     rows.first()
-                        .map(|&first| (index.texts.get(code).to_string(), rows.len() as u64, first))
+                        .map(|first| (index.texts.get(code).to_string(), rows.len() as u64, first))
                 })
                 .collect(),
             _ => self.text_counts_from_store(dataset, field).await?,

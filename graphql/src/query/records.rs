@@ -360,8 +360,7 @@ impl Resolver {
         let schema = &dataset.schema;
         if let Some(index) = self.memory_index(dataset).await {
             let not_found = || ApiError::RecordNotFound { id: id.into() };
-            let code = index.id.dict.find(id).ok_or_else(not_found)?;
-            let row = index.id.postings.rows(code)[0];
+            let row = index.id.find(id).ok_or_else(not_found)?;
             let doc = self.at_positions(schema, &[row]).await?.pop();
             return Ok(schema.shape(doc.ok_or_else(not_found)?, fields));
         }

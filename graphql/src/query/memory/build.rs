@@ -8,7 +8,7 @@ use entity::FieldType;
 use entity::record::{records_table, text_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr};
 
-use super::column::{Dict, MISSING, NumColumn, Postings, StrBuilder, TextColumn};
+use super::column::{Codes, Dict, IdColumn, MISSING, NumBuilder, Postings, StrBuilder, TextColumn};
 use super::{FieldIndex, MemIndex};
 use crate::query::schema::DatasetSchema;
 use crate::query::sql::Sql;
@@ -20,8 +20,8 @@ const CHUNK: i64 = 5_000;
 enum Pending {
     None,
     Str(StrBuilder),
-    Num(Vec<f64>),
-    Text(Vec<u32>),
+    Num(NumBuilder),
+    Text(Codes),
 }
 
 /// Bytes an index of `rows` rows of `schema` is expected to take, before reading anything:
@@ -59,12 +59,12 @@ pub async fn build(
     let mut pending: Vec<Pending> = schema.fields.iter().map(|_| Pending::None).collect();
     for &(i, _, field_type) in &planned {
         pending[i] = match field_type {
-            FieldType::Number => Pending::Num(Vec::with_capacity(rows as usize)),
-            FieldType::Text => Pending::Text(Vec::with_capacity(rows as usize)),
-            _ => Pending::Str(StrBuilder::default()),
+            FieldType::Number => Pending::Num(NumBuilder::with_capacity(rows as usize)),
+            FieldType::Text => Pending::Text(Codes::with_capacity(texts.len(), rows as usize)),
+            _ => Pending::Str(StrBuilder::with_capacity(rows as usize)),
         };
     }
-    let mut ids = StrBuilder::default();
+    let mut ids = Dict::default();
     let mut read: i64 = 0;
     loop {
         let mut sql = Sql::new(backend);
@@ -92,7 +92,7 @@ pub async fn build(
             }
             read = pos;
             let id: String = row.try_get_by_index(1)?;
-            ids.push(Some(&id));
+            ids.push(&id);
             for (k, &(i, _, _)) in planned.iter().enumerate() {
                 match &mut pending[i] {
                     Pending::Str(b) => {
@@ -123,9 +123,8 @@ pub async fn build(
         .map(|p| match p {
             Pending::None => FieldIndex::None,
             Pending::Str(b) => FieldIndex::Str(b.finish()),
-            Pending::Num(values) => FieldIndex::Num(NumColumn::new(values)),
-            Pending::Text(mut codes) => {
-                codes.shrink_to_fit();
+            Pending::Num(b) => FieldIndex::Num(b.finish()),
+            Pending::Text(codes) => {
                 let postings = Postings::new(&codes, texts.len());
                 FieldIndex::Text(TextColumn { codes, postings })
             }
@@ -134,7 +133,12 @@ pub async fn build(
     Ok(MemIndex::new(
         schema.version_id,
         read as u32,
-        ids.finish(),
+        IdColumn::new(ids).ok_or_else(|| {
+            DbErr::Custom(format!(
+                "records of version {} share an _id",
+                schema.version_id
+            ))
+        })?,
         fields,
         texts,
     ))

@@ -8,6 +8,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use super::bits::Bits;
+use super::rows::{RowList, Rows};
 
 /// The code of a row that has no value.
 pub const MISSING: u32 = u32::MAX;
@@ -71,50 +72,247 @@ impl Dict {
     }
 }
 
-/// Rows per code: `rows[starts[c]..starts[c + 1]]`, ascending.
+/// Rows per code: `rows[starts[c]..starts[c + 1]]`, ascending. A code's rows may be left out
+/// (a keyword's frequent values are held as bit sets instead); its count is kept.
 #[derive(Debug, Default)]
 pub struct Postings {
     starts: Vec<u32>,
-    rows: Vec<u32>,
+    rows: RowList,
+    /// Rows per code, when some codes' rows are left out (empty otherwise).
+    sizes: Vec<u32>,
 }
 
 impl Postings {
     /// Groups the rows of `codes` by code (`MISSING` rows are left out).
-    pub fn new(codes: &[u32], distinct: usize) -> Self {
-        let mut starts = vec![0u32; distinct + 1];
-        for &code in codes {
-            if code != MISSING {
-                starts[code as usize + 1] += 1;
-            }
-        }
-        for i in 1..starts.len() {
-            starts[i] += starts[i - 1];
+    pub fn new(codes: &Codes, distinct: usize) -> Self {
+        Self::listing(codes, &code_counts(codes, distinct), |_| true)
+    }
+
+    /// Groups the rows of `codes` by code, listing only those of the codes `listed` accepts;
+    /// `counts` are each code's rows.
+    pub fn listing(codes: &Codes, counts: &[u32], listed: impl Fn(u32) -> bool) -> Self {
+        let keep: Vec<bool> = (0..counts.len() as u32).map(&listed).collect();
+        let mut starts = vec![0u32; counts.len() + 1];
+        for (code, &n) in counts.iter().enumerate() {
+            starts[code + 1] = starts[code] + if keep[code] { n } else { 0 };
         }
         let mut next = starts.clone();
-        let mut rows = vec![0u32; starts[distinct] as usize];
-        for (row, &code) in codes.iter().enumerate() {
-            if code != MISSING {
+        let mut rows = vec![0u32; starts[counts.len()] as usize];
+        for row in 0..codes.len() {
+            let code = codes.get(row);
+            if code != MISSING && keep[code as usize] {
                 let slot = &mut next[code as usize];
                 rows[*slot as usize] = row as u32;
                 *slot += 1;
             }
         }
-        Postings { starts, rows }
+        Postings {
+            starts,
+            rows: RowList::new(rows),
+            sizes: if keep.iter().all(|&k| k) {
+                Vec::new()
+            } else {
+                counts.to_vec()
+            },
+        }
     }
 
-    /// The rows holding `code`, ascending.
-    pub fn rows(&self, code: u32) -> &[u32] {
+    /// The rows holding `code`, ascending (none when they are left out).
+    pub fn rows(&self, code: u32) -> Rows<'_> {
         let c = code as usize;
-        &self.rows[self.starts[c] as usize..self.starts[c + 1] as usize]
+        self.rows
+            .slice(self.starts[c] as usize..self.starts[c + 1] as usize)
     }
 
     /// Number of rows holding `code`.
     pub fn len(&self, code: u32) -> u32 {
-        self.starts[code as usize + 1] - self.starts[code as usize]
+        match self.sizes.get(code as usize) {
+            Some(&n) => n,
+            None => self.starts[code as usize + 1] - self.starts[code as usize],
+        }
     }
 
     fn bytes(&self) -> usize {
-        (self.starts.capacity() + self.rows.capacity()) * 4
+        (self.starts.capacity() + self.sizes.capacity()) * 4 + self.rows.bytes()
+    }
+}
+
+/// Rows per code of `codes` (codes below `distinct`).
+fn code_counts(codes: &Codes, distinct: usize) -> Vec<u32> {
+    let mut counts = vec![0u32; distinct];
+    for row in 0..codes.len() {
+        let code = codes.get(row);
+        if code != MISSING {
+            counts[code as usize] += 1;
+        }
+    }
+    counts
+}
+
+/// One of the code types of [`Codes`], for loops compiled once per type.
+pub trait Code: Copy + PartialEq {
+    /// The value standing for [`MISSING`].
+    const NONE: Self;
+    /// The code as `u32`.
+    fn wide(self) -> u32;
+}
+
+impl Code for u8 {
+    const NONE: Self = u8::MAX;
+    fn wide(self) -> u32 {
+        u32::from(self)
+    }
+}
+
+impl Code for u16 {
+    const NONE: Self = u16::MAX;
+    fn wide(self) -> u32 {
+        u32::from(self)
+    }
+}
+
+impl Code for u32 {
+    const NONE: Self = MISSING;
+    fn wide(self) -> u32 {
+        self
+    }
+}
+
+/// A column's codes by row in the narrowest unsigned type its dictionary needs (issue 13: a
+/// carrier takes one byte, not four); each type's largest value stands for [`MISSING`].
+#[derive(Clone, Debug)]
+pub enum Codes {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+}
+
+impl Default for Codes {
+    fn default() -> Self {
+        Codes::U8(Vec::new())
+    }
+}
+
+impl Codes {
+    /// Room for `rows` codes below `distinct`, in the type they need.
+    pub fn with_capacity(distinct: usize, rows: usize) -> Self {
+        if distinct < usize::from(u8::MAX) {
+            Codes::U8(Vec::with_capacity(rows))
+        } else if distinct < usize::from(u16::MAX) {
+            Codes::U16(Vec::with_capacity(rows))
+        } else {
+            Codes::U32(Vec::with_capacity(rows))
+        }
+    }
+
+    /// `codes` (each below `distinct`, or [`MISSING`]) in the narrowest type.
+    pub fn new(codes: Vec<u32>, distinct: usize) -> Self {
+        let mut narrow = Codes::with_capacity(distinct, codes.len());
+        codes.into_iter().for_each(|code| narrow.push(code));
+        narrow
+    }
+
+    /// Appends the next row's code, widening the type when the code needs it (a build does
+    /// not know its number of distinct values until the end).
+    pub fn push(&mut self, code: u32) {
+        fn widen<T: Copy + PartialEq, U>(
+            v: &Vec<T>,
+            missing: T,
+            to: U,
+            cast: impl Fn(T) -> U,
+        ) -> Vec<U>
+        where
+            U: Copy,
+        {
+            let mut wide = Vec::with_capacity(v.capacity());
+            wide.extend(v.iter().map(|&x| if x == missing { to } else { cast(x) }));
+            wide
+        }
+        match self {
+            Codes::U8(v) if code == MISSING => v.push(u8::MAX),
+            Codes::U8(v) if code < u32::from(u8::MAX) => v.push(code as u8),
+            Codes::U16(v) if code == MISSING => v.push(u16::MAX),
+            Codes::U16(v) if code < u32::from(u16::MAX) => v.push(code as u16),
+            Codes::U32(v) => v.push(code),
+            Codes::U8(v) => {
+                *self = Codes::U16(widen(v, u8::MAX, u16::MAX, u16::from));
+                self.push(code);
+            }
+            Codes::U16(v) => {
+                *self = Codes::U32(widen(v, u16::MAX, MISSING, u32::from));
+                self.push(code);
+            }
+        }
+    }
+
+    /// Replaces each code `c` by `rank[c]` (a renumbering of the same codes: the type holds).
+    fn remap(&mut self, rank: &[u32]) {
+        match self {
+            Codes::U8(v) => v
+                .iter_mut()
+                .filter(|c| **c != u8::MAX)
+                .for_each(|c| *c = rank[usize::from(*c)] as u8),
+            Codes::U16(v) => v
+                .iter_mut()
+                .filter(|c| **c != u16::MAX)
+                .for_each(|c| *c = rank[usize::from(*c)] as u16),
+            Codes::U32(v) => v
+                .iter_mut()
+                .filter(|c| **c != MISSING)
+                .for_each(|c| *c = rank[*c as usize]),
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            Codes::U8(v) => v.shrink_to_fit(),
+            Codes::U16(v) => v.shrink_to_fit(),
+            Codes::U32(v) => v.shrink_to_fit(),
+        }
+    }
+
+    /// The code of `row`; [`MISSING`] when it has none.
+    #[inline]
+    pub fn get(&self, row: usize) -> u32 {
+        match self {
+            Codes::U8(c) => match c[row] {
+                u8::MAX => MISSING,
+                x => u32::from(x),
+            },
+            Codes::U16(c) => match c[row] {
+                u16::MAX => MISSING,
+                x => u32::from(x),
+            },
+            Codes::U32(c) => c[row],
+        }
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        match self {
+            Codes::U8(c) => c.len(),
+            Codes::U16(c) => c.len(),
+            Codes::U32(c) => c.len(),
+        }
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The codes, widened.
+    pub fn to_vec(&self) -> Vec<u32> {
+        (0..self.len()).map(|r| self.get(r)).collect()
+    }
+
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        match self {
+            Codes::U8(c) => c.capacity(),
+            Codes::U16(c) => c.capacity() * 2,
+            Codes::U32(c) => c.capacity() * 4,
+        }
     }
 }
 
@@ -123,12 +321,12 @@ impl Postings {
 pub struct StrColumn {
     pub dict: Dict,
     /// Per row; [`MISSING`] when the row has no value.
-    pub codes: Vec<u32>,
+    pub codes: Codes,
     pub postings: Postings,
-    /// The rows of frequent values as bit sets, by code: a filter on `carrier=UA` (58,665
-    /// flights) intersects 5,263 words instead of setting 58,665 bits. A value qualifies when it
-    /// holds at least 1/[`DENSE_SHARE`] of the rows, so a column keeps at most that many sets,
-    /// as large together as its row lists.
+    /// The rows of frequent values as bit sets, by code, instead of row lists: a filter on
+    /// `carrier=UA` (58,665 flights) intersects 5,263 words instead of setting 58,665 bits. A
+    /// value qualifies when it holds at least 1/[`DENSE_SHARE`] of the rows, so a column keeps
+    /// at most that many sets, each no larger than the row list it replaces.
     dense: Vec<(u32, Bits)>,
 }
 
@@ -147,9 +345,60 @@ impl StrColumn {
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
         self.dict.bytes()
-            + self.codes.capacity() * 4
+            + self.codes.bytes()
             + self.postings.bytes()
             + self.dense.iter().map(|(_, b)| b.bytes()).sum::<usize>()
+    }
+}
+
+/// `_id`: unique texts kept in file order, with the rows in byte order of their ids. A
+/// dictionary would add each row's code and each code's row list (issue 13: 23 bytes a row at
+/// flights ×10 where this takes 15), and building one hashed every id.
+#[derive(Debug, Default)]
+pub struct IdColumn {
+    /// Row `r`'s id is `ids.get(r)`.
+    ids: Dict,
+    /// The rows in byte order of their ids.
+    sorted: RowList,
+}
+
+impl IdColumn {
+    /// The column of `ids`, one per row in file order; `None` when two rows share one (an
+    /// import never publishes that).
+    pub fn new(mut ids: Dict) -> Option<Self> {
+        ids.text.shrink_to_fit();
+        ids.ends.shrink_to_fit();
+        let mut sorted: Vec<u32> = (0..ids.len() as u32).collect();
+        sorted.sort_unstable_by(|&a, &b| ids.get(a).cmp(ids.get(b)));
+        if sorted.windows(2).any(|w| ids.get(w[0]) == ids.get(w[1])) {
+            return None;
+        }
+        Some(IdColumn {
+            ids,
+            sorted: RowList::new(sorted),
+        })
+    }
+
+    /// The id of `row`.
+    pub fn get(&self, row: u32) -> &str {
+        self.ids.get(row)
+    }
+
+    /// The row whose id is `id`.
+    pub fn find(&self, id: &str) -> Option<u32> {
+        let i = self.sorted.partition_point(|r| self.get(r) < id);
+        let row = (i < self.sorted.len()).then(|| self.sorted.get(i))?;
+        (self.get(row) == id).then_some(row)
+    }
+
+    /// The rows in byte order of their ids.
+    pub fn sorted(&self) -> &RowList {
+        &self.sorted
+    }
+
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        self.ids.bytes() + self.sorted.bytes()
     }
 }
 
@@ -158,10 +407,18 @@ impl StrColumn {
 pub struct StrBuilder {
     /// Each distinct value once, with its provisional code (order of first appearance).
     seen: HashMap<Box<str>, u32>,
-    codes: Vec<u32>,
+    codes: Codes,
 }
 
 impl StrBuilder {
+    /// A builder with room for `rows` rows of few distinct values.
+    pub fn with_capacity(rows: usize) -> Self {
+        StrBuilder {
+            seen: HashMap::new(),
+            codes: Codes::with_capacity(0, rows),
+        }
+    }
+
     /// Appends the next row's value.
     pub fn push(&mut self, value: Option<&str>) {
         let code = match value {
@@ -192,22 +449,29 @@ impl StrBuilder {
             rank[old as usize] = new as u32;
             dict.push(&value);
         }
-        for code in &mut codes {
-            if *code != MISSING {
-                *code = rank[*code as usize];
+        codes.remap(&rank);
+        codes.shrink_to_fit();
+        let rows = codes.len();
+        let counts = code_counts(&codes, dict.len());
+        let frequent = |code: u32| counts[code as usize] as usize * DENSE_SHARE >= rows;
+        let postings = Postings::listing(&codes, &counts, |code| !frequent(code));
+        let mut dense: Vec<(u32, Bits)> = (0..dict.len() as u32)
+            .filter(|&code| frequent(code))
+            .map(|code| (code, Bits::new(rows)))
+            .collect();
+        if !dense.is_empty() {
+            let mut slot = vec![usize::MAX; dict.len()];
+            dense
+                .iter()
+                .enumerate()
+                .for_each(|(k, (code, _))| slot[*code as usize] = k);
+            for row in 0..rows {
+                let code = codes.get(row);
+                if code != MISSING && slot[code as usize] != usize::MAX {
+                    dense[slot[code as usize]].1.insert(row as u32);
+                }
             }
         }
-        codes.shrink_to_fit();
-        let postings = Postings::new(&codes, dict.len());
-        let rows = codes.len();
-        let dense = (0..dict.len() as u32)
-            .filter(|&code| postings.len(code) as usize * DENSE_SHARE >= rows)
-            .map(|code| {
-                let mut bits = Bits::new(rows);
-                postings.rows(code).iter().for_each(|&r| bits.insert(r));
-                (code, bits)
-            })
-            .collect();
         StrColumn {
             dict,
             codes,
@@ -231,7 +495,7 @@ pub enum Numbers {
 
 impl Default for Numbers {
     fn default() -> Self {
-        Numbers::F64(Vec::new())
+        Numbers::I8(Vec::new())
     }
 }
 
@@ -305,6 +569,26 @@ impl Numbers {
         self.len() == 0
     }
 
+    fn reserve(&mut self, more: usize) {
+        match self {
+            Numbers::I8(v) => v.reserve_exact(more),
+            Numbers::I16(v) => v.reserve_exact(more),
+            Numbers::I32(v) => v.reserve_exact(more),
+            Numbers::F32(v) => v.reserve_exact(more),
+            Numbers::F64(v) => v.reserve_exact(more),
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            Numbers::I8(v) => v.shrink_to_fit(),
+            Numbers::I16(v) => v.shrink_to_fit(),
+            Numbers::I32(v) => v.shrink_to_fit(),
+            Numbers::F32(v) => v.shrink_to_fit(),
+            Numbers::F64(v) => v.shrink_to_fit(),
+        }
+    }
+
     /// Heap bytes held.
     fn bytes(&self) -> usize {
         match self {
@@ -322,58 +606,153 @@ impl Numbers {
 pub struct NumColumn {
     pub values: Numbers,
     /// Rows with a value, by value then row (SQL's order, ties in file order).
-    pub order: Vec<u32>,
+    pub order: RowList,
 }
 
+/// Integer columns spanning at most this many values are put in order by counting.
+const COUNTING_SPAN: i64 = 1 << 20;
+
 impl NumColumn {
-    /// The column of `values` (NaN for a missing value). `-0.0` is kept as `0.0`, as the
-    /// stores give it back.
-    pub fn new(mut values: Vec<f64>) -> Self {
-        for v in &mut values {
-            if *v == 0.0 {
-                *v = 0.0;
-            } else if !v.is_finite() {
-                *v = f64::NAN;
-            }
-        }
-        let mut order: Vec<u32> = (0..values.len() as u32)
-            .filter(|&r| !values[r as usize].is_nan())
-            .collect();
-        order.sort_by(|&a, &b| values[a as usize].total_cmp(&values[b as usize]));
-        NumColumn {
-            values: Numbers::new(values),
-            order,
-        }
+    /// The column of `values` (NaN for a missing value).
+    pub fn new(values: Vec<f64>) -> Self {
+        let mut builder = NumBuilder::default();
+        values.into_iter().for_each(|v| builder.push(v));
+        builder.finish()
     }
 
     /// The part of [`Self::order`] whose value equals `value`.
-    pub fn equal(&self, value: f64) -> &[u32] {
+    pub fn equal(&self, value: f64) -> Rows<'_> {
         let low = self
             .order
-            .partition_point(|&r| self.values.get(r as usize) < value);
+            .partition_point(|r| self.values.get(r as usize) < value);
         let high = self
             .order
-            .partition_point(|&r| self.values.get(r as usize) <= value);
-        &self.order[low..high.max(low)]
+            .partition_point(|r| self.values.get(r as usize) <= value);
+        self.order.slice(low..high.max(low))
     }
 
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        self.values.bytes() + self.order.capacity() * 4
+        self.values.bytes() + self.order.bytes()
     }
+}
+
+/// Collects a number column row by row in the narrowest type its values so far allow, so a
+/// build never holds every column as `f64`.
+#[derive(Debug, Default)]
+pub struct NumBuilder {
+    values: Numbers,
+    /// Rows expected: room kept for them when the type widens.
+    rows: usize,
+}
+
+impl NumBuilder {
+    /// A builder with room for `rows` rows.
+    pub fn with_capacity(rows: usize) -> Self {
+        NumBuilder {
+            values: Numbers::I8(Vec::with_capacity(rows)),
+            rows,
+        }
+    }
+
+    /// Appends the next row's value (NaN or an infinity: none). `-0.0` is kept as `0.0`, as
+    /// the stores give it back.
+    pub fn push(&mut self, value: f64) {
+        let v = if value == 0.0 {
+            0.0
+        } else if value.is_finite() {
+            value
+        } else {
+            f64::NAN
+        };
+        match &mut self.values {
+            Numbers::I8(x) if v.is_nan() => x.push(i8::MIN),
+            Numbers::I16(x) if v.is_nan() => x.push(i16::MIN),
+            Numbers::I32(x) if v.is_nan() => x.push(i32::MIN),
+            Numbers::I8(x) if whole_in(v, i8::MIN.into(), i8::MAX.into()) => x.push(v as i8),
+            Numbers::I16(x) if whole_in(v, i16::MIN.into(), i16::MAX.into()) => x.push(v as i16),
+            Numbers::I32(x) if whole_in(v, i32::MIN.into(), i32::MAX.into()) => x.push(v as i32),
+            Numbers::F32(x) if v.is_nan() || f64::from(v as f32) == v => x.push(v as f32),
+            Numbers::F64(x) => x.push(v),
+            _ => {
+                // A value the type cannot hold: widen to what the values and it need.
+                let mut all: Vec<f64> =
+                    (0..self.values.len()).map(|r| self.values.get(r)).collect();
+                all.push(v);
+                self.values = Numbers::new(all);
+                self.values
+                    .reserve(self.rows.saturating_sub(self.values.len()));
+            }
+        }
+    }
+
+    /// The column, with its value order.
+    pub fn finish(self) -> NumColumn {
+        let mut values = self.values;
+        values.shrink_to_fit();
+        let order = match &values {
+            Numbers::I8(v) => counting_order(v, i8::MIN),
+            Numbers::I16(v) => counting_order(v, i16::MIN),
+            Numbers::I32(v) => counting_order(v, i32::MIN),
+            Numbers::F32(_) | Numbers::F64(_) => None,
+        }
+        .unwrap_or_else(|| {
+            let mut order: Vec<u32> = (0..values.len() as u32)
+                .filter(|&r| !values.get(r as usize).is_nan())
+                .collect();
+            order.sort_by(|&a, &b| values.get(a as usize).total_cmp(&values.get(b as usize)));
+            order
+        });
+        NumColumn {
+            values,
+            order: RowList::new(order),
+        }
+    }
+}
+
+/// Whether `v` is a whole number in `min < v <= max` (`min` stands for "missing").
+fn whole_in(v: f64, min: f64, max: f64) -> bool {
+    v.fract() == 0.0 && v > min && v <= max
+}
+
+/// The rows with a value by value then row, by counting: linear where a comparison sort of
+/// flights ×10 took seconds a column. `None` when the values span too wide a range.
+fn counting_order<T: Copy + PartialEq + Into<i64>>(values: &[T], missing: T) -> Option<Vec<u32>> {
+    let present = || values.iter().filter(|&&v| v != missing).map(|&v| v.into());
+    let (low, high) = present().fold((i64::MAX, i64::MIN), |(l, h), v| (l.min(v), h.max(v)));
+    if low > high {
+        return Some(Vec::new());
+    }
+    if high - low >= COUNTING_SPAN {
+        return None;
+    }
+    let mut next = vec![0u32; (high - low + 2) as usize];
+    present().for_each(|v| next[(v - low + 1) as usize] += 1);
+    for i in 1..next.len() {
+        next[i] += next[i - 1];
+    }
+    let mut order = vec![0u32; next[next.len() - 1] as usize];
+    for (row, &v) in values.iter().enumerate() {
+        if v != missing {
+            let slot = &mut next[(v.into() - low) as usize];
+            order[*slot as usize] = row as u32;
+            *slot += 1;
+        }
+    }
+    Some(order)
 }
 
 /// A text field: codes into the version's text dictionary.
 #[derive(Debug, Default)]
 pub struct TextColumn {
-    pub codes: Vec<u32>,
+    pub codes: Codes,
     pub postings: Postings,
 }
 
 impl TextColumn {
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        self.codes.capacity() * 4 + self.postings.bytes()
+        self.codes.bytes() + self.postings.bytes()
     }
 }
 
@@ -392,18 +771,82 @@ mod tests {
             (0..3).map(|i| c.dict.get(i)).collect::<Vec<_>>(),
             ["B", "a", "b"]
         );
-        assert_eq!(c.codes, [2, MISSING, 0, 2, 1]);
-        assert_eq!(c.postings.rows(2), [0, 3]);
+        assert_eq!(c.codes.to_vec(), [2, MISSING, 0, 2, 1]);
         assert_eq!(c.dict.find("b"), Some(2));
         assert_eq!(c.dict.find("c"), None);
     }
 
     #[test]
+    fn frequent_values_are_bit_sets_and_others_row_lists() {
+        let mut b = StrBuilder::default();
+        // "f" holds 40 of 240 rows (at least 1/32: a bit set); each "r…" 2 or 3 (a list).
+        for row in 0..240 {
+            let value = if row % 6 == 0 {
+                "f".to_string()
+            } else {
+                format!("r{}", row % 100)
+            };
+            b.push(Some(&value));
+        }
+        let c = b.finish();
+        let f = c.dict.find("f").expect("f");
+        assert_eq!(c.postings.len(f), 40);
+        assert!(c.postings.rows(f).is_empty());
+        let bits = c.dense(f).expect("a bit set");
+        assert_eq!(
+            bits.iter().collect::<Vec<_>>(),
+            (0..240).step_by(6).collect::<Vec<u32>>()
+        );
+        let r7 = c.dict.find("r7").expect("r7");
+        assert!(c.dense(r7).is_none());
+        assert_eq!(c.postings.len(r7), 3);
+        assert_eq!(c.postings.rows(r7).to_vec(), [7, 107, 207]);
+    }
+
+    #[test]
+    fn ids_are_found_and_sorted_by_bytes() {
+        let mut ids = Dict::default();
+        for id in ["b", "B", "10", "2", "a"] {
+            ids.push(id);
+        }
+        let column = IdColumn::new(ids).expect("unique");
+        assert_eq!(column.sorted().all().to_vec(), [2, 3, 1, 4, 0]);
+        assert_eq!(column.find("2"), Some(3));
+        assert_eq!(column.find("1"), None);
+        assert_eq!(column.find("c"), None);
+        let mut twice = Dict::default();
+        for id in ["x", "y", "x"] {
+            twice.push(id);
+        }
+        assert!(IdColumn::new(twice).is_none());
+    }
+
+    #[test]
+    fn codes_take_the_narrowest_type_and_keep_missing() {
+        for (distinct, kind) in [(3, "U8"), (254, "U8"), (255, "U16"), (70_000, "U32")] {
+            let codes = vec![0, MISSING, distinct as u32 - 1, 1];
+            let narrow = Codes::new(codes.clone(), distinct);
+            assert!(format!("{narrow:?}").starts_with(kind), "{distinct}");
+            assert_eq!(narrow.to_vec(), codes);
+        }
+        // A build pushes codes before it knows how many there are: the type widens.
+        let pushed: Vec<u32> = (0..70_000).chain([MISSING, 3]).collect();
+        let mut grown = Codes::default();
+        pushed.iter().for_each(|&c| grown.push(c));
+        assert!(matches!(grown, Codes::U32(_)));
+        assert_eq!(grown.to_vec(), pushed);
+        let mut grown = Codes::default();
+        [MISSING, 300, 2].iter().for_each(|&c| grown.push(c));
+        assert!(matches!(grown, Codes::U16(_)));
+        assert_eq!(grown.to_vec(), [MISSING, 300, 2]);
+    }
+
+    #[test]
     fn numbers_keep_file_order_within_equal_values() {
         let n = NumColumn::new(vec![2.0, f64::NAN, 1.0, 2.0, -0.0]);
-        assert_eq!(n.order, [4, 2, 0, 3]);
-        assert_eq!(n.equal(2.0), [0, 3]);
-        assert_eq!(n.equal(0.0), [4]);
+        assert_eq!(n.order.all().to_vec(), [4, 2, 0, 3]);
+        assert_eq!(n.equal(2.0).to_vec(), [0, 3]);
+        assert_eq!(n.equal(0.0).to_vec(), [4]);
         assert!(n.equal(5.0).is_empty());
     }
 

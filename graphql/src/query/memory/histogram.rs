@@ -6,7 +6,7 @@
 //! same two ranked values ([`percentile_at`]).
 
 use super::bits::Bits;
-use super::column::{MISSING, NumColumn, Numbers};
+use super::column::{Code, Codes, NumColumn, Numbers};
 use crate::query::agg::{numeric_stats_sorted, percentile_at};
 use crate::query::views::{NumericStats, Percentiles};
 
@@ -20,7 +20,7 @@ const MAX_CELLS: usize = 1 << 22;
 /// integers in a small enough range for counting.
 pub(super) fn group_stats(
     numbers: &NumColumn,
-    ids: &[u32],
+    ids: &Codes,
     counts: &[u64],
     matches: Option<&Bits>,
     labels: &[f64],
@@ -28,7 +28,7 @@ pub(super) fn group_stats(
     if matches!(numbers.values, Numbers::F32(_) | Numbers::F64(_)) {
         return None;
     }
-    let (&first, &last) = (numbers.order.first()?, numbers.order.last()?);
+    let (first, last) = (numbers.order.first()?, numbers.order.last()?);
     let (low, high) = (
         numbers.values.get(first as usize) as i64,
         numbers.values.get(last as usize) as i64,
@@ -43,17 +43,16 @@ pub(super) fn group_stats(
         return None;
     }
     let mut cells = vec![0u32; groups * span as usize];
-    let place = |cells: &mut [u32], row: usize, value: i64| {
-        let g = ids[row];
-        if g != MISSING {
-            cells[g as usize * span as usize + (value - low) as usize] += 1;
-        }
+    let fill = Fill {
+        values: &numbers.values,
+        matches,
+        low,
+        span: span as usize,
     };
-    match &numbers.values {
-        Numbers::I8(v) => count(v, i8::MIN, matches, |row, x| place(&mut cells, row, x)),
-        Numbers::I16(v) => count(v, i16::MIN, matches, |row, x| place(&mut cells, row, x)),
-        Numbers::I32(v) => count(v, i32::MIN, matches, |row, x| place(&mut cells, row, x)),
-        Numbers::F32(_) | Numbers::F64(_) => unreachable!("floats were turned away above"),
+    match ids {
+        Codes::U8(g) => fill.run(g, &mut cells),
+        Codes::U16(g) => fill.run(g, &mut cells),
+        Codes::U32(g) => fill.run(g, &mut cells),
     }
     Some(
         cells
@@ -62,6 +61,34 @@ pub(super) fn group_stats(
             .map(|(histogram, &count)| (count > 0).then(|| stats(histogram, low, count, labels)))
             .collect(),
     )
+}
+
+/// Counting matching rows into per-group histograms of `span` cells from value `low`.
+struct Fill<'a> {
+    values: &'a Numbers,
+    matches: Option<&'a Bits>,
+    low: i64,
+    span: usize,
+}
+
+impl Fill<'_> {
+    /// Counts each matching row with a value and a group (`ids`, one code type: the loop is
+    /// compiled once per value and code type, with no choice inside).
+    fn run<G: Code>(&self, ids: &[G], cells: &mut [u32]) {
+        let (low, span) = (self.low, self.span);
+        let mut place = move |row: usize, value: i64| {
+            let g = ids[row];
+            if g != G::NONE {
+                cells[g.wide() as usize * span + (value - low) as usize] += 1;
+            }
+        };
+        match self.values {
+            Numbers::I8(v) => count(v, i8::MIN, self.matches, &mut place),
+            Numbers::I16(v) => count(v, i16::MIN, self.matches, &mut place),
+            Numbers::I32(v) => count(v, i32::MIN, self.matches, &mut place),
+            Numbers::F32(_) | Numbers::F64(_) => unreachable!("floats were turned away above"),
+        }
+    }
 }
 
 /// Calls `add(row, value)` for each matching row that has a value, in file order.
@@ -127,6 +154,7 @@ fn stats(histogram: &[u32], low: i64, count: u64, labels: &[f64]) -> NumericStat
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::memory::column::MISSING;
 
     /// Against the general method: each group's values sorted, then summed and ranked.
     #[test]
@@ -159,7 +187,8 @@ mod tests {
                 .for_each(|&g| counts[g as usize] += 1);
             counts[6] = 0; // a group without rows
             let column = NumColumn::new(values.clone());
-            let got = group_stats(&column, &ids, &counts, None, &labels).expect("integers");
+            let got = group_stats(&column, &Codes::U32(ids.clone()), &counts, None, &labels)
+                .expect("integers");
             for (g, got) in got.iter().enumerate() {
                 let mut sorted: Vec<f64> = (0..rows)
                     .filter(|&r| ids[r] == g as u32 && !values[r].is_nan())
@@ -172,6 +201,6 @@ mod tests {
             }
         }
         let floats = NumColumn::new(vec![0.5, 1.0]);
-        assert!(group_stats(&floats, &[0, 0], &[2], None, &labels).is_none());
+        assert!(group_stats(&floats, &Codes::U8(vec![0, 0]), &[2], None, &labels).is_none());
     }
 }

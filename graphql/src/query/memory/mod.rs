@@ -7,7 +7,7 @@
 //! datasets beyond the memory budget, and when indexes are turned off.
 //!
 //! - [`column`]: dictionary-encoded strings, numbers in value order, per-value row lists.
-//! - [`bits`]: the set of rows a filter matches.
+//! - [`bits`]: the set of rows a filter matches; [`rows`]: row lists in 2 bytes a row.
 //! - [`build`]: reading a version from the store.
 //! - [`select`]: filters and the order of a page; [`stats`]: grouped statistics, integer
 //!   columns by per-group [`histogram`]s.
@@ -16,6 +16,7 @@ pub mod bits;
 pub mod build;
 pub mod column;
 pub mod histogram;
+pub mod rows;
 pub mod select;
 pub mod stats;
 
@@ -27,7 +28,7 @@ use std::time::Instant;
 use sea_orm::DatabaseConnection;
 use tokio::sync::OnceCell;
 
-use column::{Dict, NumColumn, StrColumn, TextColumn};
+use column::{Dict, IdColumn, NumColumn, StrColumn, TextColumn};
 
 use super::Dataset;
 
@@ -91,7 +92,7 @@ pub enum FieldIndex {
 pub struct MemIndex {
     pub version_id: i64,
     pub rows: u32,
-    pub id: StrColumn,
+    pub id: IdColumn,
     /// By schema field index.
     pub fields: Vec<FieldIndex>,
     /// The version's text dictionary, lower-cased; text columns hold codes into it.
@@ -104,7 +105,7 @@ impl MemIndex {
     pub fn new(
         version_id: i64,
         rows: u32,
-        id: StrColumn,
+        id: IdColumn,
         fields: Vec<FieldIndex>,
         texts: Dict,
     ) -> Self {

@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use super::bits::Bits;
-use super::column::{MISSING, NumColumn, StrColumn};
+use super::column::{IdColumn, MISSING, NumColumn, StrColumn};
+use super::rows::Rows;
 use super::{FieldIndex, MemIndex};
 use crate::query::dates;
 use crate::query::request::{ExactValue, Filter, Range, RangeValue};
@@ -16,6 +17,7 @@ use crate::query::schema::Column;
 /// A sort key's column.
 #[derive(Clone, Copy)]
 enum Key<'a> {
+    Id(&'a IdColumn),
     Str(&'a StrColumn),
     Num(&'a NumColumn),
 }
@@ -23,7 +25,8 @@ enum Key<'a> {
 impl Key<'_> {
     fn has_value(self, row: u32) -> bool {
         match self {
-            Key::Str(c) => c.codes[row as usize] != MISSING,
+            Key::Id(_) => true,
+            Key::Str(c) => c.codes.get(row as usize) != MISSING,
             Key::Num(c) => !c.values.get(row as usize).is_nan(),
         }
     }
@@ -32,8 +35,9 @@ impl Key<'_> {
     fn compare(self, a: u32, b: u32, descending: bool) -> Ordering {
         let ordered = |x: Ordering| if descending { x.reverse() } else { x };
         match self {
+            Key::Id(c) => ordered(c.get(a).cmp(c.get(b))),
             Key::Str(c) => {
-                let (x, y) = (c.codes[a as usize], c.codes[b as usize]);
+                let (x, y) = (c.codes.get(a as usize), c.codes.get(b as usize));
                 match (x == MISSING, y == MISSING) {
                     (false, false) => ordered(x.cmp(&y)),
                     (a_missing, b_missing) => a_missing.cmp(&b_missing),
@@ -53,7 +57,7 @@ impl Key<'_> {
 impl MemIndex {
     fn key(&self, column: Column) -> Option<Key<'_>> {
         match column {
-            Column::Id => Some(Key::Str(&self.id)),
+            Column::Id => Some(Key::Id(&self.id)),
             Column::Field(i) => match &self.fields[i] {
                 FieldIndex::Str(c) => Some(Key::Str(c)),
                 FieldIndex::Num(c) => Some(Key::Num(c)),
@@ -93,12 +97,8 @@ impl MemIndex {
         if let Some(ids) = &filter.ids {
             let mut bits = Bits::new(self.rows as usize);
             for id in ids {
-                if let Some(code) = self.id.dict.find(id) {
-                    self.id
-                        .postings
-                        .rows(code)
-                        .iter()
-                        .for_each(|&r| bits.insert(r));
+                if let Some(row) = self.id.find(id) {
+                    bits.insert(row);
                 }
             }
             and(Cow::Owned(bits));
@@ -140,12 +140,17 @@ impl MemIndex {
                     if let Some(code) = c.dict.find(s) {
                         match c.dense(code) {
                             Some(dense) => bits.union(dense),
-                            None => c.postings.rows(code).iter().for_each(|&r| bits.insert(r)),
+                            None => c.postings.rows(code).iter().for_each(|r| bits.insert(r)),
                         }
                     }
                 }
+                (Some(Key::Id(c)), ExactValue::Str(s)) => {
+                    if let Some(row) = c.find(s) {
+                        bits.insert(row);
+                    }
+                }
                 (Some(Key::Num(c)), ExactValue::Num(n)) => {
-                    c.equal(*n).iter().for_each(|&r| bits.insert(r));
+                    c.equal(*n).iter().for_each(|r| bits.insert(r));
                 }
                 _ => {}
             }
@@ -160,7 +165,7 @@ impl MemIndex {
         let mut bits = Bits::new(self.rows as usize);
         match self.key(column) {
             Some(Key::Num(c)) => {
-                let value = |r: &u32| c.values.get(*r as usize);
+                let value = |r: u32| c.values.get(r as usize);
                 let low = match &range.lower {
                     Some((RangeValue::Num(b), true)) => c.order.partition_point(|r| value(r) < *b),
                     Some((RangeValue::Num(b), false)) => {
@@ -173,9 +178,10 @@ impl MemIndex {
                     Some((RangeValue::Num(b), false)) => c.order.partition_point(|r| value(r) < *b),
                     _ => c.order.len(),
                 };
-                c.order[low..high.max(low)]
+                c.order
+                    .slice(low..high.max(low))
                     .iter()
-                    .for_each(|&r| bits.insert(r));
+                    .for_each(|r| bits.insert(r));
             }
             Some(Key::Str(c)) => {
                 let dates = matches!(range.lower, Some((RangeValue::Time(_), _)))
@@ -187,22 +193,15 @@ impl MemIndex {
                         })
                         .collect()
                 } else {
-                    let text = |code: u32| c.dict.get(code);
-                    let n = c.dict.len();
-                    let first = |pred: &dyn Fn(&str) -> bool| partition(n, |code| pred(text(code)));
-                    let low = match &range.lower {
-                        Some((RangeValue::Str(b), true)) => first(&|v| v < b.as_str()),
-                        Some((RangeValue::Str(b), false)) => first(&|v| v <= b.as_str()),
-                        _ => 0,
-                    };
-                    let high = match &range.upper {
-                        Some((RangeValue::Str(b), true)) => first(&|v| v <= b.as_str()),
-                        Some((RangeValue::Str(b), false)) => first(&|v| v < b.as_str()),
-                        _ => n as u32,
-                    };
-                    (low..high.max(low)).collect()
+                    text_range(range, c.dict.len(), |code| c.dict.get(code)).collect()
                 };
                 self.code_rows(c, &codes, &mut bits);
+            }
+            Some(Key::Id(c)) => {
+                let sorted = c.sorted();
+                let part = text_range(range, sorted.len(), |i| c.get(sorted.get(i as usize)));
+                let part = part.start as usize..part.end as usize;
+                sorted.slice(part).iter().for_each(|r| bits.insert(r));
             }
             None => {}
         }
@@ -212,17 +211,20 @@ impl MemIndex {
     /// Rows whose keyword `column` starts with one of `prefixes`: a run of the dictionary each.
     fn prefix_rows(&self, column: Column, prefixes: &[String]) -> Bits {
         let mut bits = Bits::new(self.rows as usize);
-        if let Some(Key::Str(c)) = self.key(column) {
-            let n = c.dict.len();
-            for prefix in prefixes {
-                let p = prefix.as_str();
-                let low = partition(n, |code| c.dict.get(code) < p);
-                let high = partition(n, |code| {
-                    let v = c.dict.get(code);
-                    v < p || v.starts_with(p)
-                });
-                let codes: Vec<u32> = (low..high.max(low)).collect();
-                self.code_rows(c, &codes, &mut bits);
+        for prefix in prefixes {
+            match self.key(column) {
+                Some(Key::Str(c)) => {
+                    let codes = prefix_range(prefix, c.dict.len(), |code| c.dict.get(code));
+                    self.code_rows(c, &codes.collect::<Vec<_>>(), &mut bits);
+                }
+                Some(Key::Id(c)) => {
+                    let sorted = c.sorted();
+                    let part =
+                        prefix_range(prefix, sorted.len(), |i| c.get(sorted.get(i as usize)));
+                    let part = part.start as usize..part.end as usize;
+                    sorted.slice(part).iter().for_each(|r| bits.insert(r));
+                }
+                _ => {}
             }
         }
         bits
@@ -237,7 +239,7 @@ impl MemIndex {
                     .postings
                     .rows(code)
                     .iter()
-                    .for_each(|&r| bits.insert(r)),
+                    .for_each(|r| bits.insert(r)),
             }
         }
     }
@@ -255,9 +257,9 @@ impl MemIndex {
         match column {
             Column::Id => mark(&|_| true),
             Column::Field(i) => match &self.fields[i] {
-                FieldIndex::Str(c) => mark(&|r| c.codes[r] != MISSING),
+                FieldIndex::Str(c) => mark(&|r| c.codes.get(r) != MISSING),
                 FieldIndex::Num(c) => mark(&|r| !c.values.get(r).is_nan()),
-                FieldIndex::Text(c) => mark(&|r| c.codes[r] != MISSING),
+                FieldIndex::Text(c) => mark(&|r| c.codes.get(r) != MISSING),
                 FieldIndex::None => {}
             },
         }
@@ -274,7 +276,7 @@ impl MemIndex {
                         .postings
                         .rows(code)
                         .iter()
-                        .for_each(|&r| bits.insert(r));
+                        .for_each(|r| bits.insert(r));
                 }
             }
         }
@@ -315,9 +317,25 @@ impl MemIndex {
             out: Vec::with_capacity(limit),
         };
         let done = match key {
+            // Ids are unique: each is a run of one row.
+            Key::Id(c) => {
+                let sorted = c.sorted();
+                let mut go = |i: usize| walk.run(1, std::iter::once(sorted.get(i)));
+                if descending {
+                    (0..sorted.len()).rev().any(&mut go)
+                } else {
+                    (0..sorted.len()).any(&mut go)
+                }
+            }
             Key::Str(c) => {
                 let codes = 0..c.dict.len() as u32;
-                let mut go = |code: u32| walk.run(c.postings.rows(code));
+                let mut go = |code: u32| match c.dense(code) {
+                    Some(bits) => walk.run(c.postings.len(code) as usize, bits.iter()),
+                    None => {
+                        let rows = c.postings.rows(code);
+                        walk.run(rows.len(), rows.iter())
+                    }
+                };
                 if descending {
                     codes.rev().any(&mut go)
                 } else {
@@ -325,23 +343,47 @@ impl MemIndex {
                 }
             }
             Key::Num(c) => {
-                let runs = EqualRuns {
-                    column: c,
-                    order: &c.order,
-                };
+                let runs = EqualRuns { column: c };
                 if descending {
-                    runs.rev().any(|run| walk.run(run))
+                    runs.rev().any(|run| walk.run(run.len(), run.iter()))
                 } else {
-                    runs.forward().any(|run| walk.run(run))
+                    runs.forward().any(|run| walk.run(run.len(), run.iter()))
                 }
             }
         };
         if !done {
             let missing: Vec<u32> = (0..self.rows).filter(|&r| !key.has_value(r)).collect();
-            walk.run(&missing);
+            walk.run(missing.len(), missing.into_iter());
         }
         walk.out
     }
+}
+
+/// The positions in `0..n` of a list in byte order (`text` of a position) whose values lie in
+/// `range`.
+fn text_range<'t>(range: &Range, n: usize, text: impl Fn(u32) -> &'t str) -> std::ops::Range<u32> {
+    let first = |pred: &dyn Fn(&str) -> bool| partition(n, |i| pred(text(i)));
+    let low = match &range.lower {
+        Some((RangeValue::Str(b), true)) => first(&|v| v < b.as_str()),
+        Some((RangeValue::Str(b), false)) => first(&|v| v <= b.as_str()),
+        _ => 0,
+    };
+    let high = match &range.upper {
+        Some((RangeValue::Str(b), true)) => first(&|v| v <= b.as_str()),
+        Some((RangeValue::Str(b), false)) => first(&|v| v < b.as_str()),
+        _ => n as u32,
+    };
+    low..high.max(low)
+}
+
+/// The positions in `0..n` of a list in byte order whose values start with `prefix`.
+fn prefix_range<'t>(prefix: &str, n: usize, text: impl Fn(u32) -> &'t str) -> std::ops::Range<u32> {
+    let low = partition(n, |i| text(i) < prefix);
+    let high = partition(n, |i| {
+        let v = text(i);
+        v < prefix || v.starts_with(prefix)
+    });
+    low..high.max(low)
 }
 
 /// The first code in `0..n` for which `before` is false (`before` holds for a prefix of codes).
@@ -368,11 +410,11 @@ struct Walk<'a, 'k> {
 }
 
 impl Walk<'_, '_> {
-    /// Takes what the page needs of `run` (rows ascending); true when the page is full.
-    fn run(&mut self, run: &[u32]) -> bool {
-        let matching = |r: &&u32| self.matches.is_none_or(|m| m.contains(**r));
-        if self.rest.is_empty() || run.len() < 2 {
-            for &row in run.iter().filter(matching) {
+    /// Takes what the page needs of `run` (`len` rows, ascending); true when the page is full.
+    fn run(&mut self, len: usize, run: impl Iterator<Item = u32>) -> bool {
+        let matching = |r: &u32| self.matches.is_none_or(|m| m.contains(*r));
+        if self.rest.is_empty() || len < 2 {
+            for row in run.filter(matching) {
                 if self.skip > 0 {
                     self.skip -= 1;
                 } else {
@@ -384,7 +426,7 @@ impl Walk<'_, '_> {
             }
             return self.out.len() >= self.limit;
         }
-        let mut rows: Vec<u32> = run.iter().filter(matching).copied().collect();
+        let mut rows: Vec<u32> = run.filter(matching).collect();
         if (rows.len() as u64) <= self.skip {
             self.skip -= rows.len() as u64;
             return false;
@@ -409,48 +451,83 @@ impl Walk<'_, '_> {
     }
 }
 
-/// The runs of equal values in a number column's order; each run is in file order.
+/// The runs of equal values in a number column's order; each run is in file order. A run's
+/// far end is found by galloping, so long runs of small integers cost a few look-ups each.
 struct EqualRuns<'a> {
     column: &'a NumColumn,
-    order: &'a [u32],
 }
 
 impl<'a> EqualRuns<'a> {
     fn value(&self, i: usize) -> f64 {
-        self.column.values.get(self.order[i] as usize)
+        self.column.values.get(self.column.order.get(i) as usize)
+    }
+
+    /// The first index in `from..to` whose value differs from `v`, searching outwards from
+    /// `from` (values are ordered, so equal ones are contiguous).
+    fn run_end(&self, from: usize, to: usize, v: f64) -> usize {
+        let (mut low, mut step) = (from, 1);
+        // Invariant: every index below `low` holds `v`.
+        while low + step < to && self.value(low + step) == v {
+            low += step;
+            step *= 2;
+        }
+        let mut high = (low + step).min(to);
+        low += 1;
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.value(mid) == v {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+
+    /// The first index of the run ending at `end` (exclusive), holding `v`.
+    fn run_start(&self, end: usize, v: f64) -> usize {
+        let (mut high, mut step) = (end - 1, 1);
+        // Invariant: every index from `high` to `end` holds `v`.
+        while high >= step && self.value(high - step) == v {
+            high -= step;
+            step *= 2;
+        }
+        let mut low = high.saturating_sub(step);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.value(mid) == v {
+                high = mid;
+            } else {
+                low = mid + 1;
+            }
+        }
+        high
     }
 
     /// The runs from the largest value down, each still in file order.
-    fn rev(self) -> impl Iterator<Item = &'a [u32]> {
-        let mut end = self.order.len();
+    fn rev(self) -> impl Iterator<Item = Rows<'a>> {
+        let mut end = self.column.order.len();
         std::iter::from_fn(move || {
             if end == 0 {
                 return None;
             }
-            let v = self.value(end - 1);
-            let mut start = end - 1;
-            while start > 0 && self.value(start - 1) == v {
-                start -= 1;
-            }
-            let run = &self.order[start..end];
+            let start = self.run_start(end, self.value(end - 1));
+            let run = self.column.order.slice(start..end);
             end = start;
             Some(run)
         })
     }
 
     /// The runs from the smallest value up.
-    fn forward(self) -> impl Iterator<Item = &'a [u32]> {
+    fn forward(self) -> impl Iterator<Item = Rows<'a>> {
         let mut start = 0;
+        let len = self.column.order.len();
         std::iter::from_fn(move || {
-            if start >= self.order.len() {
+            if start >= len {
                 return None;
             }
-            let v = self.value(start);
-            let mut end = start + 1;
-            while end < self.order.len() && self.value(end) == v {
-                end += 1;
-            }
-            let run = &self.order[start..end];
+            let end = self.run_end(start, len, self.value(start));
+            let run = self.column.order.slice(start..end);
             start = end;
             Some(run)
         })

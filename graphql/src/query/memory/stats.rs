@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::bits::Bits;
-use super::column::{MISSING, NumColumn, Postings, StrColumn};
+use super::column::{Codes, MISSING, NumColumn, Postings, StrColumn};
 use super::{FieldIndex, MemIndex};
 use crate::query::agg::{
     KeyPart, Tally, bin, check_group_count, date_part, finish, numeric_stats_sorted,
@@ -23,7 +23,7 @@ use crate::query::views::{AggResult, NumericStats};
 /// has none), and each rank's part. A keyword's codes are the column's own, borrowed, and its
 /// row lists count its groups when every row is asked for.
 struct Component<'a> {
-    codes: Cow<'a, [u32]>,
+    codes: Cow<'a, Codes>,
     parts: Vec<KeyPart>,
     rows: Option<&'a Postings>,
 }
@@ -59,18 +59,14 @@ impl<'a> Component<'a> {
                     .map_or(MISSING, |i| i as u32)
             })
             .collect();
+        let codes = (0..column.codes.len())
+            .map(|row| match column.codes.get(row) {
+                MISSING => MISSING,
+                c => rank[c as usize],
+            })
+            .collect();
         Component {
-            codes: column
-                .codes
-                .iter()
-                .map(|&c| {
-                    if c == MISSING {
-                        MISSING
-                    } else {
-                        rank[c as usize]
-                    }
-                })
-                .collect(),
+            codes: Cow::Owned(Codes::U32(codes)),
             parts,
             rows: None,
         }
@@ -81,7 +77,7 @@ impl<'a> Component<'a> {
         let mut codes = vec![MISSING; column.values.len()];
         let mut parts: Vec<KeyPart> = Vec::new();
         let mut last = f64::NAN;
-        for &row in &column.order {
+        for row in column.order.all().iter() {
             let low = bin(column.values.get(row as usize), width);
             if low != last {
                 parts.push(KeyPart::Num(low));
@@ -90,7 +86,7 @@ impl<'a> Component<'a> {
             codes[row as usize] = parts.len() as u32 - 1;
         }
         Component {
-            codes: Cow::Owned(codes),
+            codes: Cow::Owned(Codes::U32(codes)),
             parts,
             rows: None,
         }
@@ -141,13 +137,13 @@ impl MemIndex {
                 .iter_mut()
                 .enumerate()
                 .for_each(|(code, n)| *n = u64::from(rows.len(code as u32))),
-            None => ids
-                .iter()
-                .filter(|&&g| g != MISSING)
-                .for_each(|&g| counts[g as usize] += 1),
+            None => (0..ids.len())
+                .map(|row| ids.get(row))
+                .filter(|&g| g != MISSING)
+                .for_each(|g| counts[g as usize] += 1),
             Some(m) => {
                 for row in m.iter() {
-                    let g = ids[row as usize];
+                    let g = ids.get(row as usize);
                     if g != MISSING {
                         counts[g as usize] += 1;
                     }
@@ -199,7 +195,7 @@ impl MemIndex {
 /// dense group id per row ([`MISSING`] when any part is missing), and the parts' codes of each
 /// group, `width` per group, so that comparing those slices compares keys. One component's
 /// codes are its group ids as they are.
-fn combine<'a>(columns: &[(&'a [u32], usize)]) -> (Cow<'a, [u32]>, Vec<u32>) {
+fn combine<'a>(columns: &[(&'a Codes, usize)]) -> (Cow<'a, Codes>, Vec<u32>) {
     let (first, distinct) = columns[0];
     if columns.len() == 1 {
         return (Cow::Borrowed(first), (0..distinct as u32).collect());
@@ -217,7 +213,7 @@ fn combine<'a>(columns: &[(&'a [u32], usize)]) -> (Cow<'a, [u32]>, Vec<u32>) {
         };
         let mut sparse: HashMap<u64, u32> = HashMap::new();
         for (row, id) in ids.iter_mut().enumerate() {
-            let code = column[row];
+            let code = column.get(row);
             if *id == MISSING || code == MISSING {
                 *id = MISSING;
                 continue;
@@ -238,7 +234,7 @@ fn combine<'a>(columns: &[(&'a [u32], usize)]) -> (Cow<'a, [u32]>, Vec<u32>) {
         }
         keys = next_keys;
     }
-    (Cow::Owned(ids), keys.concat())
+    (Cow::Owned(Codes::U32(ids)), keys.concat())
 }
 
 /// The statistics of `numbers` per group for any number column: the column is walked in value
@@ -246,7 +242,7 @@ fn combine<'a>(columns: &[(&'a [u32], usize)]) -> (Cow<'a, [u32]>, Vec<u32>) {
 /// group's values arrive sorted and are summed in the store path's order.
 fn by_value_order(
     numbers: &NumColumn,
-    ids: &[u32],
+    ids: &Codes,
     counts: &[u64],
     matches: Option<&Bits>,
     labels: &[f64],
@@ -254,8 +250,8 @@ fn by_value_order(
     let matching = |row: u32| matches.is_none_or(|m| m.contains(row));
     let distinct = counts.len();
     let mut starts = vec![0usize; distinct + 1];
-    for &row in &numbers.order {
-        let g = ids[row as usize];
+    for row in numbers.order.all().iter() {
+        let g = ids.get(row as usize);
         if g != MISSING && matching(row) {
             starts[g as usize + 1] += 1;
         }
@@ -265,8 +261,8 @@ fn by_value_order(
     }
     let mut next = starts.clone();
     let mut values = vec![0f64; starts[distinct]];
-    for &row in &numbers.order {
-        let g = ids[row as usize];
+    for row in numbers.order.all().iter() {
+        let g = ids.get(row as usize);
         if g != MISSING && matching(row) {
             let slot = &mut next[g as usize];
             values[*slot] = numbers.values.get(row as usize);
