@@ -337,6 +337,13 @@ async fn load(
         _ => sqlite::build_indexes(store.db.get_sqlite_connection_pool(), version_id, plan).await?,
     }
     activate::activate(store, request, plan, version_id, records).await?;
+    if store.backend() == DatabaseBackend::Sqlite {
+        // Moves the import's pages into the file and gives the WAL's space back now, not at
+        // some later checkpoint; best effort, as a reader may hold the WAL open.
+        let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(store.db.get_sqlite_connection_pool())
+            .await;
+    }
     Ok(records)
 }
 

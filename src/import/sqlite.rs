@@ -156,6 +156,8 @@ pub async fn build_indexes(
             .await?;
     duplicate_error(found)?;
     let mut tx = pool.begin().await?;
+    // Index builds sort on helper threads too (issue 13: 30% faster a column on 2 cores).
+    exec(&mut *tx, format!("PRAGMA threads = {}", sort_threads())).await?;
     for field in plan.columns() {
         let column = field.column.as_deref().expect("columns() has columns");
         let index = column_index(version_id, column);
@@ -165,6 +167,7 @@ pub async fn build_indexes(
         )
         .await?;
     }
+    exec(&mut *tx, "PRAGMA threads = 0".to_string()).await?;
     tx.commit().await?;
     let mut conn = pool.acquire().await?;
     sqlx::query("PRAGMA analysis_limit = 1000")
@@ -184,6 +187,11 @@ pub async fn build_indexes(
     )
     .await?;
     Ok(())
+}
+
+/// Helper threads SQLite may use to sort an index's entries: the machine's cores, at most 4.
+fn sort_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
 /// Runs one statement whose SQL this module generated from checked names (no user input).
