@@ -1,8 +1,7 @@
 //! `GET /datasets` and `GET /datasets/{slug}` (contract §3).
 
-use axum::Json;
 use axum::extract::{Path, RawQuery, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use graphql::query::Paging;
 use graphql::query::params::parse_count;
 
@@ -47,7 +46,7 @@ pub async fn list_datasets(
         .resolver
         .list_datasets(Paging::new(page, per_page)?)
         .await?;
-    Ok(Json(list).into_response())
+    Ok(super::caching::json_response(&list))
 }
 
 /// One dataset's metadata: the list item plus licence, source, schema entries and links.
@@ -78,5 +77,7 @@ pub async fn get_dataset(
         .into());
     }
     let dataset = state.resolver.dataset(&slug).await?;
-    Ok(Json(state.resolver.detail(&dataset)).into_response())
+    Ok(super::caching::json_response(
+        &state.resolver.detail(&dataset),
+    ))
 }

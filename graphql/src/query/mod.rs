@@ -6,7 +6,8 @@
 //! - [`request`]: [`RecordQuery`] / [`AggQuery`], validated against a dataset's schema and
 //!   normalized (contract §5, §6).
 //! - [`schema`]: one version's schema: names, types, columns, schema entries, record key order.
-//! - [`sql`]: statements for both stores, values always bound.
+//! - [`sql`]: statements for both stores, values always bound; [`direct`]: a page's bodies read
+//!   from an SQLite file without sqlx's worker thread.
 //! - [`records`], [`agg`], [`catalog`]: running requests; [`views`]: the answers' shapes.
 //! - [`export`]: every match of a request, streamed in batches as NDJSON or CSV.
 //! - [`cache`]: totals per (version, normalized condition), datasets change only by import;
@@ -20,6 +21,7 @@ pub mod agg;
 pub mod cache;
 pub mod catalog;
 pub mod dates;
+pub mod direct;
 pub mod error;
 pub mod export;
 pub mod facts;
@@ -61,6 +63,8 @@ pub struct Resolver {
     memory: Arc<memory::Memory>,
     flights: Flights,
     exports: export::ExportCounters,
+    /// On an SQLite file, the reader of record bodies by position.
+    direct: Option<Arc<direct::DirectSqlite>>,
 }
 
 /// Store computations under way, by kind of answer (see [`single_flight`]).
@@ -81,7 +85,15 @@ pub struct Dataset {
 impl Resolver {
     /// A resolver over `db`, building URLs from `site_url`.
     pub fn new(db: DatabaseConnection, site_url: &str) -> Self {
+        let direct = match db.get_database_backend() {
+            DatabaseBackend::Sqlite => {
+                let options = db.get_sqlite_connection_pool().connect_options();
+                direct::DirectSqlite::new(options.get_filename()).map(Arc::new)
+            }
+            _ => None,
+        };
         Resolver {
+            direct,
             db,
             site_url: site_url.trim_end_matches('/').into(),
             schemas: Mutex::new(HashMap::new()),

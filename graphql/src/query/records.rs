@@ -302,6 +302,22 @@ impl Resolver {
             }
             _ => {
                 let json = serde_json::to_string(&positions).expect("positions serialize");
+                if let Some(read) = self
+                    .direct
+                    .as_ref()
+                    .and_then(|direct| direct.bodies(schema.version_id, &json).ok())
+                {
+                    let mut found: HashMap<i64, String> = read.into_iter().collect();
+                    return positions
+                        .iter()
+                        .map(|pos| {
+                            found
+                                .remove(pos)
+                                .map(Stored::Text)
+                                .ok_or(ApiError::Internal)
+                        })
+                        .collect();
+                }
                 sql.push(" WHERE \"pos\" IN (SELECT value FROM json_each(")
                     .bind(json)
                     .push("))");

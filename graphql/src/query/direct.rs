@@ -1,0 +1,107 @@
+//! Record bodies read straight from the SQLite file, on the calling thread (issue 13). sqlx
+//! runs each SQLite connection on a worker thread of its own; handing it a statement and taking
+//! the rows back cost more than the primary-key read itself (a third of a page's CPU went to
+//! futex wake-ups). Only this one read, the hottest, takes the direct way, and when it fails
+//! for any reason the caller reads through sqlx as before, so answers and errors stay the same.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use entity::record::records_table;
+use rusqlite::{Connection, OpenFlags};
+
+/// Connections kept open between reads: one per thread answering at once is enough.
+const MAX_IDLE: usize = 8;
+
+/// Read-only connections to one SQLite file, taken one per read.
+#[derive(Debug)]
+pub struct DirectSqlite {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl DirectSqlite {
+    /// Reads of the SQLite file at `path`; `None` when it is not a file (an in-memory store).
+    pub fn new(path: &Path) -> Option<Self> {
+        path.is_file().then(|| DirectSqlite {
+            path: path.to_path_buf(),
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The stored texts of version `version_id` at the positions listed in `positions` (a
+    /// JSON array), as (position, text) in no particular order.
+    pub fn bodies(&self, version_id: i64, positions: &str) -> rusqlite::Result<Vec<(i64, String)>> {
+        let conn = self.take()?;
+        // The table's name comes from an integer: nothing of the request reaches the SQL text.
+        let sql = format!(
+            "SELECT \"pos\", \"doc\" FROM \"{}\" WHERE \"pos\" IN (SELECT value FROM json_each(?1))",
+            records_table(version_id)
+        );
+        let read = conn.prepare_cached(&sql).and_then(|mut statement| {
+            statement
+                .query_map([positions], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect()
+        });
+        if read.is_ok() {
+            self.give_back(conn);
+        }
+        read
+    }
+
+    fn take(&self) -> rusqlite::Result<Connection> {
+        if let Some(conn) = self.idle.lock().expect("not poisoned").pop() {
+            return Ok(conn);
+        }
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        Ok(conn)
+    }
+
+    fn give_back(&self, conn: Connection) {
+        let mut idle = self.idle.lock().expect("not poisoned");
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bodies come back by position from a real file; a missing table is an error (the caller
+    /// then reads through sqlx), and a path that is no file gives no direct reader.
+    #[test]
+    fn bodies_are_read_by_position_from_the_file() {
+        let path = std::env::temp_dir().join(format!("odqs-direct-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let conn = Connection::open(&path).expect("create");
+        conn.execute_batch(&format!(
+            "CREATE TABLE \"{}\" (\"pos\" INTEGER PRIMARY KEY, \"doc\" TEXT NOT NULL);
+             INSERT INTO \"{0}\" VALUES (1, '{{\"a\":1}}'), (2, '{{\"a\":2}}'), (3, '{{\"a\":3}}');",
+            records_table(7)
+        ))
+        .expect("fill");
+        drop(conn);
+        let direct = DirectSqlite::new(&path).expect("a file");
+        let mut read = direct.bodies(7, "[3,1,9]").expect("read");
+        read.sort();
+        assert_eq!(
+            read,
+            [(1, "{\"a\":1}".to_string()), (3, "{\"a\":3}".to_string())]
+        );
+        // Twice: the second read takes the kept connection and its prepared statement.
+        assert_eq!(
+            direct.bodies(7, "[2]").expect("again"),
+            [(2, "{\"a\":2}".to_string())]
+        );
+        assert!(direct.bodies(8, "[1]").is_err());
+        assert!(DirectSqlite::new(&path.with_extension("missing")).is_none());
+        std::fs::remove_file(&path).expect("clean up");
+    }
+}
