@@ -50,6 +50,39 @@ impl DirectSqlite {
         read
     }
 
+    /// Runs `sql` (rows after position `?1`, at most `?2`, position first) chunk after chunk
+    /// until a chunk comes back short, handing each row to `each` on this thread (an index
+    /// build). Each chunk is a statement of its own, so no read holds the WAL for the whole
+    /// scan.
+    pub fn scan(
+        &self,
+        sql: &str,
+        chunk: i64,
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let conn = self.take().map_err(|e| e.to_string())?;
+        let scanned = (|| {
+            let mut statement = conn.prepare(sql).map_err(|e| e.to_string())?;
+            let mut after: i64 = 0;
+            loop {
+                let mut rows = statement.query([after, chunk]).map_err(|e| e.to_string())?;
+                let mut read = 0;
+                while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+                    after = row.get(0).map_err(|e| e.to_string())?;
+                    each(row)?;
+                    read += 1;
+                }
+                if read < chunk {
+                    return Ok(());
+                }
+            }
+        })();
+        if scanned.is_ok() {
+            self.give_back(conn);
+        }
+        scanned
+    }
+
     fn take(&self) -> rusqlite::Result<Connection> {
         if let Some(conn) = self.idle.lock().expect("not poisoned").pop() {
             return Ok(conn);

@@ -93,7 +93,7 @@ impl Resolver {
             _ => None,
         };
         Resolver {
-            direct,
+            direct: direct.clone(),
             db,
             site_url: site_url.trim_end_matches('/').into(),
             schemas: Mutex::new(HashMap::new()),
@@ -101,13 +101,16 @@ impl Resolver {
             datasets: cache::Datasets::default(),
             flights: Flights::default(),
             exports: export::ExportCounters::default(),
-            memory: Arc::new(memory::Memory::new(memory::IndexPolicy::default())),
+            memory: Arc::new(memory::Memory::new(
+                memory::IndexPolicy::default(),
+                direct.clone(),
+            )),
         }
     }
 
     /// The same resolver with in-memory indexes under `policy`.
     pub fn with_index_policy(mut self, policy: memory::IndexPolicy) -> Self {
-        self.memory = Arc::new(memory::Memory::new(policy));
+        self.memory = Arc::new(memory::Memory::new(policy, self.direct.clone()));
         self
     }
 

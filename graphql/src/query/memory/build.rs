@@ -3,6 +3,7 @@
 //! truth; this is a copy of its typed columns, rebuilt for every version.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use entity::FieldType;
 use entity::record::{records_table, text_table};
@@ -10,19 +11,12 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr};
 
 use super::column::{Codes, Dict, IdColumn, MISSING, NumBuilder, Postings, StrBuilder, TextColumn};
 use super::{FieldIndex, MemIndex};
+use crate::query::direct::DirectSqlite;
 use crate::query::schema::DatasetSchema;
 use crate::query::sql::Sql;
 
 /// Rows read per statement: bounded memory for the result set, few round trips.
 const CHUNK: i64 = 5_000;
-
-/// A column being collected.
-enum Pending {
-    None,
-    Str(StrBuilder),
-    Num(NumBuilder),
-    Text(Codes),
-}
 
 /// Bytes an index of `rows` rows of `schema` is expected to take, before reading anything:
 /// enough to decide whether to try within a budget (the text dictionary is not counted). Per
@@ -44,107 +38,255 @@ pub fn estimate(schema: &DatasetSchema, rows: u64) -> u64 {
     rows * per_row
 }
 
-/// Reads version `schema.version_id` (`rows` records) into an index.
+/// Reads version `schema.version_id` (`rows` records) into an index: from the SQLite file on a
+/// blocking thread when `direct` reads it (values borrowed, not copied, and no hand-off per
+/// row: issue 13), else (PostgreSQL, or when that read fails) through the pool.
 pub async fn build(
     db: &DatabaseConnection,
+    direct: Option<&Arc<DirectSqlite>>,
     schema: &DatasetSchema,
     rows: u64,
 ) -> Result<MemIndex, DbErr> {
-    let backend = db.get_database_backend();
     let (texts, text_codes) = read_texts(db, schema).await?;
-    let planned: Vec<(usize, &str, FieldType)> = schema
+    let text_codes = Arc::new(text_codes);
+    let planned: Vec<(usize, String, FieldType)> = schema
         .fields
         .iter()
         .enumerate()
-        .filter_map(|(i, f)| Some((i, f.column.as_deref()?, f.field_type)))
+        .filter_map(|(i, f)| Some((i, f.column.clone()?, f.field_type)))
         .filter(|(_, _, t)| *t != FieldType::Json)
         .collect();
-    let mut pending: Vec<Pending> = schema.fields.iter().map(|_| Pending::None).collect();
-    for &(i, _, field_type) in &planned {
-        pending[i] = match field_type {
-            FieldType::Number => Pending::Num(NumBuilder::with_capacity(rows as usize)),
-            FieldType::Text => Pending::Text(Codes::with_capacity(texts.len(), rows as usize)),
-            _ => Pending::Str(StrBuilder::with_capacity(rows as usize)),
-        };
+    let fresh = || {
+        Collect::new(
+            schema.fields.len(),
+            &planned,
+            rows,
+            texts.len(),
+            &text_codes,
+        )
+    };
+    let mut collected = None;
+    if let Some(direct) = direct {
+        let (direct, mut collect) = (direct.clone(), fresh());
+        let sql = direct_select(schema.version_id, &planned);
+        let read = tokio::task::spawn_blocking(move || {
+            direct
+                .scan(&sql, CHUNK, |row| collect.push_sqlite(row))
+                .map(|()| collect)
+        })
+        .await;
+        match read {
+            Ok(Ok(collect)) => collected = Some(collect),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "index not read from the SQLite file; reading through the pool")
+            }
+            Err(error) => tracing::warn!(%error, "index reader stopped; reading through the pool"),
+        }
     }
-    let mut ids = Dict::default();
-    let mut read: i64 = 0;
+    let collect = match collected {
+        Some(collect) => collect,
+        None => read_pool(db, schema, &planned, fresh()).await?,
+    };
+    collect.finish(schema.version_id, texts)
+}
+
+/// Reads the rows through the connection pool, [`CHUNK`] rows a statement.
+async fn read_pool(
+    db: &DatabaseConnection,
+    schema: &DatasetSchema,
+    planned: &[(usize, String, FieldType)],
+    mut collect: Collect,
+) -> Result<Collect, DbErr> {
     loop {
-        let mut sql = Sql::new(backend);
+        let mut sql = Sql::new(db.get_database_backend());
         sql.push("SELECT \"pos\", \"_id\"");
-        for &(_, column, _) in &planned {
+        for (_, column, _) in planned {
             sql.push(", ").ident(column);
         }
         sql.push(" FROM ")
             .ident(&records_table(schema.version_id))
             .push(" WHERE \"pos\" > ")
-            .bind(read)
+            .bind(collect.read)
             .push(" ORDER BY \"pos\" LIMIT ")
             .bind(CHUNK);
         let chunk = db.query_all_raw(sql.build()).await?;
-        if chunk.is_empty() {
-            break;
-        }
         for row in &chunk {
-            let pos: i64 = row.try_get_by_index(0)?;
-            if pos != read + 1 {
-                return Err(DbErr::Custom(format!(
-                    "records of version {} are not numbered 1..n (found {pos} after {read})",
-                    schema.version_id
-                )));
-            }
-            read = pos;
+            collect.pos(row.try_get_by_index(0)?)?;
             let id: String = row.try_get_by_index(1)?;
-            ids.push(&id);
-            for (k, &(i, _, _)) in planned.iter().enumerate() {
-                match &mut pending[i] {
-                    Pending::Str(b) => {
+            collect.ids.push(&id);
+            for k in 0..collect.planned.len() {
+                match collect.planned[k].1 {
+                    FieldType::Number => collect.number(k, row.try_get_by_index(k + 2)?),
+                    FieldType::Text => collect.text(k, row.try_get_by_index(k + 2)?),
+                    _ => {
                         let v: Option<String> = row.try_get_by_index(k + 2)?;
-                        b.push(v.as_deref());
+                        collect.string(k, v.as_deref());
                     }
-                    Pending::Num(values) => {
-                        let v: Option<f64> = row.try_get_by_index(k + 2)?;
-                        values.push(v.unwrap_or(f64::NAN));
-                    }
-                    Pending::Text(codes) => {
-                        let tid: Option<i64> = row.try_get_by_index(k + 2)?;
-                        codes.push(
-                            tid.and_then(|t| text_codes.get(&t).copied())
-                                .unwrap_or(MISSING),
-                        );
-                    }
-                    Pending::None => {}
                 }
             }
         }
         if (chunk.len() as i64) < CHUNK {
-            break;
+            return Ok(collect);
         }
     }
-    let fields: Vec<FieldIndex> = pending
-        .into_iter()
-        .map(|p| match p {
-            Pending::None => FieldIndex::None,
-            Pending::Str(b) => FieldIndex::Str(b.finish()),
-            Pending::Num(b) => FieldIndex::Num(b.finish()),
-            Pending::Text(codes) => {
-                let postings = Postings::new(&codes, texts.len());
-                FieldIndex::Text(TextColumn { codes, postings })
-            }
-        })
+}
+
+/// The chunk statement for [`DirectSqlite::scan`]: rows after position `?1`, at most `?2`.
+fn direct_select(version_id: i64, planned: &[(usize, String, FieldType)]) -> String {
+    // Column names come from the schema (`c0`, `t20`) and the table's from an integer: no
+    // request text reaches this statement.
+    let columns: String = planned
+        .iter()
+        .map(|(_, column, _)| format!(", \"{column}\""))
         .collect();
-    Ok(MemIndex::new(
-        schema.version_id,
-        read as u32,
-        IdColumn::new(ids).ok_or_else(|| {
-            DbErr::Custom(format!(
-                "records of version {} share an _id",
-                schema.version_id
-            ))
-        })?,
-        fields,
-        texts,
-    ))
+    format!(
+        "SELECT \"pos\", \"_id\"{columns} FROM \"{}\" WHERE \"pos\" > ?1 ORDER BY \"pos\" LIMIT ?2",
+        records_table(version_id)
+    )
+}
+
+/// A column being collected.
+enum Pending {
+    Str(StrBuilder),
+    Num(NumBuilder),
+    Text(Codes),
+}
+
+/// The columns being collected, row by row in file order.
+struct Collect {
+    /// Fields in the schema (the index has one entry each).
+    fields: usize,
+    /// (schema field index, type) of each column read after `pos` and `_id`.
+    planned: Vec<(usize, FieldType)>,
+    pending: Vec<Pending>,
+    ids: Dict,
+    text_codes: Arc<HashMap<i64, u32>>,
+    /// The last position read.
+    read: i64,
+}
+
+impl Collect {
+    fn new(
+        fields: usize,
+        planned: &[(usize, String, FieldType)],
+        rows: u64,
+        texts: usize,
+        text_codes: &Arc<HashMap<i64, u32>>,
+    ) -> Self {
+        let rows = rows as usize;
+        Collect {
+            fields,
+            planned: planned.iter().map(|(i, _, t)| (*i, *t)).collect(),
+            pending: planned
+                .iter()
+                .map(|(_, _, field_type)| match field_type {
+                    FieldType::Number => Pending::Num(NumBuilder::with_capacity(rows)),
+                    FieldType::Text => Pending::Text(Codes::with_capacity(texts, rows)),
+                    _ => Pending::Str(StrBuilder::with_capacity(rows)),
+                })
+                .collect(),
+            ids: Dict::default(),
+            text_codes: text_codes.clone(),
+            read: 0,
+        }
+    }
+
+    /// Checks that rows come numbered 1..n.
+    fn pos(&mut self, pos: i64) -> Result<(), DbErr> {
+        if pos != self.read + 1 {
+            return Err(DbErr::Custom(format!(
+                "records are not numbered 1..n (found {pos} after {})",
+                self.read
+            )));
+        }
+        self.read = pos;
+        Ok(())
+    }
+
+    fn number(&mut self, k: usize, value: Option<f64>) {
+        if let Pending::Num(b) = &mut self.pending[k] {
+            b.push(value.unwrap_or(f64::NAN));
+        }
+    }
+
+    fn text(&mut self, k: usize, tid: Option<i64>) {
+        if let Pending::Text(codes) = &mut self.pending[k] {
+            codes.push(
+                tid.and_then(|t| self.text_codes.get(&t).copied())
+                    .unwrap_or(MISSING),
+            );
+        }
+    }
+
+    fn string(&mut self, k: usize, value: Option<&str>) {
+        if let Pending::Str(b) = &mut self.pending[k] {
+            b.push(value);
+        }
+    }
+
+    /// One row read from the SQLite file, its values borrowed.
+    fn push_sqlite(&mut self, row: &rusqlite::Row<'_>) -> Result<(), String> {
+        use rusqlite::types::ValueRef;
+        fn text<'r>(row: &'r rusqlite::Row<'_>, i: usize) -> Result<Option<&'r str>, String> {
+            match row.get_ref(i).map_err(|e| e.to_string())? {
+                ValueRef::Null => Ok(None),
+                v => v.as_str().map(Some).map_err(|e| e.to_string()),
+            }
+        }
+        let value = |i: usize| row.get_ref(i).map_err(|e| e.to_string());
+        let pos = match value(0)? {
+            ValueRef::Integer(pos) => pos,
+            _ => return Err("a position is not an integer".into()),
+        };
+        self.pos(pos).map_err(|e| e.to_string())?;
+        self.ids.push(text(row, 1)?.unwrap_or_default());
+        for k in 0..self.planned.len() {
+            match self.planned[k].1 {
+                FieldType::Number => {
+                    let v = match value(k + 2)? {
+                        ValueRef::Real(x) => Some(x),
+                        ValueRef::Integer(x) => Some(x as f64),
+                        _ => None,
+                    };
+                    self.number(k, v);
+                }
+                FieldType::Text => {
+                    let v = match value(k + 2)? {
+                        ValueRef::Integer(x) => Some(x),
+                        _ => None,
+                    };
+                    self.text(k, v);
+                }
+                _ => self.string(k, text(row, k + 2)?),
+            }
+        }
+        Ok(())
+    }
+
+    /// The index of what was read.
+    fn finish(self, version_id: i64, texts: Dict) -> Result<MemIndex, DbErr> {
+        let mut fields: Vec<FieldIndex> = (0..self.fields).map(|_| FieldIndex::None).collect();
+        for ((i, _), pending) in self.planned.iter().zip(self.pending) {
+            fields[*i] = match pending {
+                Pending::Str(b) => FieldIndex::Str(b.finish()),
+                Pending::Num(b) => FieldIndex::Num(b.finish()),
+                Pending::Text(codes) => {
+                    let postings = Postings::new(&codes, texts.len());
+                    FieldIndex::Text(TextColumn { codes, postings })
+                }
+            };
+        }
+        let id = IdColumn::new(self.ids).ok_or_else(|| {
+            DbErr::Custom(format!("records of version {version_id} share an _id"))
+        })?;
+        Ok(MemIndex::new(
+            version_id,
+            self.read as u32,
+            id,
+            fields,
+            texts,
+        ))
+    }
 }
 
 /// The version's text dictionary (lower-cased values) and each store id's code in it.

@@ -31,6 +31,7 @@ use tokio::sync::OnceCell;
 use column::{Dict, IdColumn, NumColumn, StrColumn, TextColumn};
 
 use super::Dataset;
+use super::direct::DirectSqlite;
 
 /// The memory indexes may take unless configured: flights (336,776 rows, 24 fields) takes
 /// about 38 MiB (flights ×10: 394 MiB).
@@ -155,6 +156,8 @@ pub struct Memory {
     /// One build at a time: a build's scratch memory is a multiple of its index's, and two at
     /// once (every dataset at start) would add up.
     building: tokio::sync::Mutex<()>,
+    /// On an SQLite file: builds read it directly.
+    direct: Option<Arc<DirectSqlite>>,
 }
 
 #[derive(Debug, Default)]
@@ -167,11 +170,12 @@ struct State {
 
 impl Memory {
     /// Indexes under `policy`.
-    pub fn new(policy: IndexPolicy) -> Self {
+    pub fn new(policy: IndexPolicy, direct: Option<Arc<DirectSqlite>>) -> Self {
         Memory {
             policy,
             state: Mutex::default(),
             building: tokio::sync::Mutex::new(()),
+            direct,
         }
     }
 
@@ -295,7 +299,7 @@ impl Memory {
         }
         let _one_at_a_time = self.building.lock().await;
         let started = Instant::now();
-        let index = match build::build(&db, &dataset.schema, rows).await {
+        let index = match build::build(&db, self.direct.as_ref(), &dataset.schema, rows).await {
             Ok(index) => index,
             Err(error) => {
                 tracing::warn!(dataset = %slug, %error, "in-memory index not built; the store answers");
