@@ -155,12 +155,37 @@ pub trait Code: Copy + PartialEq {
     const NONE: Self;
     /// The code as `u32`.
     fn wide(self) -> u32;
+    /// A code below [`Self::NONE`], from `u32`.
+    fn narrow(code: u32) -> Self;
+
+    /// The code as `u32`, [`MISSING`] for none.
+    #[inline]
+    fn code(self) -> u32 {
+        if self == Self::NONE {
+            MISSING
+        } else {
+            self.wide()
+        }
+    }
+
+    /// `code` ([`MISSING`] for none) in this type.
+    #[inline]
+    fn from_code(code: u32) -> Self {
+        if code == MISSING {
+            Self::NONE
+        } else {
+            Self::narrow(code)
+        }
+    }
 }
 
 impl Code for u8 {
     const NONE: Self = u8::MAX;
     fn wide(self) -> u32 {
         u32::from(self)
+    }
+    fn narrow(code: u32) -> Self {
+        code as u8
     }
 }
 
@@ -169,12 +194,18 @@ impl Code for u16 {
     fn wide(self) -> u32 {
         u32::from(self)
     }
+    fn narrow(code: u32) -> Self {
+        code as u16
+    }
 }
 
 impl Code for u32 {
     const NONE: Self = MISSING;
     fn wide(self) -> u32 {
         self
+    }
+    fn narrow(code: u32) -> Self {
+        code
     }
 }
 
@@ -215,31 +246,26 @@ impl Codes {
     /// Appends the next row's code, widening the type when the code needs it (a build does
     /// not know its number of distinct values until the end).
     pub fn push(&mut self, code: u32) {
-        fn widen<T: Copy + PartialEq, U>(
-            v: &Vec<T>,
-            missing: T,
-            to: U,
-            cast: impl Fn(T) -> U,
-        ) -> Vec<U>
-        where
-            U: Copy,
-        {
+        /// `v` in the wider type `U`, with room for as many codes.
+        fn widen<T: Code, U: Code>(v: &Vec<T>) -> Vec<U> {
             let mut wide = Vec::with_capacity(v.capacity());
-            wide.extend(v.iter().map(|&x| if x == missing { to } else { cast(x) }));
+            wide.extend(v.iter().map(|&x| U::from_code(x.code())));
             wide
         }
         match self {
-            Codes::U8(v) if code == MISSING => v.push(u8::MAX),
-            Codes::U8(v) if code < u32::from(u8::MAX) => v.push(code as u8),
-            Codes::U16(v) if code == MISSING => v.push(u16::MAX),
-            Codes::U16(v) if code < u32::from(u16::MAX) => v.push(code as u16),
+            Codes::U8(v) if code == MISSING || code < u32::from(u8::MAX) => {
+                v.push(u8::from_code(code))
+            }
+            Codes::U16(v) if code == MISSING || code < u32::from(u16::MAX) => {
+                v.push(u16::from_code(code))
+            }
             Codes::U32(v) => v.push(code),
             Codes::U8(v) => {
-                *self = Codes::U16(widen(v, u8::MAX, u16::MAX, u16::from));
+                *self = Codes::U16(widen(v));
                 self.push(code);
             }
             Codes::U16(v) => {
-                *self = Codes::U32(widen(v, u16::MAX, MISSING, u32::from));
+                *self = Codes::U32(widen(v));
                 self.push(code);
             }
         }
@@ -247,19 +273,15 @@ impl Codes {
 
     /// Replaces each code `c` by `rank[c]` (a renumbering of the same codes: the type holds).
     fn remap(&mut self, rank: &[u32]) {
+        fn renumber<G: Code>(v: &mut [G], rank: &[u32]) {
+            v.iter_mut()
+                .filter(|c| **c != G::NONE)
+                .for_each(|c| *c = G::narrow(rank[c.wide() as usize]));
+        }
         match self {
-            Codes::U8(v) => v
-                .iter_mut()
-                .filter(|c| **c != u8::MAX)
-                .for_each(|c| *c = rank[usize::from(*c)] as u8),
-            Codes::U16(v) => v
-                .iter_mut()
-                .filter(|c| **c != u16::MAX)
-                .for_each(|c| *c = rank[usize::from(*c)] as u16),
-            Codes::U32(v) => v
-                .iter_mut()
-                .filter(|c| **c != MISSING)
-                .for_each(|c| *c = rank[*c as usize]),
+            Codes::U8(v) => renumber(v, rank),
+            Codes::U16(v) => renumber(v, rank),
+            Codes::U32(v) => renumber(v, rank),
         }
     }
 
@@ -275,14 +297,8 @@ impl Codes {
     #[inline]
     pub fn get(&self, row: usize) -> u32 {
         match self {
-            Codes::U8(c) => match c[row] {
-                u8::MAX => MISSING,
-                x => u32::from(x),
-            },
-            Codes::U16(c) => match c[row] {
-                u16::MAX => MISSING,
-                x => u32::from(x),
-            },
+            Codes::U8(c) => c[row].code(),
+            Codes::U16(c) => c[row].code(),
             Codes::U32(c) => c[row],
         }
     }
