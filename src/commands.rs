@@ -14,6 +14,7 @@ use crate::config::{
     StoreUrl, TokenCommand,
 };
 use crate::import::{self, ImportRequest, reader::Source, schema::SchemaFile};
+use crate::log_writer::BackgroundStderr;
 use crate::store::{Store, catalog};
 
 /// A failed command: what to print, and whether it was the configuration's fault.
@@ -69,11 +70,18 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 fn init_logging(json: bool, default_level: &str) {
+    init_logging_to(json, default_level, std::io::stderr);
+}
+
+fn init_logging_to<W>(json: bool, default_level: &str, writer: W)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
     let filter =
         EnvFilter::try_from_env("ODQS_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     let _ = if json {
         builder.json().flatten_event(true).try_init()
     } else {
@@ -92,7 +100,14 @@ async fn open(args: &StoreArgs) -> Result<Store, Failure> {
 
 async fn serve(args: ServeArgs) -> Result<(), Failure> {
     let config = ServeConfig::from_args(&args).map_err(config_failure)?;
-    init_logging(config.json_logs, "info,sqlx=warn,sea_orm=warn");
+    // A line per request: written by a thread of its own, all pending lines written out
+    // before this returns.
+    let log_lines = BackgroundStderr::start();
+    init_logging_to(
+        config.json_logs,
+        "info,sqlx=warn,sea_orm=warn",
+        log_lines.handle(),
+    );
     // Bind and take over the signals first: a taken port fails at once, and a SIGTERM during
     // the start-up work below shuts down cleanly once serving begins.
     let listener = tokio::net::TcpListener::bind(config.listen)

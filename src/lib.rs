@@ -31,6 +31,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod import;
+pub mod log_writer;
 pub mod mcp;
 pub mod request_line;
 pub mod rest;

@@ -15,11 +15,27 @@ pub async fn conditional<T: Serialize>(
     etag: String,
     answer: impl Future<Output = Result<T, ApiError>>,
 ) -> Result<Response, HttpError> {
+    conditional_written(headers, etag, answer, |body, out| {
+        serde_json::to_writer(out, body)
+    })
+    .await
+}
+
+/// [`conditional`] for an answer that writes its own JSON (a page of records assembled from
+/// stored bytes, [`graphql::query::views::RecordPage::write_json`]).
+pub async fn conditional_written<T>(
+    headers: &HeaderMap,
+    etag: String,
+    answer: impl Future<Output = Result<T, ApiError>>,
+    write: impl FnOnce(&T, &mut Vec<u8>) -> serde_json::Result<()>,
+) -> Result<Response, HttpError> {
     if not_modified(headers, &etag) {
         return Ok(not_modified_response(&etag));
     }
     let body = answer.await?;
-    Ok(tagged_json(&etag, &body))
+    let mut response = written_json(|out| write(&body, out));
+    set_etag(&mut response, &etag);
+    Ok(response)
 }
 
 /// Whether the client already holds the answer tagged `etag`.
@@ -40,13 +56,6 @@ fn not_modified_response(etag: &str) -> Response {
     response
 }
 
-/// `200` with a JSON body and its tag.
-fn tagged_json(etag: &str, body: &impl Serialize) -> Response {
-    let mut response = json_response(body);
-    set_etag(&mut response, etag);
-    response
-}
-
 /// A JSON answer's first buffer: a page of flights is 12 KB.
 const JSON_BUFFER_BYTES: usize = 16 * 1024;
 
@@ -54,8 +63,13 @@ const JSON_BUFFER_BYTES: usize = 16 * 1024;
 /// copies a page's JSON up through every doubling, in small writes (issue 13: a fifth of a
 /// page's CPU).
 pub fn json_response(body: &impl Serialize) -> Response {
+    written_json(|out| serde_json::to_writer(out, body))
+}
+
+/// `200` with the JSON that `write` puts into one buffer.
+fn written_json(write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>) -> Response {
     let mut buffer = Vec::with_capacity(JSON_BUFFER_BYTES);
-    match serde_json::to_writer(&mut buffer, body) {
+    match write(&mut buffer) {
         Ok(()) => (
             [(
                 header::CONTENT_TYPE,

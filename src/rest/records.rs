@@ -6,7 +6,7 @@ use axum::response::Response;
 use graphql::query::params::ProjectionParams;
 use graphql::query::{RecordParams, request};
 
-use super::caching::conditional;
+use super::caching::{conditional, conditional_written};
 use super::query_string::pairs;
 use crate::app::AppState;
 use crate::auth::bearer::Principal;
@@ -42,7 +42,11 @@ pub async fn list_records(
     let dataset = state.resolver.dataset(&slug).await?;
     let query = request::record_query(&params, &dataset.schema)?;
     let etag = state.resolver.etag(&dataset, "records", &query);
-    conditional(&headers, etag, state.resolver.records(&dataset, &query)).await
+    let page = state.resolver.records(&dataset, &query);
+    conditional_written(&headers, etag, page, |page, out| {
+        page.write_json(&dataset.schema, out)
+    })
+    .await
 }
 
 /// One record by its `_id`; `fields` works here too.
@@ -86,6 +90,6 @@ pub async fn get_record(
     let dataset = state.resolver.dataset(&slug).await?;
     let fields = request::projection(fields.as_deref(), &dataset.schema)?;
     let etag = state.resolver.etag(&dataset, "record", &(&id, &fields));
-    let record = state.resolver.record(&dataset, &id, fields.as_deref());
+    let record = state.resolver.record_body(&dataset, &id, fields.as_deref());
     conditional(&headers, etag, record).await
 }

@@ -30,20 +30,39 @@ impl DirectSqlite {
         })
     }
 
-    /// The stored texts of version `version_id` at the positions listed in `positions` (a
-    /// JSON array), as (position, text) in no particular order.
-    pub fn bodies(&self, version_id: i64, positions: &str) -> rusqlite::Result<Vec<(i64, String)>> {
+    /// The stored texts of version `version_id` at `positions`, as (position, text) in no
+    /// particular order. One position (a record by id) is a primary-key lookup; more are
+    /// passed as one JSON array, so a page is one statement whatever its size.
+    pub fn bodies(
+        &self,
+        version_id: i64,
+        positions: &[i64],
+    ) -> rusqlite::Result<Vec<(i64, String)>> {
         let conn = self.take()?;
         // The table's name comes from an integer: nothing of the request reaches the SQL text.
-        let sql = format!(
-            "SELECT \"pos\", \"doc\" FROM \"{}\" WHERE \"pos\" IN (SELECT value FROM json_each(?1))",
-            records_table(version_id)
-        );
-        let read = conn.prepare_cached(&sql).and_then(|mut statement| {
-            statement
-                .query_map([positions], |row| Ok((row.get(0)?, row.get(1)?)))?
-                .collect()
-        });
+        let table = records_table(version_id);
+        let read = match positions {
+            [one] => conn
+                .prepare_cached(&format!(
+                    "SELECT \"pos\", \"doc\" FROM \"{table}\" WHERE \"pos\" = ?1"
+                ))
+                .and_then(|mut statement| {
+                    statement
+                        .query_map([one], |row| Ok((row.get(0)?, row.get(1)?)))?
+                        .collect()
+                }),
+            _ => conn
+                .prepare_cached(&format!(
+                    "SELECT \"pos\", \"doc\" FROM \"{table}\" \
+                     WHERE \"pos\" IN (SELECT value FROM json_each(?1))"
+                ))
+                .and_then(|mut statement| {
+                    let list = serde_json::to_string(positions).expect("integers serialize");
+                    statement
+                        .query_map([list], |row| Ok((row.get(0)?, row.get(1)?)))?
+                        .collect()
+                }),
+        };
         if read.is_ok() {
             self.give_back(conn);
         }
@@ -122,7 +141,7 @@ mod tests {
         .expect("fill");
         drop(conn);
         let direct = DirectSqlite::new(&path).expect("a file");
-        let mut read = direct.bodies(7, "[3,1,9]").expect("read");
+        let mut read = direct.bodies(7, &[3, 1, 9]).expect("read");
         read.sort();
         assert_eq!(
             read,
@@ -130,10 +149,10 @@ mod tests {
         );
         // Twice: the second read takes the kept connection and its prepared statement.
         assert_eq!(
-            direct.bodies(7, "[2]").expect("again"),
+            direct.bodies(7, &[2]).expect("again"),
             [(2, "{\"a\":2}".to_string())]
         );
-        assert!(direct.bodies(8, "[1]").is_err());
+        assert!(direct.bodies(8, &[1]).is_err());
         assert!(DirectSqlite::new(&path.with_extension("missing")).is_none());
         std::fs::remove_file(&path).expect("clean up");
     }

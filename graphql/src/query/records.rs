@@ -10,7 +10,6 @@ use std::collections::{HashMap, HashSet};
 use entity::record::{self, records_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::error::ApiError;
 use super::request::{Filter, RecordQuery};
@@ -301,11 +300,10 @@ impl Resolver {
                     .push(")");
             }
             _ => {
-                let json = serde_json::to_string(&positions).expect("positions serialize");
                 if let Some(read) = self
                     .direct
                     .as_ref()
-                    .and_then(|direct| direct.bodies(schema.version_id, &json).ok())
+                    .and_then(|direct| direct.bodies(schema.version_id, &positions).ok())
                 {
                     let mut found: HashMap<i64, String> = read.into_iter().collect();
                     return positions
@@ -318,6 +316,7 @@ impl Resolver {
                         })
                         .collect();
                 }
+                let json = serde_json::to_string(&positions).expect("positions serialize");
                 sql.push(" WHERE \"pos\" IN (SELECT value FROM json_each(")
                     .bind(json)
                     .push("))");
@@ -361,13 +360,24 @@ impl Resolver {
             .await?)
     }
 
-    /// `GET /datasets/{slug}/records/{id}`: one record, optionally projected.
+    /// One record by id, optionally projected, as a JSON value (GraphQL, MCP).
     pub async fn record(
         &self,
         dataset: &Dataset,
         id: &str,
         fields: Option<&[String]>,
     ) -> Result<Value, ApiError> {
+        Ok(self.record_body(dataset, id, fields).await?.into_value())
+    }
+
+    /// `GET /datasets/{slug}/records/{id}`: one record, optionally projected; its stored text
+    /// when shaping would not change it, as on a page.
+    pub async fn record_body(
+        &self,
+        dataset: &Dataset,
+        id: &str,
+        fields: Option<&[String]>,
+    ) -> Result<RecordBody, ApiError> {
         if id.contains('\0') {
             // No id holds one, and PostgreSQL cannot take one as a bound text.
             return Err(ApiError::RecordNotFound { id: id.into() });
@@ -377,8 +387,8 @@ impl Resolver {
         if let Some(index) = self.memory_index(dataset).await {
             let not_found = || ApiError::RecordNotFound { id: id.into() };
             let row = index.id.find(id).ok_or_else(not_found)?;
-            let doc = self.at_positions(schema, &[row]).await?.pop();
-            return Ok(schema.shape(doc.ok_or_else(not_found)?, fields));
+            let stored = self.stored_at_positions(schema, &[row]).await?.pop();
+            return stored.ok_or_else(not_found)?.shaped(schema, fields);
         }
         let mut sql = Sql::new(backend);
         sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
@@ -391,7 +401,7 @@ impl Resolver {
             .one(&self.db)
             .await?
             .ok_or_else(|| ApiError::RecordNotFound { id: id.into() })?;
-        Ok(schema.shape(found.doc, fields))
+        Ok(RecordBody::Shaped(schema.shape(found.doc, fields)))
     }
 }
 
@@ -418,8 +428,9 @@ impl Stored {
         projection: Option<&[String]>,
     ) -> Result<RecordBody, ApiError> {
         match self {
-            Stored::Text(text) if projection.is_none() && schema.is_shaped(&text) => {
-                let text = RawValue::from_string(text).map_err(|_| ApiError::Internal)?;
+            Stored::Text(text)
+                if projection.is_none() && text.starts_with('{') && schema.is_shaped(&text) =>
+            {
                 Ok(RecordBody::Stored(text))
             }
             stored => Ok(RecordBody::Shaped(

@@ -75,6 +75,8 @@ pub struct DatasetSchema {
     order: KeyTree,
     /// The contract's entries, `_id` first.
     pub entries: Vec<SchemaEntry>,
+    /// [`Self::entries`] as JSON, written once per version: every page carries them.
+    entries_json: String,
 }
 
 const ID_DESCRIPTION: &str = "Record identifier (contract §2); use it in /records/{id} and _ids.";
@@ -131,6 +133,7 @@ impl DatasetSchema {
                 buckets: buckets(f.field_type),
             },
         }));
+        let entries_json = serde_json::to_string(&entries).expect("schema entries serialize");
         DatasetSchema {
             version_id,
             fields,
@@ -138,6 +141,7 @@ impl DatasetSchema {
             parents,
             order,
             entries,
+            entries_json,
         }
     }
 
@@ -220,6 +224,11 @@ impl DatasetSchema {
     /// the same text (`float_roundtrip`).
     pub fn is_shaped(&self, text: &str) -> bool {
         self.order.is_shaped(text)
+    }
+
+    /// The schema's entries as JSON, as a page writes them ([`super::views::RecordPage::write_json`]).
+    pub fn entries_json(&self) -> &str {
+        &self.entries_json
     }
 }
 

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, SchemaFormat, Type};
 use utoipa::openapi::{KnownFormat, RefOr};
 
-use super::schema::SchemaEntry;
+use super::schema::{DatasetSchema, SchemaEntry};
 
 /// An item of `GET /datasets` (contract §3).
 #[derive(Clone, Debug, Serialize, PartialEq, ToSchema)]
@@ -65,21 +65,40 @@ pub struct RecordPage {
 }
 
 /// A record of a page: shaped by [`super::DatasetSchema::shape`], or its stored text when that
-/// is already what shaping would write ([`super::DatasetSchema::is_shaped`]), sent without a
-/// parse and a re-write (issue 13). Both serialize to the same bytes.
+/// is already what shaping would write ([`super::DatasetSchema::is_shaped`], which also read it
+/// through as JSON), sent without a parse and a re-write (issue 13). Both serialize to the same
+/// bytes.
 #[derive(Clone, Debug)]
 pub enum RecordBody {
     Shaped(Value),
-    Stored(Box<serde_json::value::RawValue>),
+    /// A whole JSON object, checked by `is_shaped`.
+    Stored(String),
 }
 
 impl RecordBody {
+    /// The record as a JSON value, taken apart (no copy of a shaped value).
+    pub fn into_value(self) -> Value {
+        match self {
+            RecordBody::Shaped(value) => value,
+            stored => stored.to_value(),
+        }
+    }
+
     /// The record as a JSON value (GraphQL's `JSON` scalar, the guides' examples).
     pub fn to_value(&self) -> Value {
         match self {
             RecordBody::Shaped(value) => value.clone(),
+            RecordBody::Stored(text) => serde_json::from_str(text).expect("a stored text is JSON"),
+        }
+    }
+
+    /// Appends the record's JSON to `out`: a stored text as it is.
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        match self {
+            RecordBody::Shaped(value) => serde_json::to_writer(out, value),
             RecordBody::Stored(text) => {
-                serde_json::from_str(text.get()).expect("a stored text is JSON")
+                out.extend_from_slice(text.as_bytes());
+                Ok(())
             }
         }
     }
@@ -89,8 +108,39 @@ impl Serialize for RecordBody {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             RecordBody::Shaped(value) => value.serialize(serializer),
-            RecordBody::Stored(text) => text.serialize(serializer),
+            RecordBody::Stored(text) => serde_json::from_str::<&serde_json::value::RawValue>(text)
+                .map_err(serde::ser::Error::custom)?
+                .serialize(serializer),
         }
+    }
+}
+
+impl RecordPage {
+    /// The page's JSON, the same bytes as `serde_json::to_writer(self)`, assembled from slices
+    /// (issue 13): stored bodies are copied as they are, and the entries of `schema` (the
+    /// page's dataset) come written already ([`super::DatasetSchema::entries_json`]).
+    pub fn write_json(&self, schema: &DatasetSchema, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        use std::io::Write;
+        write!(
+            out,
+            "{{\"total\":{},\"page\":{},\"per_page\":{},\"records\":[",
+            self.total, self.page, self.per_page
+        )
+        .map_err(serde_json::Error::io)?;
+        for (i, record) in self.records.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            record.write_json(out)?;
+        }
+        out.extend_from_slice(b"],\"schema\":");
+        if self.schema == schema.entries {
+            out.extend_from_slice(schema.entries_json().as_bytes());
+        } else {
+            serde_json::to_writer(&mut *out, &self.schema)?;
+        }
+        out.push(b'}');
+        Ok(())
     }
 }
 
@@ -290,5 +340,53 @@ fn optional_number<S: Serializer>(n: &Option<f64>, s: S) -> Result<S::Ok, S::Err
     match n {
         Some(n) => json_number(*n).serialize(s),
         None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use entity::{FieldType, dataset_field};
+    use serde_json::json;
+
+    use super::*;
+
+    /// A page assembled from slices is byte for byte what serde writes, with stored and shaped
+    /// bodies, and with entries other than the dataset's own.
+    #[test]
+    fn a_written_page_is_what_serde_writes() {
+        let rows = ["b", "a"]
+            .iter()
+            .enumerate()
+            .map(|(i, name)| dataset_field::Model {
+                id: i as i64,
+                version_id: 1,
+                position: i as i32,
+                name: name.to_string(),
+                field_type: FieldType::Keyword,
+                description: Some("say \"x\"".into()),
+                column_name: Some(format!("c{i}")),
+            })
+            .collect();
+        let schema = DatasetSchema::new(1, rows);
+        let mut page = RecordPage {
+            total: 12_345,
+            page: 7,
+            per_page: 2,
+            records: vec![
+                RecordBody::Stored(r#"{"_id":"1","b":"é\n","a":1.5}"#.into()),
+                RecordBody::Shaped(json!({"_id": "2", "b": null, "a": [1, {"c": true}]})),
+            ],
+            schema: schema.entries.clone(),
+        };
+        for _ in 0..2 {
+            let mut written = Vec::new();
+            page.write_json(&schema, &mut written).expect("written");
+            let serialized = serde_json::to_vec(&page).expect("serialized");
+            assert_eq!(
+                String::from_utf8(written).expect("text"),
+                String::from_utf8(serialized).expect("text")
+            );
+            page.schema.pop();
+        }
     }
 }
