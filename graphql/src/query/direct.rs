@@ -41,28 +41,28 @@ impl DirectSqlite {
         let conn = self.take()?;
         // The table's name comes from an integer: nothing of the request reaches the SQL text.
         let table = records_table(version_id);
-        let read = match positions {
-            [one] => conn
-                .prepare_cached(&format!(
-                    "SELECT \"pos\", \"doc\" FROM \"{table}\" WHERE \"pos\" = ?1"
-                ))
-                .and_then(|mut statement| {
-                    statement
-                        .query_map([one], |row| Ok((row.get(0)?, row.get(1)?)))?
-                        .collect()
-                }),
-            _ => conn
-                .prepare_cached(&format!(
-                    "SELECT \"pos\", \"doc\" FROM \"{table}\" \
-                     WHERE \"pos\" IN (SELECT value FROM json_each(?1))"
-                ))
-                .and_then(|mut statement| {
-                    let list = serde_json::to_string(positions).expect("integers serialize");
-                    statement
-                        .query_map([list], |row| Ok((row.get(0)?, row.get(1)?)))?
-                        .collect()
-                }),
+        let list;
+        let (sql, bound): (String, &dyn rusqlite::ToSql) = match positions {
+            [one] => (
+                format!("SELECT \"pos\", \"doc\" FROM \"{table}\" WHERE \"pos\" = ?1"),
+                one,
+            ),
+            _ => {
+                list = serde_json::to_string(positions).expect("integers serialize");
+                (
+                    format!(
+                        "SELECT \"pos\", \"doc\" FROM \"{table}\" \
+                         WHERE \"pos\" IN (SELECT value FROM json_each(?1))"
+                    ),
+                    &list,
+                )
+            }
         };
+        let read = conn.prepare_cached(&sql).and_then(|mut statement| {
+            statement
+                .query_map([bound], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect()
+        });
         if read.is_ok() {
             self.give_back(conn);
         }
