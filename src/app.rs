@@ -30,9 +30,22 @@ use crate::rest;
 use crate::server::{self, ConnLimits};
 use crate::store::{Store, gc};
 
-/// What every handler can reach.
+/// What every handler can reach: one shared allocation, so the extractors that take it (the
+/// gate, each handler) clone one pointer rather than every member.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The members of [`AppState`].
+#[derive(Clone)]
+pub struct Shared {
     pub store: Store,
     /// `{site_url}`, without a trailing slash.
     pub public_url: Arc<str>,
@@ -70,7 +83,7 @@ impl AppState {
     pub fn new(store: Store, public_url: &str) -> Self {
         let public_url: Arc<str> = public_url.trim_end_matches('/').into();
         let resolver = Arc::new(Resolver::new(store.db.clone(), &public_url));
-        AppState {
+        AppState(Arc::new(Shared {
             graphql: graphql::schema::build(resolver.clone()),
             resolver,
             store,
@@ -84,12 +97,17 @@ impl AppState {
             conn_limits: ConnLimits::default(),
             draining: Arc::default(),
             trusted_proxies: Arc::default(),
-        }
+        }))
+    }
+
+    /// The members, to change while the state is being set up.
+    fn shared_mut(&mut self) -> &mut Shared {
+        Arc::make_mut(&mut self.0)
     }
 
     /// The same state believing `X-Forwarded-For` from `proxies` (`ODQS_TRUSTED_PROXIES`).
     pub fn with_trusted_proxies(mut self, proxies: TrustedProxies) -> Self {
-        self.trusted_proxies = Arc::new(proxies);
+        self.shared_mut().trusted_proxies = Arc::new(proxies);
         self
     }
 
@@ -97,8 +115,10 @@ impl AppState {
     /// builds within [`graphql::query::memory::DEFAULT_BUDGET_BYTES`]).
     pub fn with_index_policy(mut self, policy: IndexPolicy) -> Self {
         let resolver = Resolver::new(self.store.db.clone(), &self.public_url);
-        self.resolver = Arc::new(resolver.with_index_policy(policy));
-        self.graphql = graphql::schema::build(self.resolver.clone());
+        let resolver = Arc::new(resolver.with_index_policy(policy));
+        let shared = self.shared_mut();
+        shared.graphql = graphql::schema::build(resolver.clone());
+        shared.resolver = resolver;
         self
     }
 
@@ -111,13 +131,13 @@ impl AppState {
     /// The same state with `per_token` API requests a minute per token and `per_address` per
     /// client address for requests without a known token (0: no limit).
     pub fn with_rate_limits(mut self, per_token: u32, per_address: u32) -> Self {
-        self.rate_limits = Arc::new(RateLimits::new(per_token, per_address));
+        self.shared_mut().rate_limits = Arc::new(RateLimits::new(per_token, per_address));
         self
     }
 
     /// The same state serving connections under `limits`.
     pub fn with_conn_limits(mut self, limits: ConnLimits) -> Self {
-        self.conn_limits = limits;
+        self.shared_mut().conn_limits = limits;
         self
     }
 }

@@ -31,8 +31,9 @@ impl DirectSqlite {
     }
 
     /// The stored texts of version `version_id` at `positions`, as (position, text) in no
-    /// particular order. One position (a record by id) is a primary-key lookup; more are
-    /// passed as one JSON array, so a page is one statement whatever its size.
+    /// particular order. One position (a record by id) is a primary-key lookup, a run of
+    /// consecutive positions (a page in file order) one range of the primary key, and others
+    /// are passed as one JSON array, so a page is one statement whatever its size.
     pub fn bodies(
         &self,
         version_id: i64,
@@ -42,25 +43,19 @@ impl DirectSqlite {
         // The table's name comes from an integer: nothing of the request reaches the SQL text.
         let table = records_table(version_id);
         let list;
-        let (sql, bound): (String, &dyn rusqlite::ToSql) = match positions {
-            [one] => (
-                format!("SELECT \"pos\", \"doc\" FROM \"{table}\" WHERE \"pos\" = ?1"),
-                one,
-            ),
+        let consecutive = positions.windows(2).all(|w| w[1] == w[0] + 1);
+        let (condition, bound): (&str, Vec<&dyn rusqlite::ToSql>) = match positions {
+            [one] => ("\"pos\" = ?1", vec![one]),
+            [first, .., last] if consecutive => ("\"pos\" BETWEEN ?1 AND ?2", vec![first, last]),
             _ => {
                 list = serde_json::to_string(positions).expect("integers serialize");
-                (
-                    format!(
-                        "SELECT \"pos\", \"doc\" FROM \"{table}\" \
-                         WHERE \"pos\" IN (SELECT value FROM json_each(?1))"
-                    ),
-                    &list,
-                )
+                ("\"pos\" IN (SELECT value FROM json_each(?1))", vec![&list])
             }
         };
+        let sql = format!("SELECT \"pos\", \"doc\" FROM \"{table}\" WHERE {condition}");
         let read = conn.prepare_cached(&sql).and_then(|mut statement| {
             statement
-                .query_map([bound], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .query_map(bound.as_slice(), |row| Ok((row.get(0)?, row.get(1)?)))?
                 .collect()
         });
         if read.is_ok() {
@@ -102,6 +97,30 @@ impl DirectSqlite {
         scanned
     }
 
+    /// Runs `sql` with `values` bound as one statement, handing each row to `each` on this
+    /// thread (a grouped statistic on the store path folds millions of rows this way); stops
+    /// at the first error `each` returns.
+    pub fn each_row<E: From<rusqlite::Error>>(
+        &self,
+        sql: &str,
+        values: &[rusqlite::types::Value],
+        mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let conn = self.take()?;
+        let read = (|| {
+            let mut statement = conn.prepare(sql)?;
+            let mut rows = statement.query(rusqlite::params_from_iter(values))?;
+            while let Some(row) = rows.next()? {
+                each(row)?;
+            }
+            Ok(())
+        })();
+        if read.is_ok() {
+            self.give_back(conn);
+        }
+        read
+    }
+
     fn take(&self) -> rusqlite::Result<Connection> {
         if let Some(conn) = self.idle.lock().expect("not poisoned").pop() {
             return Ok(conn);
@@ -120,6 +139,23 @@ impl DirectSqlite {
             idle.push(conn);
         }
     }
+}
+
+/// `values` as rusqlite binds them; `None` when one has a type the SQLite statements never
+/// bind (the caller then goes through sqlx).
+pub fn bound(values: &[sea_orm::Value]) -> Option<Vec<rusqlite::types::Value>> {
+    use rusqlite::types::Value as Sqlite;
+    use sea_orm::Value;
+    values
+        .iter()
+        .map(|value| match value {
+            Value::String(Some(s)) => Some(Sqlite::Text(s.clone())),
+            Value::BigInt(Some(n)) => Some(Sqlite::Integer(*n)),
+            Value::Double(Some(x)) => Some(Sqlite::Real(*x)),
+            Value::Bool(Some(b)) => Some(Sqlite::Integer(i64::from(*b))),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -152,8 +188,64 @@ mod tests {
             direct.bodies(7, &[2]).expect("again"),
             [(2, "{\"a\":2}".to_string())]
         );
+        // A run of consecutive positions is one range; its ends count.
+        let mut read = direct.bodies(7, &[2, 3]).expect("a run");
+        read.sort();
+        assert_eq!(
+            read,
+            [(2, "{\"a\":2}".to_string()), (3, "{\"a\":3}".to_string())]
+        );
         assert!(direct.bodies(8, &[1]).is_err());
         assert!(DirectSqlite::new(&path.with_extension("missing")).is_none());
+        std::fs::remove_file(&path).expect("clean up");
+    }
+
+    /// A statement with bound values hands every row to the callback, values bound as
+    /// rusqlite takes them; an error of the callback stops the read and is returned.
+    #[test]
+    fn rows_are_handed_over_with_values_bound() {
+        let path = std::env::temp_dir().join(format!("odqs-direct-rows-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let conn = Connection::open(&path).expect("create");
+        conn.execute_batch(
+            "CREATE TABLE t (k TEXT, v REAL);
+             INSERT INTO t VALUES ('a', 1.5), ('b', 2), ('a', NULL), ('c', 4);",
+        )
+        .expect("fill");
+        drop(conn);
+        let direct = DirectSqlite::new(&path).expect("a file");
+        let values = bound(&[
+            sea_orm::Value::String(Some("c".into())),
+            sea_orm::Value::Double(Some(0.5)),
+        ])
+        .expect("bindable");
+        let mut seen = Vec::new();
+        direct
+            .each_row::<rusqlite::Error>(
+                "SELECT k, v FROM t WHERE k <> ? AND (v IS NULL OR v > ?) ORDER BY rowid",
+                &values,
+                |row| {
+                    seen.push((row.get::<_, String>(0)?, row.get::<_, Option<f64>>(1)?));
+                    Ok(())
+                },
+            )
+            .expect("read");
+        assert_eq!(
+            seen,
+            [
+                ("a".to_string(), Some(1.5)),
+                ("b".to_string(), Some(2.0)),
+                ("a".to_string(), None)
+            ]
+        );
+        let mut calls = 0;
+        let stopped = direct.each_row("SELECT k FROM t", &[], |_| {
+            calls += 1;
+            Err(rusqlite::Error::InvalidQuery)
+        });
+        assert!(stopped.is_err());
+        assert_eq!(calls, 1);
+        assert!(bound(&[sea_orm::Value::Json(None)]).is_none());
         std::fs::remove_file(&path).expect("clean up");
     }
 }

@@ -295,6 +295,15 @@ impl From<DbErr> for ApiError {
     }
 }
 
+/// A direct read of the SQLite file (`query::direct`) that failed: its callers read through
+/// sqlx instead, so this only notes it.
+impl From<rusqlite::Error> for ApiError {
+    fn from(error: rusqlite::Error) -> Self {
+        tracing::debug!(error = %error, "direct SQLite read");
+        ApiError::Internal
+    }
+}
+
 /// Whether a store error means "cannot reach the store" (503) rather than a bug (500): the
 /// connection broke, the pool has none to give, or the server is shutting down, restarting or
 /// refusing connections — all things a retry later can cure.

@@ -347,9 +347,11 @@ impl Resolver {
         let mut top: Vec<(String, u64, u32)> = match index.map(|i| (i, &i.fields[position])) {
             Some((index, FieldIndex::Text(column))) => (0..index.texts.len() as u32)
                 .filter_map(|code| {
-                    let rows = column.postings.rows(code);
-                    rows.first()
-                        .map(|first| (index.texts.get(code).to_string(), rows.len() as u64, first))
+                    let rows = &column.postings;
+                    rows.first(code).map(|first| {
+                        let count = u64::from(rows.len(code));
+                        (index.texts.get(code).to_string(), count, first)
+                    })
                 })
                 .collect(),
             _ => self.text_counts_from_store(dataset, field).await?,

@@ -159,7 +159,18 @@ impl Resolver {
         hasher.update(endpoint.as_bytes());
         hasher.update(serde_json::to_vec(request).unwrap_or_default());
         let digest = hasher.finalize();
-        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-        format!("\"{hex}\"")
+        format!("\"{}\"", hex(&digest[..16]))
     }
+}
+
+/// `bytes` in lower-case hexadecimal: ETags and token hashes, on every request, so one table
+/// look-up a digit rather than a formatted string a byte.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
 }

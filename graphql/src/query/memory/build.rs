@@ -9,7 +9,9 @@ use entity::FieldType;
 use entity::record::{records_table, text_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr};
 
-use super::column::{Codes, Dict, IdColumn, MISSING, NumBuilder, Postings, StrBuilder, TextColumn};
+use super::column::{
+    Codes, Dict, IdColumn, MISSING, NumBuilder, Postings, StrBuilder, TextColumn, code_counts,
+};
 use super::{FieldIndex, MemIndex};
 use crate::query::direct::DirectSqlite;
 use crate::query::schema::DatasetSchema;
@@ -271,7 +273,7 @@ impl Collect {
                 Pending::Str(b) => FieldIndex::Str(b.finish()),
                 Pending::Num(b) => FieldIndex::Num(b.finish()),
                 Pending::Text(codes) => {
-                    let postings = Postings::new(&codes, texts.len());
+                    let postings = Postings::new(&codes, &code_counts(&codes, texts.len()));
                     FieldIndex::Text(TextColumn { codes, postings })
                 }
             };

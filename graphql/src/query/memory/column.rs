@@ -72,20 +72,51 @@ impl Dict {
     }
 }
 
-/// Rows per code: `rows[starts[c]..starts[c + 1]]`, ascending. A code's rows may be left out
-/// (a keyword's frequent values are held as bit sets instead); its count is kept.
+/// Rows per code: `rows[starts[c]..starts[c + 1]]`, ascending. A frequent code's rows are a
+/// bit set instead ([`Self::dense`]); its count is kept.
 #[derive(Debug, Default)]
 pub struct Postings {
     starts: Vec<u32>,
     rows: RowList,
     /// Rows per code, when some codes' rows are left out (empty otherwise).
     sizes: Vec<u32>,
+    /// The rows of frequent codes as bit sets, by code, instead of row lists: a filter on
+    /// `carrier=UA` (58,665 flights) intersects 5,263 words instead of setting 58,665 bits, and
+    /// `q=boeing` unions the sets of its frequent plane models. A code qualifies when it holds
+    /// at least 1/[`DENSE_SHARE`] of the rows, so a column keeps at most that many sets, each
+    /// no larger than the row list it replaces.
+    dense: Vec<(u32, Bits)>,
 }
 
+/// See [`Postings::dense`].
+const DENSE_SHARE: usize = 32;
+
 impl Postings {
-    /// Groups the rows of `codes` by code (`MISSING` rows are left out).
-    pub fn new(codes: &Codes, distinct: usize) -> Self {
-        Self::listing(codes, &code_counts(codes, distinct), |_| true)
+    /// Groups the rows of `codes` by code (`MISSING` rows are left out), frequent codes as bit
+    /// sets (`counts`: each code's rows).
+    pub fn new(codes: &Codes, counts: &[u32]) -> Self {
+        let rows = codes.len();
+        let frequent = |code: u32| counts[code as usize] as usize * DENSE_SHARE >= rows;
+        let mut postings = Postings::listing(codes, counts, |code| !frequent(code));
+        let mut dense: Vec<(u32, Bits)> = (0..counts.len() as u32)
+            .filter(|&code| frequent(code))
+            .map(|code| (code, Bits::new(rows)))
+            .collect();
+        if !dense.is_empty() {
+            let mut slot = vec![usize::MAX; counts.len()];
+            dense
+                .iter()
+                .enumerate()
+                .for_each(|(k, (code, _))| slot[*code as usize] = k);
+            for row in 0..rows {
+                let code = codes.get(row);
+                if code != MISSING && slot[code as usize] != usize::MAX {
+                    dense[slot[code as usize]].1.insert(row as u32);
+                }
+            }
+        }
+        postings.dense = dense;
+        postings
     }
 
     /// Groups the rows of `codes` by code, listing only those of the codes `listed` accepts;
@@ -114,10 +145,35 @@ impl Postings {
             } else {
                 counts.to_vec()
             },
+            dense: Vec::new(),
         }
     }
 
-    /// The rows holding `code`, ascending (none when they are left out).
+    /// The rows of `code` as a bit set, when the code is frequent enough to keep one.
+    pub fn dense(&self, code: u32) -> Option<&Bits> {
+        self.dense
+            .binary_search_by_key(&code, |(c, _)| *c)
+            .ok()
+            .map(|i| &self.dense[i].1)
+    }
+
+    /// Adds the rows holding `code` to `bits`: a word-wise union for a frequent code.
+    pub fn add_to(&self, code: u32, bits: &mut Bits) {
+        match self.dense(code) {
+            Some(dense) => bits.union(dense),
+            None => self.rows(code).iter().for_each(|r| bits.insert(r)),
+        }
+    }
+
+    /// The first row holding `code`.
+    pub fn first(&self, code: u32) -> Option<u32> {
+        match self.dense(code) {
+            Some(dense) => dense.iter().next(),
+            None => self.rows(code).first(),
+        }
+    }
+
+    /// The rows holding `code`, ascending (none for a frequent code: see [`Self::dense`]).
     pub fn rows(&self, code: u32) -> Rows<'_> {
         let c = code as usize;
         self.rows
@@ -133,12 +189,14 @@ impl Postings {
     }
 
     fn bytes(&self) -> usize {
-        (self.starts.capacity() + self.sizes.capacity()) * 4 + self.rows.bytes()
+        (self.starts.capacity() + self.sizes.capacity()) * 4
+            + self.rows.bytes()
+            + self.dense.iter().map(|(_, b)| b.bytes()).sum::<usize>()
     }
 }
 
 /// Rows per code of `codes` (codes below `distinct`).
-fn code_counts(codes: &Codes, distinct: usize) -> Vec<u32> {
+pub fn code_counts(codes: &Codes, distinct: usize) -> Vec<u32> {
     let mut counts = vec![0u32; distinct];
     for row in 0..codes.len() {
         let code = codes.get(row);
@@ -339,31 +397,17 @@ pub struct StrColumn {
     /// Per row; [`MISSING`] when the row has no value.
     pub codes: Codes,
     pub postings: Postings,
-    /// The rows of frequent values as bit sets, by code, instead of row lists: a filter on
-    /// `carrier=UA` (58,665 flights) intersects 5,263 words instead of setting 58,665 bits. A
-    /// value qualifies when it holds at least 1/[`DENSE_SHARE`] of the rows, so a column keeps
-    /// at most that many sets, each no larger than the row list it replaces.
-    dense: Vec<(u32, Bits)>,
 }
-
-/// See [`StrColumn::dense`].
-const DENSE_SHARE: usize = 32;
 
 impl StrColumn {
     /// The rows of `code` as a bit set, when the value is frequent enough to keep one.
     pub fn dense(&self, code: u32) -> Option<&Bits> {
-        self.dense
-            .binary_search_by_key(&code, |(c, _)| *c)
-            .ok()
-            .map(|i| &self.dense[i].1)
+        self.postings.dense(code)
     }
 
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        self.dict.bytes()
-            + self.codes.bytes()
-            + self.postings.bytes()
-            + self.dense.iter().map(|(_, b)| b.bytes()).sum::<usize>()
+        self.dict.bytes() + self.codes.bytes() + self.postings.bytes()
     }
 }
 
@@ -467,32 +511,12 @@ impl StrBuilder {
         }
         codes.remap(&rank);
         codes.shrink_to_fit();
-        let rows = codes.len();
         let counts = code_counts(&codes, dict.len());
-        let frequent = |code: u32| counts[code as usize] as usize * DENSE_SHARE >= rows;
-        let postings = Postings::listing(&codes, &counts, |code| !frequent(code));
-        let mut dense: Vec<(u32, Bits)> = (0..dict.len() as u32)
-            .filter(|&code| frequent(code))
-            .map(|code| (code, Bits::new(rows)))
-            .collect();
-        if !dense.is_empty() {
-            let mut slot = vec![usize::MAX; dict.len()];
-            dense
-                .iter()
-                .enumerate()
-                .for_each(|(k, (code, _))| slot[*code as usize] = k);
-            for row in 0..rows {
-                let code = codes.get(row);
-                if code != MISSING && slot[code as usize] != usize::MAX {
-                    dense[slot[code as usize]].1.insert(row as u32);
-                }
-            }
-        }
+        let postings = Postings::new(&codes, &counts);
         StrColumn {
             dict,
             codes,
             postings,
-            dense,
         }
     }
 }
@@ -758,7 +782,8 @@ fn counting_order<T: Copy + PartialEq + Into<i64>>(values: &[T], missing: T) -> 
     Some(order)
 }
 
-/// A text field: codes into the version's text dictionary.
+/// A text field: codes into the version's text dictionary, with rows per code (frequent codes
+/// as bit sets, like a keyword's values).
 #[derive(Debug, Default)]
 pub struct TextColumn {
     pub codes: Codes,
@@ -892,5 +917,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Text postings keep frequent codes as bit sets too: `add_to` unions them word by word,
+    /// `first` and `len` answer for both kinds.
+    #[test]
+    fn postings_keep_frequent_codes_as_bit_sets() {
+        // Code 0 on every third row of 96 (32 rows: a set), code 1 on rows 1 and 50 (a list),
+        // code 2 nowhere, the rest missing.
+        let codes: Vec<u32> = (0..96)
+            .map(|r| match r {
+                r if r % 3 == 0 => 0,
+                1 | 50 => 1,
+                _ => MISSING,
+            })
+            .collect();
+        let codes = Codes::new(codes, 3);
+        let postings = Postings::new(&codes, &code_counts(&codes, 3));
+        assert!(postings.dense(0).is_some());
+        assert!(postings.dense(1).is_none());
+        assert_eq!(
+            (postings.len(0), postings.len(1), postings.len(2)),
+            (32, 2, 0)
+        );
+        assert_eq!(
+            (postings.first(0), postings.first(1), postings.first(2)),
+            (Some(0), Some(1), None)
+        );
+        let mut bits = Bits::new(96);
+        postings.add_to(0, &mut bits);
+        postings.add_to(1, &mut bits);
+        postings.add_to(2, &mut bits);
+        let expected: Vec<u32> = (0..96)
+            .filter(|r| r % 3 == 0 || *r == 1 || *r == 50)
+            .collect();
+        assert_eq!(bits.iter().collect::<Vec<_>>(), expected);
     }
 }

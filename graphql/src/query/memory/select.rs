@@ -138,10 +138,7 @@ impl MemIndex {
             match (key, value) {
                 (Some(Key::Str(c)), ExactValue::Str(s)) => {
                     if let Some(code) = c.dict.find(s) {
-                        match c.dense(code) {
-                            Some(dense) => bits.union(dense),
-                            None => c.postings.rows(code).iter().for_each(|r| bits.insert(r)),
-                        }
+                        c.postings.add_to(code, &mut bits);
                     }
                 }
                 (Some(Key::Id(c)), ExactValue::Str(s)) => {
@@ -233,14 +230,7 @@ impl MemIndex {
     /// Adds the rows of dictionary `codes` of `column` to `bits`.
     fn code_rows(&self, column: &StrColumn, codes: &[u32], bits: &mut Bits) {
         for &code in codes {
-            match column.dense(code) {
-                Some(dense) => bits.union(dense),
-                None => column
-                    .postings
-                    .rows(code)
-                    .iter()
-                    .for_each(|r| bits.insert(r)),
-            }
+            column.postings.add_to(code, bits);
         }
     }
 
@@ -272,11 +262,7 @@ impl MemIndex {
         for &field in fields {
             if let FieldIndex::Text(column) = &self.fields[field] {
                 for &code in codes {
-                    column
-                        .postings
-                        .rows(code)
-                        .iter()
-                        .for_each(|r| bits.insert(r));
+                    column.postings.add_to(code, &mut bits);
                 }
             }
         }
