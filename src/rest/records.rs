@@ -6,7 +6,7 @@ use axum::response::Response;
 use graphql::query::params::ProjectionParams;
 use graphql::query::{RecordParams, request};
 
-use super::caching::{conditional, conditional_written};
+use super::caching::conditional_written;
 use super::query_string::pairs;
 use crate::app::AppState;
 use crate::auth::bearer::Principal;
@@ -91,5 +91,5 @@ pub async fn get_record(
     let fields = request::projection(fields.as_deref(), &dataset.schema)?;
     let etag = state.resolver.etag(&dataset, "record", &(&id, &fields));
     let record = state.resolver.record_body(&dataset, &id, fields.as_deref());
-    conditional(&headers, etag, record).await
+    conditional_written(&headers, etag, record, |record, out| record.write_json(out)).await
 }

@@ -245,7 +245,8 @@ impl Resolver {
             }
             let statement = sql.build();
             let read;
-            (groups, read) = match self.fold_direct(&statement, query, schema).await {
+            let records = dataset.meta.record_count;
+            (groups, read) = match self.fold_direct(&statement, query, schema, records).await {
                 Some(folded) => folded,
                 None => self.fold_stream(statement.clone(), query, schema).await?,
             };
@@ -425,57 +426,123 @@ impl Resolver {
         Ok(fold.finish())
     }
 
-    /// The grouped statement's rows folded on a blocking thread straight from the SQLite
-    /// file (issue 13: f at flights ×10 without the index, 3.4 M rows, went from 5.8 s
-    /// through sqlx's hand-off per row to about a second); `None` when there is no direct
-    /// reader or it failed, and the caller streams through sqlx.
+    /// The grouped statement's rows folded on blocking threads straight from the SQLite file
+    /// (issue 13: f at flights ×10 without the index, 3.4 M rows, took 5.8 s through sqlx's
+    /// hand-off per row). A statement without conditions over many records is read in
+    /// [`FOLD_PARTS`] ranges of positions side by side, their groups merged (values are
+    /// sorted before any statistic, so the order they arrive in changes nothing). `None` when
+    /// there is no direct reader or it failed, and the caller streams through sqlx.
     async fn fold_direct(
         &self,
         statement: &sea_orm::Statement,
         query: &AggQuery,
         schema: &Arc<DatasetSchema>,
+        records: i64,
     ) -> Option<(Groups, u64)> {
         let direct = self.direct.clone()?;
         let values = statement
             .values
             .as_ref()
             .map_or(Some(Vec::new()), |v| super::direct::bound(&v.0))?;
-        let (sql, query, schema) = (statement.sql.clone(), query.clone(), schema.clone());
-        let folded = tokio::task::spawn_blocking(move || {
-            let mut fold = Fold::new(&query, &schema);
-            let keys = query.group_by.len();
-            direct
-                .each_row(&sql, &values, |row| {
-                    let tally = match (query.field, row.get_ref(keys)?) {
-                        (None, ValueRef::Integer(n)) => RowTally::Count(n.max(0) as u64),
-                        (Some(_), ValueRef::Real(v)) => RowTally::Value(Some(v)),
-                        (Some(_), ValueRef::Integer(v)) => RowTally::Value(Some(v as f64)),
-                        (Some(_), ValueRef::Null) => RowTally::Value(None),
-                        _ => return Err(ApiError::Internal),
-                    };
-                    fold.add(
-                        |i| match row.get_ref(i)? {
-                            ValueRef::Text(t) => std::str::from_utf8(t)
-                                .map(Cow::Borrowed)
-                                .map_err(|_| ApiError::Internal),
-                            _ => Err(ApiError::Internal),
-                        },
-                        |i| match row.get_ref(i)? {
-                            ValueRef::Real(v) => Ok(v),
-                            ValueRef::Integer(v) => Ok(v as f64),
-                            _ => Err(ApiError::Internal),
-                        },
-                        tally,
-                    )
+        let records = records.max(0) as u64;
+        let split = query.field.is_some() && query.filter.is_empty() && records >= SPLIT_FROM;
+        let ranges: Vec<Option<(u64, u64)>> = if split {
+            let step = records.div_ceil(FOLD_PARTS);
+            (0..FOLD_PARTS)
+                .map(|k| Some((k * step + 1, ((k + 1) * step).min(records))))
+                .collect()
+        } else {
+            vec![None]
+        };
+        let (query, schema) = (Arc::new(query.clone()), schema.clone());
+        let parts: Vec<_> = ranges
+            .into_iter()
+            .map(|range| {
+                let (direct, query, schema) = (direct.clone(), query.clone(), schema.clone());
+                let (mut sql, mut values) = (statement.sql.clone(), values.clone());
+                if let Some((first, last)) = range {
+                    sql.push_str(" AND \"pos\" BETWEEN ? AND ?");
+                    values.extend([first as i64, last as i64].map(rusqlite::types::Value::from));
+                }
+                tokio::task::spawn_blocking(move || {
+                    fold_rows(&direct, &sql, &values, &query, &schema)
                 })
-                .map(|()| fold.finish())
-        })
-        .await;
-        match folded {
-            Ok(Ok(folded)) => Some(folded),
-            _ => None,
+            })
+            .collect();
+        let mut folded = Vec::with_capacity(parts.len());
+        for part in parts {
+            folded.push(part.await.ok()?.ok()?);
+        }
+        Some(merge(folded))
+    }
+}
+
+/// Statements without conditions over at least this many records are folded in parts.
+const SPLIT_FROM: u64 = 200_000;
+
+/// The parts such a statement is read in, one blocking thread each (the machines odqs runs on
+/// have two cores or more).
+const FOLD_PARTS: u64 = 2;
+
+/// One direct read's rows (`k0…` key columns, then `n` or `v`) folded into groups.
+fn fold_rows(
+    direct: &super::direct::DirectSqlite,
+    sql: &str,
+    values: &[rusqlite::types::Value],
+    query: &AggQuery,
+    schema: &DatasetSchema,
+) -> Result<(Groups, u64), ApiError> {
+    let mut fold = Fold::new(query, schema);
+    let keys = query.group_by.len();
+    direct.each_row(sql, values, |row| {
+        let tally = match (query.field, row.get_ref(keys)?) {
+            (None, ValueRef::Integer(n)) => RowTally::Count(n.max(0) as u64),
+            (Some(_), ValueRef::Real(v)) => RowTally::Value(Some(v)),
+            (Some(_), ValueRef::Integer(v)) => RowTally::Value(Some(v as f64)),
+            (Some(_), ValueRef::Null) => RowTally::Value(None),
+            _ => return Err(ApiError::Internal),
+        };
+        fold.add(
+            |i| match row.get_ref(i)? {
+                ValueRef::Text(t) => std::str::from_utf8(t)
+                    .map(Cow::Borrowed)
+                    .map_err(|_| ApiError::Internal),
+                _ => Err(ApiError::Internal),
+            },
+            |i| match row.get_ref(i)? {
+                ValueRef::Real(v) => Ok(v),
+                ValueRef::Integer(v) => Ok(v as f64),
+                _ => Err(ApiError::Internal),
+            },
+            tally,
+        )
+    })?;
+    Ok(fold.finish())
+}
+
+/// The groups of parts read separately, as one read would have folded them (counts added,
+/// values gathered; their order is not kept, as statistics sort them first).
+fn merge(parts: Vec<(Groups, u64)>) -> (Groups, u64) {
+    let mut places: HashMap<Vec<KeyPart>, usize> = HashMap::new();
+    let mut merged = Groups::new();
+    let mut read = 0;
+    for (groups, n) in parts {
+        read += n;
+        for (key, (count, values)) in groups {
+            match places.get(&key) {
+                Some(&place) => {
+                    let group = &mut merged[place].1;
+                    group.0 += count;
+                    group.1.extend(values);
+                }
+                None => {
+                    places.insert(key.clone(), merged.len());
+                    merged.push((key, (count, values)));
+                }
+            }
         }
     }
+    (merged, read)
 }
 
 /// Sum, average, extremes, missing count and percentiles `labels` of one group's values

@@ -92,8 +92,9 @@ impl RecordBody {
         }
     }
 
-    /// Appends the record's JSON to `out`: a stored text as it is.
-    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    /// Appends the record's JSON to `out`: a stored text as it is (serializing reads it again
+    /// as a `RawValue` first).
+    pub fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         match self {
             RecordBody::Shaped(value) => serde_json::to_writer(out, value),
             RecordBody::Stored(text) => {

@@ -22,6 +22,16 @@ impl Bits {
         self.words[row as usize / 64] |= 1 << (row % 64);
     }
 
+    /// Adds the rows `base + low` for each of `lows` (`base` a multiple of 65,536 below the
+    /// set's length).
+    #[inline]
+    pub fn insert_block(&mut self, base: u32, lows: &[u16]) {
+        let block = &mut self.words[base as usize / 64..];
+        for &low in lows {
+            block[usize::from(low >> 6)] |= 1 << (low & 63);
+        }
+    }
+
     /// Whether `row` is in the set.
     #[inline]
     pub fn contains(&self, row: u32) -> bool {

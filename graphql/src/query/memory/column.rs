@@ -161,7 +161,7 @@ impl Postings {
     pub fn add_to(&self, code: u32, bits: &mut Bits) {
         match self.dense(code) {
             Some(dense) => bits.union(dense),
-            None => self.rows(code).iter().for_each(|r| bits.insert(r)),
+            None => self.rows(code).insert_into(bits),
         }
     }
 

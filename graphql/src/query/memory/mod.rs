@@ -34,7 +34,7 @@ use super::Dataset;
 use super::direct::DirectSqlite;
 
 /// The memory indexes may take unless configured: flights (336,776 rows, 24 fields) takes
-/// about 38 MiB (flights ×10: 394 MiB).
+/// about 38 MiB (flights ×10: 388 MiB).
 pub const DEFAULT_BUDGET_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// How much memory indexes may take, and whether a request waits for its dataset's index.
