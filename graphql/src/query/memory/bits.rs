@@ -45,6 +45,18 @@ impl Bits {
         }
     }
 
+    /// The rows in both `self` and `other`, as a new set.
+    pub fn and(&self, other: &Bits) -> Bits {
+        Bits {
+            words: self
+                .words
+                .iter()
+                .zip(&other.words)
+                .map(|(a, b)| a & b)
+                .collect(),
+        }
+    }
+
     /// Adds every row of `other`.
     pub fn union(&mut self, other: &Bits) {
         for (a, b) in self.words.iter_mut().zip(&other.words) {
@@ -133,11 +145,15 @@ mod tests {
         let mut both = a.clone();
         both.intersect(&b);
         assert_eq!(both.iter().collect::<Vec<_>>(), [5, 130]);
+        assert_eq!(a.and(&b), both);
         assert!(both.contains(130) && !both.contains(131));
         b.union(&a);
         assert_eq!(b.count(), 7);
         let mut c = a.clone();
         c.invert(200);
+        let mut block = Bits::new(200);
+        block.insert_block(0, &[199, 0, 64, 5, 63, 130]);
+        assert_eq!(block, a);
         assert_eq!(c.count(), 194);
         assert!(!c.contains(5) && c.contains(6) && c.contains(198));
     }

@@ -72,11 +72,14 @@ impl MemIndex {
     }
 
     /// The rows matching `filter`; `None` when it has no condition (every row).
-    pub fn matches(&self, filter: &Filter) -> Option<Bits> {
-        let mut acc: Option<Bits> = None;
-        let mut and = |bits: Cow<'_, Bits>| match &mut acc {
-            None => acc = Some(bits.into_owned()),
-            Some(a) => a.intersect(&bits),
+    pub fn matches<'s>(&'s self, filter: &Filter) -> Option<Bits> {
+        // A frequent value's kept set stays borrowed until a second condition meets it; the
+        // two then make a new set in one pass (no copy of the first to intersect in place).
+        let mut acc: Option<Cow<'s, Bits>> = None;
+        let mut and = |bits: Cow<'s, Bits>| match &mut acc {
+            None => acc = Some(bits),
+            Some(Cow::Owned(a)) => a.intersect(&bits),
+            Some(Cow::Borrowed(a)) => acc = Some(Cow::Owned(a.and(&bits))),
         };
         for (column, values) in &filter.exact {
             and(self.exact_rows(*column, values));
@@ -127,7 +130,7 @@ impl MemIndex {
             }
             and(Cow::Owned(self.text_rows(&[*field], &codes)));
         }
-        acc
+        acc.map(Cow::into_owned)
     }
 
     /// Rows whose `column` holds one of `values`: a frequent value's kept set is borrowed.
