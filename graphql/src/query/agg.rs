@@ -309,15 +309,36 @@ impl Resolver {
 /// Each group's key, count and values of `field`, as a store path folds them.
 type Groups = Vec<(Vec<KeyPart>, (u64, Vec<f64>))>;
 
+/// [`Groups`] with each key's place in them, so a row or a part's group costs one look-up.
+#[derive(Default)]
+struct GroupTable {
+    groups: Groups,
+    places: HashMap<Vec<KeyPart>, usize>,
+}
+
+impl GroupTable {
+    /// The count and values of the group `key`, a new empty one the first time (the key is
+    /// copied only then).
+    fn entry(&mut self, key: &[KeyPart]) -> &mut (u64, Vec<f64>) {
+        let place = match self.places.get(key) {
+            Some(&place) => place,
+            None => {
+                self.places.insert(key.to_vec(), self.groups.len());
+                self.groups.push((key.to_vec(), Default::default()));
+                self.groups.len() - 1
+            }
+        };
+        &mut self.groups[place].1
+    }
+}
+
 /// Folds store rows (`k0…` key columns, then `n` or `v`) into [`Groups`] as they arrive, so
 /// memory holds the groups and their values (8 bytes each), never the rows; a key is written
 /// into one reused buffer and copied only for a new group.
 struct Fold<'q> {
     query: &'q AggQuery,
     schema: &'q DatasetSchema,
-    groups: Groups,
-    /// Each key's place in `groups`: one look-up a row.
-    places: HashMap<Vec<KeyPart>, usize>,
+    groups: GroupTable,
     key: Vec<KeyPart>,
     read: u64,
 }
@@ -327,8 +348,7 @@ impl<'q> Fold<'q> {
         Fold {
             query,
             schema,
-            groups: Groups::new(),
-            places: HashMap::new(),
+            groups: GroupTable::default(),
             key: Vec::with_capacity(query.group_by.len()),
             read: 0,
         }
@@ -367,15 +387,7 @@ impl<'q> Fold<'q> {
                 None => self.key.push(part),
             }
         }
-        let place = match self.places.get(self.key.as_slice()) {
-            Some(&place) => place,
-            None => {
-                self.places.insert(self.key.clone(), self.groups.len());
-                self.groups.push((self.key.clone(), Default::default()));
-                self.groups.len() - 1
-            }
-        };
-        let entry = &mut self.groups[place].1;
+        let entry = self.groups.entry(&self.key);
         match tally {
             RowTally::Count(n) => entry.0 += n,
             RowTally::Value(v) => {
@@ -387,7 +399,7 @@ impl<'q> Fold<'q> {
     }
 
     fn finish(self) -> (Groups, u64) {
-        (self.groups, self.read)
+        (self.groups.groups, self.read)
     }
 }
 
@@ -523,26 +535,17 @@ fn fold_rows(
 /// The groups of parts read separately, as one read would have folded them (counts added,
 /// values gathered; their order is not kept, as statistics sort them first).
 fn merge(parts: Vec<(Groups, u64)>) -> (Groups, u64) {
-    let mut places: HashMap<Vec<KeyPart>, usize> = HashMap::new();
-    let mut merged = Groups::new();
+    let mut merged = GroupTable::default();
     let mut read = 0;
     for (groups, n) in parts {
         read += n;
         for (key, (count, values)) in groups {
-            match places.get(&key) {
-                Some(&place) => {
-                    let group = &mut merged[place].1;
-                    group.0 += count;
-                    group.1.extend(values);
-                }
-                None => {
-                    places.insert(key.clone(), merged.len());
-                    merged.push((key, (count, values)));
-                }
-            }
+            let group = merged.entry(&key);
+            group.0 += count;
+            group.1.extend(values);
         }
     }
-    (merged, read)
+    (merged.groups, read)
 }
 
 /// Sum, average, extremes, missing count and percentiles `labels` of one group's values

@@ -151,21 +151,18 @@ impl Resolver {
         let offset = query.paging.offset();
         let limit = query.paging.per_page;
         if let Some(index) = self.memory_index(dataset).await {
-            let merged = query.sort.is_empty();
-            let (total, positions) = match merged
-                .then(|| index.text_page(&query.filter, offset, limit))
-                .flatten()
-            {
-                Some(page) => page,
-                None => {
-                    let matches = index.matches(&query.filter);
-                    let total = index.total(matches.as_ref());
-                    (
-                        total,
-                        index.page(matches.as_ref(), &query.sort, offset, limit),
-                    )
-                }
-            };
+            let (total, positions) =
+                match index.text_page(&query.filter, &query.sort, offset, limit) {
+                    Some(page) => page,
+                    None => {
+                        let matches = index.matches(&query.filter);
+                        let total = index.total(matches.as_ref());
+                        (
+                            total,
+                            index.page(matches.as_ref(), &query.sort, offset, limit),
+                        )
+                    }
+                };
             let projection = query.fields.as_deref();
             let records = self
                 .stored_at_positions(schema, &positions)

@@ -124,8 +124,12 @@ pub struct Filter {
 impl Filter {
     /// No condition at all: the whole dataset.
     pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
-            && self.field_terms.is_empty()
+        self.terms.is_empty() && self.is_empty_but_terms()
+    }
+
+    /// No condition but `q`'s terms (if any).
+    pub fn is_empty_but_terms(&self) -> bool {
+        self.field_terms.is_empty()
             && self.exact.is_empty()
             && self.not.is_empty()
             && self.ranges.is_empty()

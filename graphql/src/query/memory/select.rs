@@ -274,21 +274,24 @@ impl MemIndex {
         bits
     }
 
-    /// Total and rows `offset..offset + limit`, in file order, of a filter that is one `q`
-    /// term alone whose dictionary matches lie in one text field; `None` for anything else
-    /// (and for pages beyond [`MERGED_PAGES_UP_TO`]), which the bit set path answers. A row
+    /// Total and rows `offset..offset + limit`, in file order (no `sort`), of a filter that
+    /// is one `q` term alone whose dictionary matches lie in one text field; `None` for
+    /// anything else (and for pages beyond [`MERGED_PAGES_UP_TO`]), which the bit set path
+    /// answers. A row
     /// holds one code per field, so the total is the matched codes' row counts summed and the
     /// page a merge of their row lists: no bit set of every match (issue 13: `q=boeing` at
     /// flights ×10 set 829,120 bits a request to show 20).
-    pub fn text_page(&self, filter: &Filter, offset: u64, limit: u64) -> Option<(u64, Vec<u32>)> {
+    pub fn text_page(
+        &self,
+        filter: &Filter,
+        sort: &[(Column, bool)],
+        offset: u64,
+        limit: u64,
+    ) -> Option<(u64, Vec<u32>)> {
         let [term] = filter.terms.as_slice() else {
             return None;
         };
-        let alone = Filter {
-            terms: Vec::new(),
-            ..filter.clone()
-        };
-        if !alone.is_empty() || offset + limit > MERGED_PAGES_UP_TO {
+        if !sort.is_empty() || !filter.is_empty_but_terms() || offset + limit > MERGED_PAGES_UP_TO {
             return None;
         }
         let codes = self.texts.containing(term);
