@@ -100,7 +100,8 @@ pub struct ServeArgs {
     #[arg(long, env = "ODQS_DRAIN_TIMEOUT_SECS", default_value_t = server::DEFAULT_DRAIN_TIMEOUT_SECS)]
     pub drain_timeout_secs: u64,
     /// Memory, in MiB, the in-memory query indexes of all datasets may take together; a
-    /// dataset beyond it is answered by the store's own indexes. 0 turns them off.
+    /// dataset beyond it is answered by the store's own indexes. A sixteenth of it besides
+    /// keeps record bodies served lately. 0 turns both off.
     #[arg(long, env = "ODQS_INDEX_MEMORY_MB", default_value_t = DEFAULT_INDEX_MEMORY_MB)]
     pub index_memory_mb: u64,
     /// Reverse proxies whose `X-Forwarded-For` is believed: comma-separated addresses or CIDR

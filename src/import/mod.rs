@@ -106,6 +106,12 @@ impl From<sqlx::Error> for ImportError {
     }
 }
 
+impl From<rusqlite::Error> for ImportError {
+    fn from(e: rusqlite::Error) -> Self {
+        ImportError::Store(e.into())
+    }
+}
+
 /// What to publish.
 #[derive(Debug)]
 pub struct ImportRequest {

@@ -17,7 +17,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use crate::config::StoreUrl;
 
 /// See `journal_size_limit` where the SQLite store is opened.
-const WAL_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const WAL_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A connected store. Cloning is cheap (the pool is shared).
 #[derive(Clone, Debug)]
@@ -39,6 +39,9 @@ pub enum StoreError {
     Db(#[from] DbErr),
     #[error("store error: {0}")]
     Sqlx(#[from] sqlx::Error),
+    /// The import's own connection to the SQLite file (`import::sqlite`).
+    #[error("store error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
 }
 
 impl Store {

@@ -65,6 +65,14 @@ pub struct Resolver {
     exports: export::ExportCounters,
     /// On an SQLite file, the reader of record bodies by position.
     direct: Option<Arc<direct::DirectSqlite>>,
+    /// Record bodies served lately, within a share of the index budget.
+    bodies: cache::Bodies,
+}
+
+/// The body cache that goes with `policy`: none when indexes are off, so a store-only
+/// deployment keeps its memory bound.
+fn body_cache(policy: memory::IndexPolicy) -> cache::Bodies {
+    cache::Bodies::new(policy.budget_bytes / cache::BODY_SHARE)
 }
 
 /// Store computations under way, by kind of answer (see [`single_flight`]).
@@ -105,12 +113,15 @@ impl Resolver {
                 memory::IndexPolicy::default(),
                 direct.clone(),
             )),
+            bodies: body_cache(memory::IndexPolicy::default()),
         }
     }
 
-    /// The same resolver with in-memory indexes under `policy`.
+    /// The same resolver with in-memory indexes under `policy`, and record bodies kept within
+    /// [`cache::BODY_SHARE`] of its budget.
     pub fn with_index_policy(mut self, policy: memory::IndexPolicy) -> Self {
         self.memory = Arc::new(memory::Memory::new(policy, self.direct.clone()));
+        self.bodies = body_cache(policy);
         self
     }
 

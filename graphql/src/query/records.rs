@@ -6,6 +6,7 @@
 //! through the column's index, then those that don't, in file order.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use entity::record::{self, records_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
@@ -288,17 +289,55 @@ impl Resolver {
             .collect()
     }
 
-    /// [`Self::at_positions`] as the store gives the bodies.
+    /// [`Self::at_positions`] as the body cache or the store gives the bodies: those not kept
+    /// are read in one statement, shaped once, and kept.
     async fn stored_at_positions(
         &self,
         schema: &DatasetSchema,
         rows: &[u32],
     ) -> Result<Vec<Stored>, ApiError> {
-        if rows.is_empty() {
+        let positions: Vec<i64> = rows.iter().map(|&row| i64::from(row) + 1).collect();
+        // Boxed: the store read's future is large, and a page's future holds it (a debug
+        // build's worker stack overflowed).
+        if !self.bodies.is_on() {
+            return Box::pin(self.read_at_positions(schema, &positions)).await;
+        }
+        let mut kept = self.bodies.get(schema.version_id, &positions);
+        let missing: Vec<i64> = positions
+            .iter()
+            .zip(&kept)
+            .filter(|(_, body)| body.is_none())
+            .map(|(&pos, _)| pos)
+            .collect();
+        if !missing.is_empty() {
+            let mut read = Box::pin(self.read_at_positions(schema, &missing))
+                .await?
+                .into_iter();
+            let mut fresh = Vec::with_capacity(missing.len());
+            for slot in kept.iter_mut().filter(|body| body.is_none()) {
+                let body = read.next().ok_or(ApiError::Internal)?.shaped_text(schema)?;
+                fresh.push(body.clone());
+                *slot = Some(body);
+            }
+            self.bodies
+                .put(schema.version_id, missing.into_iter().zip(fresh));
+        }
+        kept.into_iter()
+            .map(|body| body.map(Stored::Shaped).ok_or(ApiError::Internal))
+            .collect()
+    }
+
+    /// The bodies at `positions`, in that order, as the store gives them.
+    async fn read_at_positions(
+        &self,
+        schema: &DatasetSchema,
+        positions: &[i64],
+    ) -> Result<Vec<Stored>, ApiError> {
+        if positions.is_empty() {
             return Ok(Vec::new());
         }
         let backend = self.backend();
-        let positions: Vec<i64> = rows.iter().map(|&row| i64::from(row) + 1).collect();
+        let positions = positions.to_vec();
         let mut sql = Sql::new(backend);
         sql.push("SELECT \"pos\", \"doc\" FROM ")
             .ident(&records_table(schema.version_id));
@@ -331,7 +370,7 @@ impl Resolver {
                     .push("))");
             }
         }
-        let mut found: HashMap<i64, Stored> = HashMap::with_capacity(rows.len());
+        let mut found: HashMap<i64, Stored> = HashMap::with_capacity(positions.len());
         for row in self.db.query_all_raw(sql.build()).await? {
             let pos: i64 = row.try_get_by_index(0)?;
             let doc = match backend {
@@ -414,10 +453,12 @@ impl Resolver {
     }
 }
 
-/// A record body as the store gives it: SQLite's text, PostgreSQL's JSONB read as a value.
+/// A record body as the store gives it (SQLite's text, PostgreSQL's JSONB read as a value), or
+/// as the body cache keeps it: already shaped, without a projection.
 enum Stored {
     Text(String),
     Value(Value),
+    Shaped(Arc<str>),
 }
 
 impl Stored {
@@ -426,6 +467,17 @@ impl Stored {
         match self {
             Stored::Value(value) => Ok(value),
             Stored::Text(text) => serde_json::from_str(&text).map_err(|_| ApiError::Internal),
+            Stored::Shaped(text) => serde_json::from_str(&text).map_err(|_| ApiError::Internal),
+        }
+    }
+
+    /// The text a page writes for this body without a projection: the stored text when it is
+    /// already shaped, else the shaped value written out (the same bytes
+    /// [`RecordBody::Shaped`] would write).
+    fn shaped_text(self, schema: &DatasetSchema) -> Result<Arc<str>, ApiError> {
+        match self.shaped(schema, None)? {
+            RecordBody::Stored(text) => Ok(text),
+            RecordBody::Shaped(value) => Ok(value.to_string().into()),
         }
     }
 
@@ -437,10 +489,11 @@ impl Stored {
         projection: Option<&[String]>,
     ) -> Result<RecordBody, ApiError> {
         match self {
+            Stored::Shaped(text) if projection.is_none() => Ok(RecordBody::Stored(text)),
             Stored::Text(text)
                 if projection.is_none() && text.starts_with('{') && schema.is_shaped(&text) =>
             {
-                Ok(RecordBody::Stored(text))
+                Ok(RecordBody::Stored(text.into()))
             }
             stored => Ok(RecordBody::Shaped(
                 schema.shape(stored.value()?, projection),

@@ -1,6 +1,8 @@
 //! The answers of the query layer, shaped as contract §3–§6 define them. REST serializes them
 //! as they are; GraphQL exposes the same structs as typed objects.
 
+use std::sync::Arc;
+
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -71,8 +73,9 @@ pub struct RecordPage {
 #[derive(Clone, Debug)]
 pub enum RecordBody {
     Shaped(Value),
-    /// A whole JSON object, checked by `is_shaped`.
-    Stored(String),
+    /// A whole JSON object, checked by `is_shaped` (or written by shaping), shared with the
+    /// body cache.
+    Stored(Arc<str>),
 }
 
 impl RecordBody {
