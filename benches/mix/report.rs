@@ -353,17 +353,30 @@ impl Report {
                 "- f: in-memory reference {reference:.3} ms; no odqs measurement\n"
             )),
         }
+        // Issue 6's targets are for flights as published; a scaled run's are in the table
+        // that compares it with the first (`compare`).
+        let target = |limit: String, ok: Option<bool>| match (&self.csv_bytes, ok) {
+            (Some(_), _) => "the ×N targets: see the table below".to_string(),
+            (None, Some(ok)) => format!("target ≤ {limit}: {}", met(ok)),
+            (None, None) => format!("target ≤ {limit}: unknown"),
+        };
         out.push_str(&format!(
-            "- import of flights: {:.1} s (target ≤ {IMPORT_LIMIT:.0} s: {}); `odqs import` peak RSS {} (sampled)\n",
+            "- import of flights: {:.1} s ({}); `odqs import` peak RSS {} (sampled)\n",
             self.import.seconds,
-            met(self.import.seconds <= IMPORT_LIMIT),
+            target(
+                format!("{IMPORT_LIMIT:.0} s"),
+                Some(self.import.seconds <= IMPORT_LIMIT)
+            ),
             mb(self.import.peak_rss_kb)
         ));
         out.push_str(&format!(
-            "- `odqs serve` peak RSS (VmHWM, flights + the demo's scenic spots, after the whole mix): {} (target ≤ 400 MB: {})\n",
+            "- `odqs serve` peak RSS (VmHWM, flights + the demo's scenic spots, after the whole mix): {} ({})\n",
             mb(self.peak_rss_kb),
-            self.peak_rss_kb
-                .map_or("unknown", |kb| met(kb as f64 * 1024.0 <= RSS_LIMIT))
+            target(
+                format!("{:.0} MB", RSS_LIMIT / 1e6),
+                self.peak_rss_kb
+                    .map(|kb| kb as f64 * 1024.0 <= RSS_LIMIT)
+            )
         ));
         out.push_str(&format!(
             "- in-memory index: {}\n",
