@@ -7,27 +7,20 @@
 //! included.
 
 use std::path::Path;
-use std::time::Duration;
 
 use entity::FieldType;
 use entity::record::{column_index, records_table, text_table};
-use rusqlite::{Connection, ErrorCode, OpenFlags, Statement};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Statement};
 use sqlx::SqlitePool;
 use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
 use super::schema::{Cell, Plan};
 use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
-use crate::store::WAL_LIMIT_BYTES;
+use crate::store::{SQLITE_BUSY_TIMEOUT, SQLITE_CACHE_KIB, WAL_LIMIT_BYTES};
 
 /// Batches per write transaction.
 const BATCHES_PER_COMMIT: usize = 50;
-/// Page cache of the import's connection, in KiB: the pool's. SQLite's sorter keeps this much
-/// of an index build in memory per sorted run; small runs sorted on two threads and merged beat
-/// one large run sorted on one (a column of flights ×10: 1.4 s at 4 MB, 3.5 s at 256 MB).
-const CACHE_KIB: u64 = 4 * 1024;
-/// How long a statement waits for another writer of the file, as the pool's connections do.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn column_type(field_type: FieldType) -> &'static str {
     match field_type {
@@ -42,22 +35,20 @@ pub async fn load(
     pool: &SqlitePool,
     version_id: i64,
     plan: &Plan,
-    batches: mpsc::Receiver<Batch>,
+    mut batches: mpsc::Receiver<Batch>,
 ) -> Result<u64, ImportError> {
-    let path = pool.connect_options().get_filename().to_path_buf();
-    let plan = plan.clone();
-    tokio::task::spawn_blocking(move || load_blocking(&path, version_id, &plan, batches))
-        .await
-        .expect("the SQLite loader does not panic")
+    on_own_connection(pool, plan, move |conn, plan| {
+        load_blocking(conn, version_id, plan, &mut batches)
+    })
+    .await
 }
 
 fn load_blocking(
-    path: &Path,
+    conn: &Connection,
     version_id: i64,
     plan: &Plan,
-    mut batches: mpsc::Receiver<Batch>,
+    batches: &mut mpsc::Receiver<Batch>,
 ) -> Result<u64, ImportError> {
-    let conn = open(path)?;
     let records = records_table(version_id);
     let texts = text_table(version_id);
     let RecordColumns {
@@ -124,15 +115,17 @@ pub async fn build_indexes(
     version_id: i64,
     plan: &Plan,
 ) -> Result<(), ImportError> {
-    let path = pool.connect_options().get_filename().to_path_buf();
-    let plan = plan.clone();
-    tokio::task::spawn_blocking(move || build_indexes_blocking(&path, version_id, &plan))
-        .await
-        .expect("the SQLite index build does not panic")
+    on_own_connection(pool, plan, move |conn, plan| {
+        build_indexes_blocking(conn, version_id, plan)
+    })
+    .await
 }
 
-fn build_indexes_blocking(path: &Path, version_id: i64, plan: &Plan) -> Result<(), ImportError> {
-    let conn = open(path)?;
+fn build_indexes_blocking(
+    conn: &Connection,
+    version_id: i64,
+    plan: &Plan,
+) -> Result<(), ImportError> {
     let records = records_table(version_id);
     // Index builds sort on helper threads too (issue 13: 30% faster a column on 2 cores).
     conn.pragma_update(None, "threads", sort_threads())?;
@@ -162,11 +155,7 @@ fn build_indexes_blocking(path: &Path, version_id: i64, plan: &Plan) -> Result<(
                 .query_row(&duplicate_id_sql(version_id), [], |row| {
                     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
                 })
-                .map(Some)
-                .or_else(|e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(e),
-                })?;
+                .optional()?;
             duplicate_error(found)?;
             Err(rusqlite::Error::SqliteFailure(e, None).into())
         }
@@ -174,16 +163,31 @@ fn build_indexes_blocking(path: &Path, version_id: i64, plan: &Plan) -> Result<(
     }
 }
 
-/// A write connection on the store's file with the pool's settings (WAL is the file's own),
-/// a larger cache, and the pool's patience with other writers.
+/// Runs `work` on a blocking thread with a write connection of its own on the store's file.
+async fn on_own_connection<T: Send + 'static>(
+    pool: &SqlitePool,
+    plan: &Plan,
+    work: impl FnOnce(&Connection, &Plan) -> Result<T, ImportError> + Send + 'static,
+) -> Result<T, ImportError> {
+    let path = pool.connect_options().get_filename().to_path_buf();
+    let plan = plan.clone();
+    tokio::task::spawn_blocking(move || work(&open(&path)?, &plan))
+        .await
+        .expect("the SQLite import work does not panic")
+}
+
+/// A write connection on the store's file with the pool's settings (WAL is the file's own).
+/// Its cache is the pool's too: SQLite's sorter keeps that much of an index build in memory
+/// per sorted run, and small runs sorted on two threads and merged beat one large run sorted
+/// on one (a column of flights ×10: 1.4 s at 4 MB, 3.5 s at 256 MB).
 fn open(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.pragma_update(None, "cache_size", -(CACHE_KIB as i64))?;
+    conn.pragma_update(None, "cache_size", -(SQLITE_CACHE_KIB as i64))?;
     conn.pragma_update(None, "journal_size_limit", WAL_LIMIT_BYTES as i64)?;
     Ok(conn)
 }

@@ -18,6 +18,10 @@ use crate::config::StoreUrl;
 
 /// See `journal_size_limit` where the SQLite store is opened.
 pub(crate) const WAL_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
+/// Page cache of each SQLite connection, in KiB (see `cache_size` where the store is opened).
+pub(crate) const SQLITE_CACHE_KIB: u64 = 4 * 1024;
+/// How long an SQLite statement waits for another writer of the file.
+pub(crate) const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A connected store. Cloning is cheap (the pool is shared).
 #[derive(Clone, Debug)]
@@ -64,13 +68,13 @@ impl Store {
                     .create_if_missing(true)
                     .journal_mode(SqliteJournalMode::Wal)
                     .synchronous(SqliteSynchronous::Normal)
-                    .busy_timeout(Duration::from_secs(30))
+                    .busy_timeout(SQLITE_BUSY_TIMEOUT)
                     .foreign_keys(true)
                     // 4 MB of page cache a connection, 32 MB for the pool at most: the in-memory
                     // indexes answer most reads, the kernel caches the file anyway, and the
                     // resident size stays bounded (16 MB a connection: 514 MB peak under the
                     // benchmark's 16 connections, against a 400 MB target).
-                    .pragma("cache_size", "-4096")
+                    .pragma("cache_size", format!("-{SQLITE_CACHE_KIB}"))
                     // The WAL file shrinks back to this after a checkpoint: an import's index
                     // builds grow it to a third of the store (957 MB at flights ×10), which
                     // otherwise stays on disk for good.

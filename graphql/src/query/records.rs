@@ -337,21 +337,20 @@ impl Resolver {
             return Ok(Vec::new());
         }
         let backend = self.backend();
-        let positions = positions.to_vec();
         let mut sql = Sql::new(backend);
         sql.push("SELECT \"pos\", \"doc\" FROM ")
             .ident(&records_table(schema.version_id));
         match backend {
             DatabaseBackend::Postgres => {
                 sql.push(" WHERE \"pos\" = ANY(")
-                    .bind(positions.clone())
+                    .bind(positions.to_vec())
                     .push(")");
             }
             _ => {
                 if let Some(read) = self
                     .direct
                     .as_ref()
-                    .and_then(|direct| direct.bodies(schema.version_id, &positions).ok())
+                    .and_then(|direct| direct.bodies(schema.version_id, positions).ok())
                 {
                     let mut found: HashMap<i64, String> = read.into_iter().collect();
                     return positions
@@ -364,7 +363,7 @@ impl Resolver {
                         })
                         .collect();
                 }
-                let json = serde_json::to_string(&positions).expect("positions serialize");
+                let json = serde_json::to_string(positions).expect("positions serialize");
                 sql.push(" WHERE \"pos\" IN (SELECT value FROM json_each(")
                     .bind(json)
                     .push("))");

@@ -154,15 +154,9 @@ async fn read_copy(
     mut collect: Collect,
 ) -> Result<Collect, String> {
     use futures_util::StreamExt;
-    // Column names come from the schema (`c0`, `t20`) and the table's from an integer: no
-    // request text reaches this statement.
-    let columns: String = planned
-        .iter()
-        .map(|(_, column, _)| format!(", \"{column}\""))
-        .collect();
     let sql = format!(
-        "COPY (SELECT \"pos\", \"_id\"{columns} FROM \"{}\" ORDER BY \"pos\") TO STDOUT",
-        records_table(version_id)
+        "COPY ({} ORDER BY \"pos\") TO STDOUT",
+        select_columns(version_id, planned)
     );
     let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
     let mut stream = conn.copy_out_raw(&sql).await.map_err(|e| e.to_string())?;
@@ -245,14 +239,21 @@ impl CopyLine {
 
 /// The chunk statement for [`DirectSqlite::scan`]: rows after position `?1`, at most `?2`.
 fn direct_select(version_id: i64, planned: &[(usize, String, FieldType)]) -> String {
-    // Column names come from the schema (`c0`, `t20`) and the table's from an integer: no
-    // request text reaches this statement.
+    format!(
+        "{} WHERE \"pos\" > ?1 ORDER BY \"pos\" LIMIT ?2",
+        select_columns(version_id, planned)
+    )
+}
+
+/// `SELECT "pos", "_id", <the planned columns> FROM <the version's table>`. Column names come
+/// from the schema (`c0`, `t20`) and the table's from an integer: no request text reaches it.
+fn select_columns(version_id: i64, planned: &[(usize, String, FieldType)]) -> String {
     let columns: String = planned
         .iter()
         .map(|(_, column, _)| format!(", \"{column}\""))
         .collect();
     format!(
-        "SELECT \"pos\", \"_id\"{columns} FROM \"{}\" WHERE \"pos\" > ?1 ORDER BY \"pos\" LIMIT ?2",
+        "SELECT \"pos\", \"_id\"{columns} FROM \"{}\"",
         records_table(version_id)
     )
 }
