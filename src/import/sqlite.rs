@@ -2,7 +2,8 @@
 //! thread (issue 13: no argument encoding and hand-off to sqlx's worker thread per statement;
 //! the load now waits on the reader thread, not on the store). One cached single-row insert a
 //! record, committed every few batches so other writers of the file are not locked out for a
-//! whole import; indexes built after the load, when it is cheapest. Text values go into an
+//! whole import; bodies packed without their keys where they can be (`graphql::query::packed`);
+//! indexes built after the load, when it is cheapest. Text values go into an
 //! FTS5 table with the trigram tokenizer, which finds substrings in any script, Chinese
 //! included.
 
@@ -10,6 +11,7 @@ use std::path::Path;
 
 use entity::FieldType;
 use entity::record::{column_index, records_table, text_table};
+use graphql::query::packed::Layout;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Statement};
 use sqlx::SqlitePool;
 use tokio::sync::mpsc;
@@ -73,13 +75,17 @@ fn load_blocking(
     let mut insert_text = conn.prepare(&format!(
         "INSERT INTO \"{texts}\" (rowid, value) VALUES (?1, ?2)"
     ))?;
+    let layout = Layout::new(plan.fields.iter().map(|f| f.name.as_str()));
     let mut count = 0u64;
     let mut since_commit = 0;
     while let Some(batch) = batches.blocking_recv() {
         for row in &batch.rows {
             insert.raw_bind_parameter(1, row.pos)?;
             insert.raw_bind_parameter(2, row.id.as_str())?;
-            insert.raw_bind_parameter(3, row.doc.as_str())?;
+            match layout.pack(&row.doc) {
+                Some(packed) => insert.raw_bind_parameter(3, packed.as_str())?,
+                None => insert.raw_bind_parameter(3, row.doc.as_str())?,
+            }
             for (i, cell) in row.cells.iter().enumerate() {
                 bind(&mut insert, i + 4, cell)?;
             }

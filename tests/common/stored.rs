@@ -5,6 +5,7 @@
 
 use entity::record::{self, records_table};
 use entity::{dataset, dataset_field};
+use graphql::query::packed::Layout;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, FromQueryResult,
     QueryFilter, QueryOrder, Statement,
@@ -41,9 +42,12 @@ pub async fn by_id(
         "SELECT \"pos\", \"_id\" AS \"id\", {} FROM \"{table}\" WHERE \"_id\" = {placeholder}",
         record::doc_select(backend)
     );
-    record::Model::find_by_statement(Statement::from_sql_and_values(backend, sql, [id.into()]))
-        .one(&store.db)
-        .await
+    let found =
+        record::Model::find_by_statement(Statement::from_sql_and_values(backend, sql, [id.into()]))
+            .one(&store.db)
+            .await?;
+    let layout = layout(store, version_id).await?;
+    Ok(found.map(|r| unpacked(&layout, r)))
 }
 
 /// `limit` records from position `offset` on, in file order.
@@ -59,9 +63,29 @@ pub async fn in_order(
         "SELECT \"pos\", \"_id\" AS \"id\", {} FROM \"{table}\" ORDER BY \"pos\" LIMIT {limit} OFFSET {offset}",
         record::doc_select(backend)
     );
-    record::Model::find_by_statement(Statement::from_string(backend, sql))
+    let found = record::Model::find_by_statement(Statement::from_string(backend, sql))
         .all(&store.db)
-        .await
+        .await?;
+    let layout = layout(store, version_id).await?;
+    Ok(found.into_iter().map(|r| unpacked(&layout, r)).collect())
+}
+
+/// How the version's bodies are packed on SQLite.
+async fn layout(store: &odqs::store::Store, version_id: i64) -> Result<Layout, DbErr> {
+    let fields = fields(store, version_id).await?;
+    Ok(Layout::new(fields.iter().map(|f| f.name.as_str())))
+}
+
+/// A record with its body as an object, as the import was given it (SQLite stores most bodies
+/// packed, without their keys).
+fn unpacked(layout: &Layout, mut record: record::Model) -> record::Model {
+    if let serde_json::Value::Array(values) = record.doc {
+        let object = layout
+            .unpack_value(values)
+            .expect("a packed body fits its layout");
+        record.doc = serde_json::Value::Object(object);
+    }
+    record
 }
 
 /// Every published dataset, by slug.

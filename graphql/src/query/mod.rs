@@ -27,6 +27,7 @@ pub mod export;
 pub mod facts;
 pub mod memory;
 pub mod operators;
+pub mod packed;
 pub mod params;
 pub mod records;
 pub mod request;

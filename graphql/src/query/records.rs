@@ -13,6 +13,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
 use serde_json::Value;
 
 use super::error::ApiError;
+use super::packed::Layout;
 use super::request::{Filter, RecordQuery};
 use super::schema::{Column, DatasetSchema};
 use super::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
@@ -355,12 +356,7 @@ impl Resolver {
                     let mut found: HashMap<i64, String> = read.into_iter().collect();
                     return positions
                         .iter()
-                        .map(|pos| {
-                            found
-                                .remove(pos)
-                                .map(Stored::Text)
-                                .ok_or(ApiError::Internal)
-                        })
+                        .map(|pos| Stored::text(schema, found.remove(pos)))
                         .collect();
                 }
                 let json = serde_json::to_string(positions).expect("positions serialize");
@@ -374,7 +370,7 @@ impl Resolver {
             let pos: i64 = row.try_get_by_index(0)?;
             let doc = match backend {
                 DatabaseBackend::Postgres => Stored::Value(row.try_get_by_index::<Value>(1)?),
-                _ => Stored::Text(row.try_get_by_index(1)?),
+                _ => Stored::text(schema, Some(row.try_get_by_index(1)?))?,
             };
             found.insert(pos, doc);
         }
@@ -461,6 +457,17 @@ enum Stored {
 }
 
 impl Stored {
+    /// A body SQLite holds as text, unpacked ([`super::packed`]); `None` when the statement did
+    /// not return it.
+    fn text(schema: &DatasetSchema, stored: Option<String>) -> Result<Stored, ApiError> {
+        let stored = stored.ok_or(ApiError::Internal)?;
+        if !Layout::is_packed(&stored) {
+            return Ok(Stored::Text(stored));
+        }
+        let doc = schema.layout.unpack(&stored).ok_or(ApiError::Internal)?;
+        Ok(Stored::Text(doc))
+    }
+
     /// The body as a JSON value.
     fn value(self) -> Result<Value, ApiError> {
         match self {

@@ -8,6 +8,8 @@ use entity::{FieldType, dataset_field};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::packed::Layout;
+
 /// Where a name of a request points.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Column {
@@ -73,6 +75,8 @@ pub struct DatasetSchema {
     /// Object paths that hold fields (`Position` for `Position.Lat`), for `fields=Position`.
     parents: HashMap<String, ()>,
     order: KeyTree,
+    /// How the version's bodies are packed on SQLite.
+    pub layout: Layout,
     /// The contract's entries, `_id` first.
     pub entries: Vec<SchemaEntry>,
     /// [`Self::entries`] as JSON, written once per version: every page carries them.
@@ -134,8 +138,10 @@ impl DatasetSchema {
             },
         }));
         let entries_json = serde_json::to_string(&entries).expect("schema entries serialize");
+        let layout = Layout::new(fields.iter().map(|f| f.name.as_str()));
         DatasetSchema {
             version_id,
+            layout,
             fields,
             by_name,
             parents,
@@ -198,8 +204,13 @@ impl DatasetSchema {
     /// A record as stored, with its keys in schema order (`_id` first) and, with a
     /// projection, only `_id` and the listed paths.
     pub fn shape(&self, doc: Value, projection: Option<&[String]>) -> Value {
-        let Value::Object(object) = doc else {
-            return doc;
+        let object = match doc {
+            Value::Object(object) => object,
+            Value::Array(values) => match self.layout.unpack_value(values) {
+                Ok(object) => object,
+                Err(values) => return Value::Array(values),
+            },
+            other => return other,
         };
         match projection {
             None => Value::Object(self.order.reorder(object, true)),
@@ -284,10 +295,7 @@ impl KeyTree {
         if !text.starts_with('{') {
             return true; // not an object: shaping leaves it alone
         }
-        let mut scan = Scan {
-            text: text.as_bytes(),
-            at: 0,
-        };
+        let mut scan = Scan::new(text);
         scan.in_order(self).is_some() && {
             scan.space();
             scan.at == scan.text.len()
@@ -323,13 +331,35 @@ impl KeyTree {
 /// [`KeyTree::is_shaped`]), skipping values byte by byte without reading them (issue 13: a
 /// third of the cost of serde's reader, which checked each string and number on the way).
 /// Every method answers `None` at the first key out of place, an escaped key (shaped slowly,
-/// by the reader) or anything malformed.
-struct Scan<'t> {
+/// by the reader) or anything malformed. [`super::packed`] reads bodies with it too.
+pub(super) struct Scan<'t> {
+    source: &'t str,
     text: &'t [u8],
     at: usize,
 }
 
 impl<'t> Scan<'t> {
+    pub(super) fn new(text: &'t str) -> Self {
+        Scan {
+            source: text,
+            text: text.as_bytes(),
+            at: 0,
+        }
+    }
+
+    /// Whether everything was read (a space left over is not).
+    pub(super) fn at_end(&self) -> bool {
+        self.at == self.text.len()
+    }
+
+    /// The text of the next value, read past.
+    pub(super) fn value_text(&mut self) -> Option<&'t str> {
+        self.peek()?;
+        let start = self.at;
+        self.value()?;
+        // A value starts and ends at ASCII bytes or the end: `get` finds char boundaries.
+        self.source.get(start..self.at)
+    }
     fn space(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.text.get(self.at) {
             self.at += 1;
@@ -341,7 +371,7 @@ impl<'t> Scan<'t> {
         self.text.get(self.at).copied()
     }
 
-    fn eat(&mut self, byte: u8) -> Option<()> {
+    pub(super) fn eat(&mut self, byte: u8) -> Option<()> {
         (self.peek()? == byte).then(|| self.at += 1)
     }
 
@@ -387,7 +417,7 @@ impl<'t> Scan<'t> {
     }
 
     /// A key without escapes, as its bytes.
-    fn key(&mut self) -> Option<&'t [u8]> {
+    pub(super) fn key(&mut self) -> Option<&'t [u8]> {
         self.eat(b'"')?;
         let start = self.at;
         loop {
