@@ -163,6 +163,7 @@ async fn import(args: ImportArgs) -> Result<(), Failure> {
         title: args.title,
         description: args.description,
         max_record_bytes,
+        store_indexes: args.store_indexes,
     };
     let summary = import::import(&store, request, progress).await?;
     println!(

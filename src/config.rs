@@ -148,6 +148,11 @@ pub struct ImportArgs {
     /// field or line that never ends, fails the import before it is held whole in memory.
     #[arg(long, env = "ODQS_MAX_RECORD_MB", default_value_t = crate::import::DEFAULT_MAX_RECORD_MB)]
     pub max_record_mb: u64,
+    /// Also index every typed column in the store, for a dataset the store will answer itself
+    /// (`ODQS_INDEX_MEMORY_MB=0`, or one beyond that budget); without, such queries scan its
+    /// table, and the file is a third smaller. The in-memory index does not need them.
+    #[arg(long, env = "ODQS_STORE_INDEXES")]
+    pub store_indexes: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }

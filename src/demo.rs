@@ -56,6 +56,7 @@ pub async fn load_if_empty(store: &Store) -> Result<usize, ImportError> {
             title: None,
             description: None,
             max_record_bytes: import::DEFAULT_MAX_RECORD_MB * import::MIB,
+            store_indexes: false,
         };
         let summary = import::import(store, request, Arc::new(import::progress::Silent)).await?;
         tracing::info!(

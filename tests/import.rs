@@ -451,6 +451,7 @@ async fn import_limited(
             title: None,
             description: None,
             max_record_bytes,
+            store_indexes: false,
         },
         std::sync::Arc::new(odqs::import::progress::Silent),
     )

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{Kind, TestStore, import_file, write_file};
+use common::{Kind, TestStore, get_with, import_file_with, write_file};
+use graphql::query::memory::IndexPolicy;
 use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
 use serde_json::json;
 
@@ -72,7 +73,8 @@ fn assert_no_full_scan(kind: Kind, table: &str, plan: &str) {
 const CARRIERS: [&str; 5] = ["UA", "AA", "DL", "B6", "WN"];
 const DESTS: [&str; 3] = ["Denver Intl", "Chicago Ohare Intl", "臺北松山機場"];
 
-async fn queries_use_indexes(store: TestStore) {
+/// 3,000 flights as NDJSON, and their schema.
+fn flights(store: &TestStore) -> (std::path::PathBuf, &'static str) {
     let rows: Vec<_> = (1..=3000)
         .map(|i| {
             json!({
@@ -85,9 +87,16 @@ async fn queries_use_indexes(store: TestStore) {
         })
         .map(|v| v.to_string())
         .collect();
-    let path = write_file(&store, "f.ndjson", (rows.join("\n") + "\n").as_bytes());
-    let schema = r#"{"fields": [{"name": "dest_name", "type": "text"}]}"#;
-    import_file(&store, &path, "f", Some(schema), Some("code"))
+    let path = write_file(store, "f.ndjson", (rows.join("\n") + "\n").as_bytes());
+    (
+        path,
+        r#"{"fields": [{"name": "dest_name", "type": "text"}]}"#,
+    )
+}
+
+async fn queries_use_indexes(store: TestStore) {
+    let (path, schema) = flights(&store);
+    import_file_with(&store, &path, "f", Some(schema), Some("code"), true)
         .await
         .unwrap();
     let dataset = common::stored::find_dataset(&store.store, "f")
@@ -156,4 +165,90 @@ async fn queries_use_indexes(store: TestStore) {
     }
 }
 
-both_stores!(queries_use_indexes);
+/// Without `--store-indexes` the store keeps its primary key and the `_id` index only, and the
+/// store path (in-memory indexes off) answers exactly as it does with the column indexes,
+/// where a sorted page walks its sort column's index.
+async fn without_column_indexes_the_store_answers_alike(store: TestStore) {
+    let (path, schema) = flights(&store);
+    for (slug, store_indexes) in [("with", true), ("without", false)] {
+        import_file_with(
+            &store,
+            &path,
+            slug,
+            Some(schema),
+            Some("code"),
+            store_indexes,
+        )
+        .await
+        .unwrap();
+    }
+    let mut indexes = Vec::new();
+    for slug in ["with", "without"] {
+        let dataset = common::stored::find_dataset(&store.store, slug)
+            .await
+            .unwrap()
+            .unwrap();
+        let t = entity::record::records_table(dataset.version_id);
+        let sql = match store.kind {
+            Kind::Sqlite => format!(
+                "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = '{t}' \
+                 AND name NOT LIKE 'sqlite_autoindex%'"
+            ),
+            Kind::Postgres => format!(
+                "SELECT indexname AS name FROM pg_indexes \
+                 WHERE schemaname = current_schema() AND tablename = '{t}'"
+            ),
+        };
+        let rows = store
+            .store
+            .db
+            .query_all_raw(Statement::from_string(store.store.backend(), sql))
+            .await
+            .unwrap();
+        let mut names: Vec<String> = rows
+            .iter()
+            .map(|row| row.try_get::<String>("", "name").unwrap())
+            .map(|name| name.replacen(&t, "", 1))
+            .collect();
+        names.sort();
+        indexes.push(names);
+    }
+    let without: Vec<&str> = indexes[1].iter().map(String::as_str).collect();
+    let want: &[&str] = match store.kind {
+        Kind::Sqlite => &["_id"],
+        Kind::Postgres => &["_id", "_pkey"],
+    };
+    assert_eq!(without, want);
+    assert!(indexes[0].len() >= without.len() + 4, "{:?}", indexes[0]);
+
+    let router = store.router_with(IndexPolicy::OFF);
+    let token = common::api_token(&store).await;
+    for query in [
+        "carrier=UA&sort=delay>&per_page=20",
+        "carrier=UA&sort=delay>&page=7&per_page=50",
+        "sort=delay,carrier>&per_page=30&page=3",
+        "delay=7",
+        "q[dest_name]=denver&sort=delay>",
+        "delay[gte]=100&sort=carrier,delay&per_page=100",
+        "_ids=C00042,C00007",
+    ] {
+        let mut answers = Vec::new();
+        for slug in ["with", "without"] {
+            let query = query
+                .replace('[', "%5B")
+                .replace(']', "%5D")
+                .replace('>', "%3E");
+            let path = format!("/api/v1/datasets/{slug}/records?{query}");
+            let answer = get_with(&router, &path, Some(&token), &[]).await;
+            assert_eq!(answer.status, 200, "{path}: {:?}", answer.body);
+            answers.push((answer.body["total"].clone(), answer.body["records"].clone()));
+        }
+        assert!(answers[0].0.as_u64().unwrap() > 0, "{query}");
+        assert_eq!(answers[0], answers[1], "{query}");
+    }
+}
+
+both_stores!(
+    queries_use_indexes,
+    without_column_indexes_the_store_answers_alike
+);

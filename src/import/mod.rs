@@ -127,6 +127,12 @@ pub struct ImportRequest {
     /// Bytes one record may take in the file (decompressed); a larger one fails the import.
     /// [`DEFAULT_MAX_RECORD_MB`] unless configured.
     pub max_record_bytes: u64,
+    /// Whether the store also gets one index per typed column (`--store-indexes`). The
+    /// in-memory index answers filters and sorts, so by default the store keeps only its
+    /// primary key and the `_id` index (issue 13: the column indexes were a third of the file);
+    /// a dataset the store answers itself (`ODQS_INDEX_MEMORY_MB=0`, or beyond the budget)
+    /// scans its table without them.
+    pub store_indexes: bool,
 }
 
 /// What an import did.
@@ -337,10 +343,13 @@ async fn load(
     progress.phase("building indexes");
     match store.backend() {
         DatabaseBackend::Postgres => {
-            postgres::build_indexes(store.db.get_postgres_connection_pool(), version_id, plan)
-                .await?
+            let pool = store.db.get_postgres_connection_pool();
+            postgres::build_indexes(pool, version_id, plan, request.store_indexes).await?
         }
-        _ => sqlite::build_indexes(store.db.get_sqlite_connection_pool(), version_id, plan).await?,
+        _ => {
+            let pool = store.db.get_sqlite_connection_pool();
+            sqlite::build_indexes(pool, version_id, plan, request.store_indexes).await?
+        }
     }
     activate::activate(store, request, plan, version_id, records).await?;
     if store.backend() == DatabaseBackend::Sqlite {

@@ -121,9 +121,15 @@ fn escape(out: &mut Vec<u8>, value: &str) {
     }
 }
 
-/// Primary keys, the unique `_id` index (after naming any duplicate), one `(column, pos)`
-/// index per typed column, the trigram index of the text dictionary, and planner statistics.
-pub async fn build_indexes(pool: &PgPool, version_id: i64, plan: &Plan) -> Result<(), ImportError> {
+/// Primary keys, the unique `_id` index (after naming any duplicate), with `columns` one
+/// `(column, pos)` index per typed column, the trigram index of the text dictionary, and
+/// planner statistics.
+pub async fn build_indexes(
+    pool: &PgPool,
+    version_id: i64,
+    plan: &Plan,
+    columns: bool,
+) -> Result<(), ImportError> {
     let records = records_table(version_id);
     let texts = text_table(version_id);
     let mut conn = pool.acquire().await?;
@@ -139,7 +145,7 @@ pub async fn build_indexes(pool: &PgPool, version_id: i64, plan: &Plan) -> Resul
         format!("ALTER TABLE \"{texts}\" ADD PRIMARY KEY (\"tid\")"),
         format!("CREATE INDEX \"{texts}_trgm\" ON \"{texts}\" USING gin (\"value\" gin_trgm_ops)"),
     ];
-    for field in plan.columns() {
+    for field in plan.columns().filter(|_| columns) {
         let column = field.column.as_deref().expect("columns() has columns");
         let index = column_index(version_id, column);
         statements.push(format!(

@@ -114,15 +114,16 @@ fn bind(statement: &mut Statement<'_>, index: usize, cell: &Cell) -> rusqlite::R
     }
 }
 
-/// One index per typed column, planner statistics, and the unique `_id` index (naming a
-/// duplicate when it cannot be built).
+/// With `columns`, one index per typed column; planner statistics, and the unique `_id` index
+/// (naming a duplicate when it cannot be built).
 pub async fn build_indexes(
     pool: &SqlitePool,
     version_id: i64,
     plan: &Plan,
+    columns: bool,
 ) -> Result<(), ImportError> {
     on_own_connection(pool, plan, move |conn, plan| {
-        build_indexes_blocking(conn, version_id, plan)
+        build_indexes_blocking(conn, version_id, plan, columns)
     })
     .await
 }
@@ -131,12 +132,13 @@ fn build_indexes_blocking(
     conn: &Connection,
     version_id: i64,
     plan: &Plan,
+    columns: bool,
 ) -> Result<(), ImportError> {
     let records = records_table(version_id);
     // Index builds sort on helper threads too (issue 13: 30% faster a column on 2 cores).
     conn.pragma_update(None, "threads", sort_threads())?;
     conn.execute_batch("BEGIN IMMEDIATE")?;
-    for field in plan.columns() {
+    for field in plan.columns().filter(|_| columns) {
         let column = field.column.as_deref().expect("columns() has columns");
         let index = column_index(version_id, column);
         conn.execute_batch(&format!(

@@ -224,6 +224,18 @@ pub async fn import_file(
     schema: Option<&str>,
     id_field: Option<&str>,
 ) -> Result<ImportSummary, import::ImportError> {
+    import_file_with(store, path, slug, schema, id_field, false).await
+}
+
+/// [`import_file`], with the store's column indexes (`odqs import --store-indexes`) or without.
+pub async fn import_file_with(
+    store: &TestStore,
+    path: &Path,
+    slug: &str,
+    schema: Option<&str>,
+    id_field: Option<&str>,
+    store_indexes: bool,
+) -> Result<ImportSummary, import::ImportError> {
     let schema = match schema {
         Some(text) => SchemaFile::parse(text)?,
         None => SchemaFile::default(),
@@ -238,6 +250,7 @@ pub async fn import_file(
             title: None,
             description: None,
             max_record_bytes: import::DEFAULT_MAX_RECORD_MB * import::MIB,
+            store_indexes,
         },
         Arc::new(import::progress::Silent),
     )

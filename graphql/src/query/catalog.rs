@@ -3,8 +3,12 @@
 
 use std::sync::Arc;
 
+use entity::record::column_index;
 use entity::{dataset, dataset_field};
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseBackend, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, Statement,
+};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -63,7 +67,9 @@ impl Resolver {
             .order_by_asc(dataset_field::Column::Position)
             .all(&self.db)
             .await?;
-        let schema = Arc::new(DatasetSchema::new(version_id, rows));
+        let mut schema = DatasetSchema::new(version_id, rows);
+        schema.store_indexes = self.has_column_indexes(&schema).await?;
+        let schema = Arc::new(schema);
         let mut schemas = self.schemas.lock().expect("schemas lock");
         // Forget versions no request has resolved lately; a few hundred schemas are small.
         if schemas.len() > 1000 {
@@ -71,6 +77,27 @@ impl Resolver {
         }
         schemas.insert(version_id, schema.clone());
         Ok(schema)
+    }
+
+    /// Whether the store holds the indexes of `schema`'s typed columns (one stands for all:
+    /// an import builds all of them or none).
+    async fn has_column_indexes(&self, schema: &DatasetSchema) -> Result<bool, ApiError> {
+        let Some(column) = schema.fields.iter().find_map(|f| f.column.as_deref()) else {
+            return Ok(false);
+        };
+        let index = column_index(schema.version_id, column);
+        let backend = self.backend();
+        let sql = match backend {
+            DatabaseBackend::Postgres => {
+                "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1"
+            }
+            _ => "SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = ?",
+        };
+        let found = self
+            .db
+            .query_one_raw(Statement::from_sql_and_values(backend, sql, [index.into()]))
+            .await?;
+        Ok(found.is_some())
     }
 
     /// `GET /datasets`: one page of the datasets, by slug.

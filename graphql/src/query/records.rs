@@ -203,7 +203,8 @@ impl Resolver {
                         // indexes it costs sorting all with_value matches.
                         let records = dataset.meta.record_count.max(1) as u128;
                         let walk = u128::from(offset + limit) * records;
-                        let access = if walk < u128::from(with_value).pow(2) {
+                        let walk_is_cheaper = walk < u128::from(with_value).pow(2);
+                        let access = if schema.store_indexes && walk_is_cheaper {
                             Access::SortIndex(first)
                         } else {
                             Access::Planner

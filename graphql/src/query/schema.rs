@@ -77,6 +77,9 @@ pub struct DatasetSchema {
     order: KeyTree,
     /// How the version's bodies are packed on SQLite.
     pub layout: Layout,
+    /// Whether the store indexes each typed column (`odqs import --store-indexes`), so a
+    /// store-path page may walk its sort column's index ([`super::sql::Access::SortIndex`]).
+    pub store_indexes: bool,
     /// The contract's entries, `_id` first.
     pub entries: Vec<SchemaEntry>,
     /// [`Self::entries`] as JSON, written once per version: every page carries them.
@@ -142,6 +145,7 @@ impl DatasetSchema {
         DatasetSchema {
             version_id,
             layout,
+            store_indexes: false,
             fields,
             by_name,
             parents,
