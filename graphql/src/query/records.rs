@@ -357,7 +357,10 @@ impl Resolver {
                     let mut found: HashMap<i64, String> = read.into_iter().collect();
                     return positions
                         .iter()
-                        .map(|pos| Stored::text(schema, found.remove(pos)))
+                        .map(|pos| {
+                            let text = found.remove(pos).ok_or(ApiError::Internal)?;
+                            Stored::text(schema, text)
+                        })
                         .collect();
                 }
                 let json = serde_json::to_string(positions).expect("positions serialize");
@@ -371,7 +374,7 @@ impl Resolver {
             let pos: i64 = row.try_get_by_index(0)?;
             let doc = match backend {
                 DatabaseBackend::Postgres => Stored::Value(row.try_get_by_index::<Value>(1)?),
-                _ => Stored::text(schema, Some(row.try_get_by_index(1)?))?,
+                _ => Stored::text(schema, row.try_get_by_index(1)?)?,
             };
             found.insert(pos, doc);
         }
@@ -458,10 +461,8 @@ enum Stored {
 }
 
 impl Stored {
-    /// A body SQLite holds as text, unpacked ([`super::packed`]); `None` when the statement did
-    /// not return it.
-    fn text(schema: &DatasetSchema, stored: Option<String>) -> Result<Stored, ApiError> {
-        let stored = stored.ok_or(ApiError::Internal)?;
+    /// A body SQLite holds as text, unpacked ([`super::packed`]).
+    fn text(schema: &DatasetSchema, stored: String) -> Result<Stored, ApiError> {
         if !Layout::is_packed(&stored) {
             return Ok(Stored::Text(stored));
         }

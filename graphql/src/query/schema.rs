@@ -337,18 +337,13 @@ impl KeyTree {
 /// Every method answers `None` at the first key out of place, an escaped key (shaped slowly,
 /// by the reader) or anything malformed. [`super::packed`] reads bodies with it too.
 pub(super) struct Scan<'t> {
-    source: &'t str,
-    text: &'t [u8],
+    text: &'t str,
     at: usize,
 }
 
 impl<'t> Scan<'t> {
     pub(super) fn new(text: &'t str) -> Self {
-        Scan {
-            source: text,
-            text: text.as_bytes(),
-            at: 0,
-        }
+        Scan { text, at: 0 }
     }
 
     /// Whether everything was read (a space left over is not).
@@ -362,17 +357,17 @@ impl<'t> Scan<'t> {
         let start = self.at;
         self.value()?;
         // A value starts and ends at ASCII bytes or the end: `get` finds char boundaries.
-        self.source.get(start..self.at)
+        self.text.get(start..self.at)
     }
     fn space(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.text.get(self.at) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.text.as_bytes().get(self.at) {
             self.at += 1;
         }
     }
 
     fn peek(&mut self) -> Option<u8> {
         self.space();
-        self.text.get(self.at).copied()
+        self.text.as_bytes().get(self.at).copied()
     }
 
     pub(super) fn eat(&mut self, byte: u8) -> Option<()> {
@@ -425,20 +420,20 @@ impl<'t> Scan<'t> {
         self.eat(b'"')?;
         let start = self.at;
         loop {
-            match *self.text.get(self.at)? {
+            match *self.text.as_bytes().get(self.at)? {
                 b'"' => break,
                 b'\\' => return None,
                 _ => self.at += 1,
             }
         }
         self.at += 1;
-        Some(&self.text[start..self.at - 1])
+        Some(&self.text.as_bytes()[start..self.at - 1])
     }
 
     /// Past a string whose opening quote was read.
     fn string(&mut self) -> Option<()> {
         loop {
-            match *self.text.get(self.at)? {
+            match *self.text.as_bytes().get(self.at)? {
                 b'"' => {
                     self.at += 1;
                     return Some(());
@@ -459,7 +454,7 @@ impl<'t> Scan<'t> {
             b'{' | b'[' => {
                 let mut depth = 0usize;
                 loop {
-                    match *self.text.get(self.at)? {
+                    match *self.text.as_bytes().get(self.at)? {
                         b'"' => {
                             self.at += 1;
                             self.string()?;
@@ -477,7 +472,7 @@ impl<'t> Scan<'t> {
             }
             _ => {
                 let start = self.at;
-                while let Some(&b) = self.text.get(self.at) {
+                while let Some(&b) = self.text.as_bytes().get(self.at) {
                     if matches!(b, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') {
                         break;
                     }
