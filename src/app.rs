@@ -7,14 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::Request;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 use tokio::net::TcpListener;
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
-use tracing::Level;
 
 use graphql::query::Resolver;
 use graphql::query::memory::IndexPolicy;
@@ -157,18 +154,7 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::map_response(
             crate::compression::weak_etag_when_encoded,
         ))
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(|request: &Request<_>| {
-                    tracing::info_span!(
-                        "request",
-                        method = %request.method(),
-                        path = %request.uri().path(),
-                    )
-                })
-                // One event per request, with status and latency, at the default log level.
-                .on_response(DefaultOnResponse::new().level(Level::INFO)),
-        )
+        .layer(axum::middleware::from_fn(crate::access_log::access_log))
         .with_state(state)
 }
 

@@ -108,6 +108,9 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         "info,sqlx=warn,sea_orm=warn",
         log_lines.handle(),
     );
+    if config.json_logs {
+        crate::access_log::write_json_to(log_lines.handle());
+    }
     // Bind and take over the signals first: a taken port fails at once, and a SIGTERM during
     // the start-up work below shuts down cleanly once serving begins.
     let listener = tokio::net::TcpListener::bind(config.listen)

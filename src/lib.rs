@@ -16,12 +16,14 @@
 //! - [`mcp`]: the MCP endpoint under `/api/v1/mcp`, tools over the same resolver calls as REST.
 //! - [`client_addr`]: who the client is (the TCP peer, or `X-Forwarded-For` from a trusted proxy).
 //! - [`app`]: the HTTP application: state, router, layers, maintenance.
+//! - [`access_log`]: the line logged for each answered request.
 //! - [`compression`]: gzip, br and zstd answers, with weak ETags when encoded.
 //! - [`server`]: accepting connections under timeouts and caps, and draining at shutdown.
 //! - [`request_line`]: lets raw `<`, `>` and `"` in query strings through hyper (contract §5).
 //! - [`error`]: the contract's JSON error shape.
 //! - [`commands`]: one function per sub-command.
 
+pub mod access_log;
 pub mod app;
 pub mod auth;
 pub mod client_addr;

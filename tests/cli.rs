@@ -142,12 +142,13 @@ async fn serve_on_an_empty_directory() {
     let requests: Vec<Value> = log
         .iter()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["message"] == "finished processing request")
+        .filter(|e| e["message"] == odqs::access_log::MESSAGE)
         .collect();
     assert!(
-        requests
-            .iter()
-            .any(|e| e["span"]["path"] == "/nope" && e["status"] == 404),
+        requests.iter().any(|e| e["method"] == "GET"
+            && e["path"] == "/nope"
+            && e["status"] == 404
+            && e["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0)),
         "{log:?}"
     );
 
