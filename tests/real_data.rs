@@ -54,6 +54,25 @@ async fn flights_and_scenic_spots(store: TestStore) {
         assert_eq!(indexed.body["total_records"], 336_776, "{path}");
         assert_eq!(indexed.body, from_store.body, "{path}");
     }
+    // Pages and a record, by the index (read from SQLite in two parts at once, and joined)
+    // and by the store: ids, keyword and text codes, numbers, every body equal.
+    for path in [
+        "/api/v1/datasets/flights/records?q=denver&sort=tailnum%3E,dep_delay&page=3",
+        "/api/v1/datasets/flights/records?origin=EWR&dest=SEA&sort=arr_delay%3C&page=2",
+        "/api/v1/datasets/flights/records/336776",
+        "/api/v1/datasets/flights/records/168388",
+    ] {
+        let indexed = common::get_with(&store.router(), path, Some(&token), &[]).await;
+        let from_store = common::get_with(
+            &store.router_with(graphql::query::memory::IndexPolicy::OFF),
+            path,
+            Some(&token),
+            &[],
+        )
+        .await;
+        assert_eq!(indexed.status, 200, "{path}: {}", indexed.body);
+        assert_eq!(indexed.body, from_store.body, "{path}");
+    }
     let dataset = common::stored::find_dataset(&store.store, "flights")
         .await
         .unwrap()

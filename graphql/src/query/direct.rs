@@ -64,22 +64,24 @@ impl DirectSqlite {
         read
     }
 
-    /// Runs `sql` (rows after position `?1`, at most `?2`, position first) chunk after chunk
-    /// until a chunk comes back short, handing each row to `each` on this thread (an index
-    /// build). Each chunk is a statement of its own, so no read holds the WAL for the whole
-    /// scan.
+    /// Runs `sql` (rows after position `?1`, at most `?2`, up to position `?3`, position
+    /// first) chunk after chunk from position `after` up to `through`, until a chunk comes
+    /// back short, handing each row to `each` on this thread (an index build). Each chunk is a
+    /// statement of its own, so no read holds the WAL for the whole scan.
     pub fn scan(
         &self,
         sql: &str,
         chunk: i64,
+        (mut after, through): (i64, i64),
         mut each: impl FnMut(&rusqlite::Row<'_>) -> Result<(), String>,
     ) -> Result<(), String> {
         let conn = self.take().map_err(|e| e.to_string())?;
         let scanned = (|| {
             let mut statement = conn.prepare(sql).map_err(|e| e.to_string())?;
-            let mut after: i64 = 0;
             loop {
-                let mut rows = statement.query([after, chunk]).map_err(|e| e.to_string())?;
+                let mut rows = statement
+                    .query([after, chunk, through])
+                    .map_err(|e| e.to_string())?;
                 let mut read = 0;
                 while let Some(row) = rows.next().map_err(|e| e.to_string())? {
                     after = row.get(0).map_err(|e| e.to_string())?;
