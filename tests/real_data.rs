@@ -19,6 +19,26 @@ fn lines_of(file: &str) -> usize {
         .count()
 }
 
+/// Asks `path` of the in-memory index and of the store alone; both answer 200, the same body,
+/// which is returned.
+async fn index_answers_as_the_store(
+    store: &TestStore,
+    token: &str,
+    path: &str,
+) -> serde_json::Value {
+    let indexed = common::get_with(&store.router(), path, Some(token), &[]).await;
+    let from_store = common::get_with(
+        &store.router_with(graphql::query::memory::IndexPolicy::OFF),
+        path,
+        Some(token),
+        &[],
+    )
+    .await;
+    assert_eq!(indexed.status, 200, "{path}: {}", indexed.body);
+    assert_eq!(indexed.body, from_store.body, "{path}");
+    indexed.body
+}
+
 async fn flights_and_scenic_spots(store: TestStore) {
     let schema = std::fs::read_to_string(shared_data("flights.schema.json")).unwrap();
     let flights = import_file(
@@ -42,17 +62,8 @@ async fn flights_and_scenic_spots(store: TestStore) {
         "/api/v1/datasets/flights/agg?group_by=origin,time_hour[month]&field=air_time&sort=key%3E",
         "/api/v1/datasets/flights/agg?group_by=distance[500]&field=arr_delay&sort=avg%3C",
     ] {
-        let indexed = common::get_with(&store.router(), path, Some(&token), &[]).await;
-        let from_store = common::get_with(
-            &store.router_with(graphql::query::memory::IndexPolicy::OFF),
-            path,
-            Some(&token),
-            &[],
-        )
-        .await;
-        assert_eq!(indexed.status, 200, "{path}: {}", indexed.body);
-        assert_eq!(indexed.body["total_records"], 336_776, "{path}");
-        assert_eq!(indexed.body, from_store.body, "{path}");
+        let indexed = index_answers_as_the_store(&store, &token, path).await;
+        assert_eq!(indexed["total_records"], 336_776, "{path}");
     }
     // Pages and a record, by the index (read from SQLite in two parts at once, and joined)
     // and by the store: ids, keyword and text codes, numbers, every body equal.
@@ -62,16 +73,7 @@ async fn flights_and_scenic_spots(store: TestStore) {
         "/api/v1/datasets/flights/records/336776",
         "/api/v1/datasets/flights/records/168388",
     ] {
-        let indexed = common::get_with(&store.router(), path, Some(&token), &[]).await;
-        let from_store = common::get_with(
-            &store.router_with(graphql::query::memory::IndexPolicy::OFF),
-            path,
-            Some(&token),
-            &[],
-        )
-        .await;
-        assert_eq!(indexed.status, 200, "{path}: {}", indexed.body);
-        assert_eq!(indexed.body, from_store.body, "{path}");
+        index_answers_as_the_store(&store, &token, path).await;
     }
     let dataset = common::stored::find_dataset(&store.store, "flights")
         .await
