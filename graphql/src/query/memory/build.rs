@@ -97,7 +97,8 @@ pub async fn build(
 
 /// Versions of at least this many rows are read from the SQLite file by two threads at once,
 /// each a half of the positions: reading and collecting is most of a build (issue 13: 8.6 s
-/// of 10.4 at flights ×10), and until the build ends that version's requests go to the store.
+/// of 10.4 at flights ×10), and until the build ends that version's requests go to the store
+/// (or wait, under a waiting policy).
 const PARALLEL_FROM_ROWS: u64 = 100_000;
 
 /// The position ranges `(after, through)` to read at once: all of them, or two halves when
