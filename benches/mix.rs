@@ -6,7 +6,7 @@
 //! cargo bench --bench mix -- --store postgres [--pg-url URL]
 //! ```
 //!
-//! Steps: import `../shared/data/flights.csv.gz` with its schema into a fresh store (timed), and
+//! Steps: import `testdata/flights.csv.gz` with its schema into a fresh store (timed), and
 //! the demo's scenic spots beside it; mint a token; start `odqs serve` without a rate limit;
 //! wait for `/readyz` and for the in-memory index's `index ready` log line; load the same CSV
 //! into memory and time the in-memory reference for query f; check every answer once; drive

@@ -1,5 +1,7 @@
-//! One log line per answered request: method, path (never the query string, which may carry
-//! search text), status and latency.
+//! One log line per answered request (a refusal, 429, is counted instead and logged at debug
+//! level): method, path (never the query string, which may carry
+//! search text; clipped to [`MAX_LOGGED_BYTES`] like every client-supplied text in a log
+//! line), status and latency.
 //!
 //! tower-http's `TraceLayer` did this through an info-level span per request, and its JSON
 //! line carried that span twice (`span` and `spans`), each time parsed back from the text
@@ -16,12 +18,14 @@
 
 use std::io::Write;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime};
 
 use axum::extract::Request;
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
+use graphql::log_text::{MAX_LOGGED_BYTES, clip};
 use time::OffsetDateTime;
 use tracing::{Instrument, Level};
 
@@ -32,6 +36,14 @@ pub const MESSAGE: &str = "request";
 
 /// The `target` of the line: this module's, which is what `ODQS_LOG` filters it by.
 const TARGET: &str = module_path!();
+
+/// Requests answered 429 since the last [`take_refused`].
+static REFUSED: AtomicU64 = AtomicU64::new(0);
+
+/// Requests answered 429 since the last call (the maintenance tick logs the count).
+pub fn take_refused() -> u64 {
+    REFUSED.swap(0, Ordering::Relaxed)
+}
 
 /// Where JSON lines go, once [`write_json_to`] is called.
 static JSON_LINES: OnceLock<LogLines> = OnceLock::new();
@@ -48,12 +60,21 @@ pub async fn access_log(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     // A clone of the parsed URI shares its bytes: no copy of the path.
     let uri = request.uri().clone();
-    let span = tracing::debug_span!("request", method = %method, path = uri.path());
+    let span =
+        tracing::debug_span!("request", method = %clip(method.as_str()), path = %clip(uri.path()));
     let response = next.run(request).instrument(span).await;
+    let status = response.status().as_u16();
+    if status == 429 {
+        // A refusal is a flood's echo: counted, summed up on the maintenance tick
+        // ([`take_refused`]), and written one by one only at debug level (a flood of refused
+        // device starts wrote 242,484 lines in 20 s).
+        REFUSED.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(method = %clip(method.as_str()), path = %clip(uri.path()), "request refused (429)");
+        return response;
+    }
     if !tracing::enabled!(Level::INFO) {
         return response;
     }
-    let status = response.status().as_u16();
     let latency_ms = started.elapsed().as_micros() as f64 / 1000.0;
     match JSON_LINES.get() {
         Some(lines) => {
@@ -61,8 +82,8 @@ pub async fn access_log(request: Request, next: Next) -> Response {
             let _ = (&*lines).write_all(&line);
         }
         None => tracing::info!(
-            method = method.as_str(),
-            path = uri.path(),
+            method = %clip(method.as_str()),
+            path = %clip(uri.path()),
             status,
             latency_ms,
             "{MESSAGE}"
@@ -88,14 +109,24 @@ fn json_line(at: SystemTime, method: &Method, path: &str, status: u16, latency_m
         at.second(),
         at.microsecond(),
     );
-    let _ = serde_json::to_writer(&mut line, method.as_str());
+    let _ = serde_json::to_writer(&mut line, &logged(method.as_str()));
     line.extend_from_slice(b",\"path\":");
-    let _ = serde_json::to_writer(&mut line, path);
+    let _ = serde_json::to_writer(&mut line, &logged(path));
     let _ = writeln!(
         line,
         ",\"status\":{status},\"latency_ms\":{latency_ms},\"target\":\"{TARGET}\"}}"
     );
     line
+}
+
+/// A client's text as the line carries it: as it came, or clipped when longer than
+/// [`MAX_LOGGED_BYTES`] (the common case copies nothing).
+fn logged(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_LOGGED_BYTES {
+        text.into()
+    } else {
+        clip(text).to_string().into()
+    }
 }
 
 #[cfg(test)]
@@ -127,6 +158,23 @@ mod tests {
                 "latency_ms": 0.012,
                 "target": "odqs::access_log",
             })
+        );
+    }
+
+    /// A path of a megabyte is logged as its first bytes and a count of the rest.
+    #[test]
+    fn long_paths_are_clipped() {
+        let path = format!("/{}", "p".repeat(1 << 20));
+        let method = Method::from_bytes(&[b'M'; 4096]).unwrap();
+        let line = json_line(SystemTime::UNIX_EPOCH, &method, &path, 404, 0.1);
+        assert!(line.len() < 2 * MAX_LOGGED_BYTES + 200, "{}", line.len());
+        let event: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(event["path"], clip(&path).to_string());
+        assert!(
+            event["method"]
+                .as_str()
+                .unwrap()
+                .ends_with("…(+3896 bytes)")
         );
     }
 }

@@ -18,7 +18,9 @@ use graphql::query::memory::IndexPolicy;
 use graphql::schema::OdqsSchema;
 
 use crate::auth::bearer::TokenUsage;
+use crate::auth::password::Hashing;
 use crate::auth::rate_limit::RateLimits;
+use crate::auth::throttle::Throttles;
 use crate::auth::token_cache::TokenCache;
 use crate::client_addr::TrustedProxies;
 use crate::config::{DEFAULT_ADDRESS_RATE_LIMIT, DEFAULT_API_RATE_LIMIT};
@@ -62,6 +64,12 @@ pub struct Shared {
     pub draining: Arc<AtomicBool>,
     /// Whose `X-Forwarded-For` is believed ([`crate::client_addr`]).
     pub trusted_proxies: Arc<TrustedProxies>,
+    /// Exports running now, bounded per token, per account and in all.
+    pub export_slots: Arc<crate::rest::export::ExportSlots>,
+    /// The site's and the device flow's throttles, answered from memory.
+    pub throttles: Arc<Throttles>,
+    /// The bounded line of password hashing.
+    pub hashing: Arc<Hashing>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -83,7 +91,7 @@ impl AppState {
         AppState(Arc::new(Shared {
             graphql: graphql::schema::build(resolver.clone()),
             resolver,
-            store,
+            store: store.clone(),
             public_url,
             token_usage: Arc::default(),
             rate_limits: Arc::new(RateLimits::new(
@@ -94,6 +102,9 @@ impl AppState {
             conn_limits: ConnLimits::default(),
             draining: Arc::default(),
             trusted_proxies: Arc::default(),
+            export_slots: Arc::default(),
+            throttles: Arc::new(Throttles::new(store)),
+            hashing: Arc::new(Hashing::sized_to_machine()),
         }))
     }
 
@@ -132,6 +143,12 @@ impl AppState {
         self
     }
 
+    /// The same state hashing passwords through `hashing` (tests: a full or closed line).
+    pub fn with_hashing(mut self, hashing: Hashing) -> Self {
+        self.shared_mut().hashing = Arc::new(hashing);
+        self
+    }
+
     /// The same state serving connections under `limits`.
     pub fn with_conn_limits(mut self, limits: ConnLimits) -> Self {
         self.shared_mut().conn_limits = limits;
@@ -145,7 +162,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .merge(crate::site::routes())
-        .merge(crate::auth::device::routes())
+        .merge(rest::limit_form_bodies(crate::auth::device::routes()))
         .route("/docs", get(rest::openapi::docs_page))
         .route("/assets/{version}/{name}", get(rest::graphql::asset))
         .nest("/api/v1", rest::routes(state.clone()))
@@ -227,7 +244,16 @@ async fn maintain(state: AppState) {
         }
         crate::auth::purge::on_tick(&state.store).await;
         state.rate_limits.forget_idle();
+        state.throttles.forget_idle();
         state.token_cache.forget_stale();
+        let refused = crate::access_log::take_refused();
+        if refused > 0 {
+            tracing::info!(
+                refused,
+                seconds = MAINTENANCE_EVERY.as_secs(),
+                "requests refused with 429 since the last tick"
+            );
+        }
     }
 }
 

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use graphql::query::memory::IndexPolicy;
-use tracing_subscriber::EnvFilter;
 
 use crate::app::{self, AppState};
 use crate::auth::token;
@@ -46,6 +45,7 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let given = cli.given.clone();
     let result = runtime.block_on(async move {
         match cli.command {
             None => serve(cli.serve).await,
@@ -59,6 +59,8 @@ pub fn run(cli: Cli) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Config(message)) => {
+            // Named as the operator gave it: the flag when it was a flag.
+            let message = given.rename(&message);
             eprintln!("odqs: configuration error: {message}");
             ExitCode::from(2)
         }
@@ -77,8 +79,7 @@ fn init_logging_to<W>(json: bool, default_level: &str, writer: W)
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let filter =
-        EnvFilter::try_from_env("ODQS_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
+    let filter = crate::mcp::log_filter(std::env::var("ODQS_LOG").ok().as_deref(), default_level);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer);
@@ -99,7 +100,7 @@ async fn open(args: &StoreArgs) -> Result<Store, Failure> {
 }
 
 async fn serve(args: ServeArgs) -> Result<(), Failure> {
-    let config = ServeConfig::from_args(&args).map_err(config_failure)?;
+    let mut config = ServeConfig::from_args(&args).map_err(config_failure)?;
     // A line per request: written by a thread of its own, all pending lines written out
     // before this returns.
     let log_lines = BackgroundStderr::start();
@@ -122,6 +123,10 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         import_demo(&store).await?;
     }
     let bound = listener.local_addr()?;
+    if config.public_url_follows_listen {
+        // Port 0 picked a free port: links and the site's origin check use the real one.
+        config.public_url = crate::config::public_url_for(bound);
+    }
     tracing::info!(
         listen = %bound,
         public_url = %config.public_url,

@@ -2,11 +2,15 @@
 //! (contract §0), checked once into [`StoreUrl`] and [`ServeConfig`] so a mistake is one clear
 //! line at start-up instead of a failure later.
 
-use std::net::SocketAddr;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::client_addr::TrustedProxies;
 use crate::server::{self, ConnLimits};
@@ -20,6 +24,184 @@ pub struct Cli {
     /// Flags of `serve`, also accepted when no sub-command is given (plain `odqs`).
     #[command(flatten)]
     pub serve: ServeArgs,
+    /// The settings given as flags rather than environment variables, so that a message
+    /// names what the operator wrote.
+    #[arg(skip)]
+    pub given: GivenFlags,
+}
+
+/// What reading the command line and the environment ended with.
+#[derive(Debug)]
+pub enum Parsed {
+    /// A command to run.
+    Run(Box<Cli>),
+    /// `--help`, `--version`, or a command group without its sub-command: clap prints it and
+    /// exits with its own status ([`clap::Error::exit`]).
+    Print(clap::Error),
+    /// A configuration mistake: one line naming the flag or variable that was given.
+    Mistake(ConfigError),
+}
+
+impl Cli {
+    /// Reads `args` (the program name first) and the environment. Unlike [`Parser::parse`], a
+    /// value clap refuses is reported as our one line, naming the flag or the environment
+    /// variable the value came from: `ODQS_API_RATE_LIMIT=lots: invalid digit found in string`.
+    pub fn read<I, T>(args: I) -> Parsed
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let command = Cli::command();
+        let matches = match command.clone().try_get_matches_from(&args) {
+            Ok(matches) => matches,
+            Err(error) => {
+                return match error.kind() {
+                    ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Parsed::Print(error),
+                    _ => Parsed::Mistake(ConfigError(clap_mistake(&command, &error, &args))),
+                };
+            }
+        };
+        match Cli::from_arg_matches(&matches) {
+            Ok(mut cli) => {
+                cli.given = GivenFlags::of(&command, &matches);
+                Parsed::Run(Box::new(cli))
+            }
+            Err(error) => Parsed::Mistake(ConfigError(clap_mistake(&command, &error, &args))),
+        }
+    }
+}
+
+/// Environment variables whose setting was given as a flag instead, with that flag
+/// (`ODQS_LISTEN` → `--listen`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GivenFlags(BTreeMap<String, String>);
+
+impl GivenFlags {
+    fn of(command: &clap::Command, matches: &clap::ArgMatches) -> Self {
+        let mut given = GivenFlags::default();
+        given.collect(command, matches);
+        given
+    }
+
+    fn collect(&mut self, command: &clap::Command, matches: &clap::ArgMatches) {
+        for arg in command.get_arguments() {
+            let (Some(env), Some(long)) = (arg.get_env(), arg.get_long()) else {
+                continue;
+            };
+            if matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine) {
+                self.0
+                    .insert(env.to_string_lossy().into_owned(), format!("--{long}"));
+            }
+        }
+        if let Some((name, sub)) = matches.subcommand()
+            && let Some(subcommand) = command.find_subcommand(name)
+        {
+            self.collect(subcommand, sub);
+        }
+    }
+
+    /// `message` (which names a setting by its environment variable, as every
+    /// [`ConfigError`] does) with the flag instead when the setting was given as a flag.
+    pub fn rename(&self, message: &str) -> String {
+        for (env, flag) in &self.0 {
+            if let Some(rest) = message.strip_prefix(env.as_str())
+                && !rest.starts_with(|c: char| c == '_' || c.is_ascii_alphanumeric())
+            {
+                return format!("{flag}{rest}");
+            }
+        }
+        message.to_string()
+    }
+}
+
+/// One line for an error clap found in `args` or the environment: the setting as it was given
+/// (`ODQS_DEMO_DATA=maybe` or `--demo-data=maybe`) and what is wrong with it.
+fn clap_mistake(command: &clap::Command, error: &clap::Error, args: &[OsString]) -> String {
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    if matches!(
+        error.kind(),
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue
+    ) && let (Some(arg), Some(value)) = (
+        text(ContextKind::InvalidArg),
+        text(ContextKind::InvalidValue),
+    ) {
+        // "--api-rate-limit <API_RATE_LIMIT>" names the flag even when the value came from
+        // the environment.
+        let flag = arg.split([' ', '=']).next().unwrap_or(&arg).to_string();
+        let named = given_as(command, &flag, &value, args);
+        let reason = match (error.kind(), error.get(ContextKind::ValidValue)) {
+            _ if value.is_empty() => "needs a value".to_string(),
+            (ErrorKind::InvalidValue, Some(ContextValue::Strings(valid))) => {
+                format!("must be one of {}", valid.join(", "))
+            }
+            _ => std::error::Error::source(error)
+                .map(ToString::to_string)
+                .unwrap_or_else(|| "not a valid value".to_string()),
+        };
+        return format!("{named}: {reason}");
+    }
+    // Anything else (an unknown flag, a missing argument): clap's first sentence, with the
+    // lines that complete it, on one line.
+    let rendered = error.render().to_string();
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines
+        .next()
+        .unwrap_or("invalid command line")
+        .trim_start_matches("error: ")
+        .to_string();
+    let mut line = match first.strip_suffix(':') {
+        Some(head) => {
+            let items: Vec<&str> = lines
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
+                .collect();
+            format!("{head}: {}", items.join(", "))
+        }
+        None => first,
+    };
+    if let Some(ContextValue::Strings(suggested)) = error.get(ContextKind::SuggestedArg) {
+        line.push_str(&format!(" (did you mean {}?)", suggested.join(" or ")));
+    }
+    line.push_str("; `odqs --help` lists the commands and flags");
+    line
+}
+
+/// How a refused value was given: `ENV=value` when it came from the environment variable of
+/// `flag`, else `--flag=value`. Values of settings whose environment values are hidden (the
+/// store URL, which may hold a password) are left out.
+fn given_as(command: &clap::Command, flag: &str, value: &str, args: &[OsString]) -> String {
+    let arg = find_arg(command, flag.trim_start_matches('-'));
+    let on_command_line = args.iter().skip(1).any(|a| {
+        let a = a.to_string_lossy();
+        a == flag || a.starts_with(&format!("{flag}="))
+    });
+    let shown = |name: &str| match arg {
+        Some(arg) if arg.is_hide_env_values_set() => name.to_string(),
+        _ => format!("{name}={value}"),
+    };
+    match arg.and_then(clap::Arg::get_env) {
+        Some(env) if !on_command_line && std::env::var_os(env).is_some() => {
+            shown(&env.to_string_lossy())
+        }
+        _ => shown(flag),
+    }
+}
+
+/// The argument whose long flag is `long`, in `command` or any of its sub-commands.
+fn find_arg<'c>(command: &'c clap::Command, long: &str) -> Option<&'c clap::Arg> {
+    command
+        .get_arguments()
+        .find(|arg| arg.get_long() == Some(long))
+        .or_else(|| {
+            command
+                .get_subcommands()
+                .find_map(|sub| find_arg(sub, long))
+        })
 }
 
 /// The sub-commands of contract §1.
@@ -65,8 +247,10 @@ pub struct ServeArgs {
     #[arg(long, env = "ODQS_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
     /// The public address of the site (`{site_url}`); the API lives under `{site_url}/api/v1`.
-    #[arg(long, env = "ODQS_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
-    pub public_url: String,
+    /// Default: `http://` and the listen address (a wildcard address such as 0.0.0.0 becomes
+    /// the loopback address), so `http://127.0.0.1:8080`.
+    #[arg(long, env = "ODQS_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Load the bundled demo datasets when the store holds no dataset.
     #[arg(long, env = "ODQS_DEMO_DATA", default_value_t = true, action = clap::ArgAction::Set)]
     pub demo_data: bool,
@@ -99,6 +283,14 @@ pub struct ServeArgs {
     /// Seconds in-flight requests may run after SIGTERM before their connections are dropped.
     #[arg(long, env = "ODQS_DRAIN_TIMEOUT_SECS", default_value_t = server::DEFAULT_DRAIN_TIMEOUT_SECS)]
     pub drain_timeout_secs: u64,
+    /// Seconds in which a request body being read must bring at least 8 KiB (or end); a
+    /// slower body fails and its connection is closed.
+    #[arg(long, env = "ODQS_BODY_TIMEOUT_SECS", default_value_t = server::DEFAULT_BODY_TIMEOUT_SECS)]
+    pub body_timeout_secs: u64,
+    /// Seconds in which a client must take at least 8 KiB of an answer waiting to be sent; a
+    /// slower reader is cut off.
+    #[arg(long, env = "ODQS_SEND_TIMEOUT_SECS", default_value_t = server::DEFAULT_SEND_TIMEOUT_SECS)]
+    pub send_timeout_secs: u64,
     /// Memory, in MiB, the in-memory query indexes of all datasets may take together; a
     /// dataset beyond it is answered by the store's own indexes. A sixteenth of it besides
     /// keeps record bodies served lately. 0 turns both off.
@@ -274,6 +466,9 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// `{site_url}` without a trailing slash.
     pub public_url: String,
+    /// `public_url` was not given and follows the listen address (see [`public_url_for`]);
+    /// with port 0 it is fixed once the port is known.
+    pub public_url_follows_listen: bool,
     pub demo_data: bool,
     pub json_logs: bool,
     /// API requests a minute per token; 0 is no limit.
@@ -298,7 +493,10 @@ impl ServeConfig {
                 args.listen
             ))
         })?;
-        let public_url = parse_public_url(&args.public_url)?;
+        let (public_url, public_url_follows_listen) = match &args.public_url {
+            Some(url) => (parse_public_url(url)?, false),
+            None => (public_url_for(listen), true),
+        };
         let json_logs = match args.log_format.as_deref() {
             None => !std::io::IsTerminal::is_terminal(&std::io::stderr()),
             Some("json") => true,
@@ -318,6 +516,7 @@ impl ServeConfig {
             store,
             listen,
             public_url,
+            public_url_follows_listen,
             demo_data: args.demo_data,
             json_logs,
             api_rate_limit: args.api_rate_limit,
@@ -334,6 +533,8 @@ fn conn_limits(args: &ServeArgs) -> Result<ConnLimits, ConfigError> {
     for (name, value) in [
         ("ODQS_HEADER_TIMEOUT_SECS", args.header_timeout_secs),
         ("ODQS_KEEPALIVE_TIMEOUT_SECS", args.keepalive_timeout_secs),
+        ("ODQS_BODY_TIMEOUT_SECS", args.body_timeout_secs),
+        ("ODQS_SEND_TIMEOUT_SECS", args.send_timeout_secs),
         ("ODQS_MAX_CONNECTIONS", args.max_connections as u64),
         (
             "ODQS_MAX_CONNECTIONS_PER_ADDRESS",
@@ -350,7 +551,21 @@ fn conn_limits(args: &ServeArgs) -> Result<ConnLimits, ConfigError> {
         max_connections: args.max_connections,
         max_per_address: args.max_connections_per_address,
         drain_timeout: Duration::from_secs(args.drain_timeout_secs),
+        body_timeout: Duration::from_secs(args.body_timeout_secs),
+        send_timeout: Duration::from_secs(args.send_timeout_secs),
     })
+}
+
+/// The public URL when `ODQS_PUBLIC_URL` is not set: `http://` and the listen address, with
+/// a wildcard address (`0.0.0.0`, `::`) replaced by the loopback address of its family, so that
+/// setting `ODQS_LISTEN` alone gives links, redirects and the site's origin check on that port.
+pub fn public_url_for(listen: SocketAddr) -> String {
+    let ip = match listen.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("http://{}", SocketAddr::new(ip, listen.port()))
 }
 
 /// `ODQS_PUBLIC_URL` must be an absolute http(s) URL; a trailing slash is dropped so that
@@ -424,6 +639,66 @@ mod tests {
         let err = ServeConfig::from_args(&args("10.0.0.0/8,proxy.internal")).unwrap_err();
         assert!(err.0.starts_with("ODQS_TRUSTED_PROXIES"), "{err}");
         assert!(err.0.contains("\"proxy.internal\""), "{err}");
+    }
+
+    #[test]
+    fn public_url_follows_listen() {
+        let serve = |args: &[&str]| {
+            let Parsed::Run(cli) = Cli::read([&["odqs"][..], args].concat()) else {
+                panic!("{args:?} did not parse");
+            };
+            ServeConfig::from_args(&cli.serve).unwrap()
+        };
+        let default = serve(&[]);
+        assert_eq!(default.public_url, "http://127.0.0.1:8080");
+        assert!(default.public_url_follows_listen);
+        let moved = serve(&["--listen", "127.0.0.1:9090"]);
+        assert_eq!(moved.public_url, "http://127.0.0.1:9090");
+        assert_eq!(
+            serve(&["--listen", "0.0.0.0:8081"]).public_url,
+            "http://127.0.0.1:8081"
+        );
+        assert_eq!(
+            serve(&["--listen", "[::]:8082"]).public_url,
+            "http://[::1]:8082"
+        );
+        let both = serve(&[
+            "--listen",
+            "0.0.0.0:8080",
+            "--public-url",
+            "https://data.example.org/",
+        ]);
+        assert_eq!(both.public_url, "https://data.example.org");
+        assert!(!both.public_url_follows_listen);
+    }
+
+    #[test]
+    fn flags_are_named_as_given() {
+        let Parsed::Run(cli) = Cli::read(["odqs", "serve", "--listen", "nowhere"]) else {
+            panic!("parses");
+        };
+        let Some(Command::Serve(args)) = &cli.command else {
+            panic!("serve");
+        };
+        let err = ServeConfig::from_args(args).unwrap_err();
+        assert!(err.0.starts_with("ODQS_LISTEN "), "{err}");
+        assert_eq!(
+            cli.given.rename(&err.0),
+            err.0.replacen("ODQS_LISTEN", "--listen", 1)
+        );
+        // A variable is renamed only as a whole word.
+        assert_eq!(cli.given.rename("ODQS_LISTENER x"), "ODQS_LISTENER x");
+        let Parsed::Mistake(err) = Cli::read(["odqs", "--api-rate-limit", "lots"]) else {
+            panic!("refused");
+        };
+        assert_eq!(
+            err.0,
+            "--api-rate-limit=lots: invalid digit found in string"
+        );
+        let Parsed::Mistake(err) = Cli::read(["odqs", "--demo-data=maybe"]) else {
+            panic!("refused");
+        };
+        assert_eq!(err.0, "--demo-data=maybe: must be one of true, false");
     }
 
     #[test]

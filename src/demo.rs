@@ -1,5 +1,5 @@
 //! The demo datasets bundled into the binary: small slices of the two real open datasets in the
-//! project's `shared/data`, with their licences and sources in the metadata, so a first
+//! repository's `testdata/`, with their licences and sources in the metadata, so a first
 //! `odqs serve` has something real to answer from.
 
 use std::sync::Arc;

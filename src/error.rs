@@ -62,6 +62,7 @@ pub fn status(error: &ApiError) -> StatusCode {
         }
         ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
         ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => {
             StatusCode::TOO_MANY_REQUESTS
         }

@@ -1,12 +1,18 @@
 //! The `odqs` binary: parse the command line, run one sub-command, exit with its status.
 
-use clap::Parser;
-
 /// See the `mimalloc` entry in Cargo.toml: measured faster than the system allocator for
 /// index builds and requests.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    odqs::commands::run(odqs::config::Cli::parse())
+    use odqs::config::{Cli, Parsed};
+    match Cli::read(std::env::args_os()) {
+        Parsed::Run(cli) => odqs::commands::run(*cli),
+        Parsed::Print(help) => help.exit(),
+        Parsed::Mistake(mistake) => {
+            eprintln!("odqs: configuration error: {mistake}");
+            std::process::ExitCode::from(2)
+        }
+    }
 }

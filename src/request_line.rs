@@ -17,17 +17,27 @@
 //! path, the headers and the bodies are never changed, and writes pass straight through.
 //!
 //! To find each request line on a keep-alive connection the stream follows the message framing:
-//! header lines up to the blank line, then exactly `Content-Length` body bytes (requests without
-//! `Content-Length` or `Transfer-Encoding` have no body). Whatever it does not follow turns it
-//! into a plain pass-through for the rest of the connection, where hyper answers exactly as it
-//! would without it:
-//! - `Transfer-Encoding` (a chunked body): following chunks is not worth it on a read API, and
-//!   passing the rest of the connection through is always correct;
+//! header lines up to the blank line, then exactly `Content-Length` body bytes, or a chunked
+//! body (`Transfer-Encoding: …, chunked`: size lines, chunk data, each chunk's line end, the
+//! trailer lines up to a blank line); requests without `Content-Length` or `Transfer-Encoding`
+//! have no body. Whatever it does not follow turns it into a plain pass-through for the rest of
+//! the connection, where hyper answers exactly as it would without it:
+//! - a `Transfer-Encoding` whose last coding is not `chunked`, or one beside `Content-Length`;
 //! - `CONNECT` or an `Upgrade` header: what follows may not be HTTP;
 //! - anything unparseable: a request line that is not `METHOD SP TARGET SP HTTP/1.x` (an HTTP/2
 //!   preface, for one), a header line without `:` or folded onto the next line, an invalid or
-//!   conflicting `Content-Length`, a line longer than 64 KiB (the http crate refuses targets
-//!   that long anyway).
+//!   conflicting `Content-Length`, a chunk size that is not hexadecimal, a chunk not followed by
+//!   its line end, a chunk or trailer line longer than [`MAX_LINE`].
+//!
+//! A head too large is answered here, before hyper (which answers one with an empty `414` or
+//! `431` and closes): a request line longer than [`MAX_LINE`] (so a request-target the http
+//! crate would refuse never reaches it) gets `414 URI Too Long`, a header line longer than
+//! [`MAX_LINE`], a head of more than [`MAX_HEAD_BYTES`] or more than [`MAX_HEADERS`] header
+//! lines (hyper's own count) `431 Request Header Fields Too Large`, each with the contract's JSON
+//! error body and `Connection: close`. The stream writes the answer, shuts its side down, reads
+//! and drops what the client still sends (at most [`DRAIN_BYTES`], so closing does not reset
+//! the connection under the answer) and then ends the input hyper reads, which closes the
+//! connection without an answer of its own.
 //!
 //! Like httparse, lines may end in `\r\n` or a bare `\n`, and blank lines before a request line
 //! are skipped.
@@ -40,8 +50,18 @@ use axum::serve::Listener;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 
-/// Lines longer than this (terminator included) turn the connection into a pass-through.
-const MAX_LINE: usize = 64 * 1024;
+/// The longest line of a head (terminator included): a longer request line is answered `414`, a
+/// longer header line `431`; a longer chunk-size or trailer line turns the connection into a
+/// pass-through. A request line this long holds a target under the http crate's limit (65,534).
+pub const MAX_LINE: usize = 64 * 1024;
+/// The most bytes a request head may take (request line and header lines): more is answered
+/// `431`. Below hyper's own read buffer limit (about 400 KiB), so hyper never answers first.
+pub const MAX_HEAD_BYTES: usize = 256 * 1024;
+/// The most header lines a request may have: more is answered `431` (hyper's own limit, which it
+/// answers with an empty `431`).
+pub const MAX_HEADERS: usize = 100;
+/// The most bytes read and dropped after a refused head before the connection is closed.
+pub const DRAIN_BYTES: u64 = 1024 * 1024;
 
 /// A [`Listener`] whose connections percent-encode raw `<`, `>` and `"` in request queries (see
 /// the [module documentation](self)). Accept errors are handled by the wrapped listener, for a
@@ -83,6 +103,17 @@ pub struct RawQueryStream<S> {
     /// Bytes ready for the reader, from `out_pos` on.
     out: Vec<u8>,
     out_pos: usize,
+    /// The answer to a head too large, once one is ([`Mode::Refused`]).
+    refusal: Option<Refusal>,
+}
+
+/// An answer the stream writes itself, and how far it got.
+#[derive(Debug)]
+struct Refusal {
+    answer: Vec<u8>,
+    written: usize,
+    shut: bool,
+    drained: u64,
 }
 
 /// Where the stream is in the current request.
@@ -90,12 +121,28 @@ pub struct RawQueryStream<S> {
 enum Mode {
     /// Before a request line (blank lines are skipped).
     RequestLine,
-    /// In the header lines, with the `Content-Length` seen so far.
-    Headers { content_length: Option<u64> },
+    /// In the header lines, with the `Content-Length` seen so far, whether the body is
+    /// chunked, and the head's size so far (bytes, header lines).
+    Headers {
+        content_length: Option<u64>,
+        chunked: bool,
+        bytes: usize,
+        lines: usize,
+    },
     /// In a body of known length.
     Body { remaining: u64 },
+    /// Before a chunk-size line of a chunked body.
+    ChunkSize,
+    /// In a chunk's data.
+    ChunkData { remaining: u64 },
+    /// Before the line end that follows a chunk's data.
+    ChunkEnd,
+    /// In the trailer lines after the last chunk, up to a blank line.
+    Trailers,
     /// For the rest of the connection, bytes pass unchanged.
     PassThrough,
+    /// The head was too large: the stream answers it ([`Refusal`]) and hyper reads no more.
+    Refused,
 }
 
 impl<S> RawQueryStream<S> {
@@ -107,6 +154,7 @@ impl<S> RawQueryStream<S> {
             line: Vec::new(),
             out: Vec::new(),
             out_pos: 0,
+            refusal: None,
         }
     }
 
@@ -117,13 +165,19 @@ impl<S> RawQueryStream<S> {
 
     /// Takes up to `n` bytes just read as body bytes that pass unchanged; returns how many.
     fn take_body(&mut self, n: usize) -> usize {
-        let Mode::Body { remaining } = self.mode else {
-            return 0;
+        let (remaining, next, more): (u64, Mode, fn(u64) -> Mode) = match self.mode {
+            Mode::Body { remaining } => (remaining, Mode::RequestLine, |remaining| Mode::Body {
+                remaining,
+            }),
+            Mode::ChunkData { remaining } => (remaining, Mode::ChunkEnd, |remaining| {
+                Mode::ChunkData { remaining }
+            }),
+            _ => return 0,
         };
         let taken = remaining.min(n as u64);
         self.mode = match remaining - taken {
-            0 => Mode::RequestLine,
-            remaining => Mode::Body { remaining },
+            0 => next,
+            remaining => more(remaining),
         };
         taken as usize
     }
@@ -137,12 +191,17 @@ impl<S> RawQueryStream<S> {
                     self.out.extend_from_slice(input);
                     return;
                 }
-                Mode::Body { .. } => {
+                Mode::Refused => return,
+                Mode::Body { .. } | Mode::ChunkData { .. } => {
                     let taken = self.take_body(input.len());
                     self.out.extend_from_slice(&input[..taken]);
                     input = &input[taken..];
                 }
-                Mode::RequestLine | Mode::Headers { .. } => {
+                Mode::RequestLine
+                | Mode::Headers { .. }
+                | Mode::ChunkSize
+                | Mode::ChunkEnd
+                | Mode::Trailers => {
                     let end = input.iter().position(|&b| b == b'\n');
                     let (part, complete) = match end {
                         Some(i) => (&input[..=i], true),
@@ -151,7 +210,11 @@ impl<S> RawQueryStream<S> {
                     self.line.extend_from_slice(part);
                     input = &input[part.len()..];
                     if self.line.len() > MAX_LINE {
-                        self.give_up();
+                        match self.mode {
+                            Mode::RequestLine => self.refuse(Oversized::Target),
+                            Mode::Headers { .. } => self.refuse(Oversized::Head),
+                            _ => self.give_up(),
+                        }
                     } else if complete {
                         self.finish_line();
                     }
@@ -166,13 +229,56 @@ impl<S> RawQueryStream<S> {
         self.mode = Mode::PassThrough;
     }
 
+    /// Answers a head too large ([`Refusal`]): nothing more reaches hyper.
+    fn refuse(&mut self, what: Oversized) {
+        self.line.clear();
+        self.mode = Mode::Refused;
+        self.refusal = Some(Refusal {
+            answer: what.answer(),
+            written: 0,
+            shut: false,
+            drained: 0,
+        });
+    }
+
     /// Handles the complete line in `line` (terminator included).
     fn finish_line(&mut self) {
         let line = std::mem::take(&mut self.line);
         match self.mode {
             Mode::RequestLine => self.request_line(&line),
-            Mode::Headers { content_length } => self.header_line(&line, content_length),
-            Mode::Body { .. } | Mode::PassThrough => unreachable!("no line outside a head"),
+            Mode::Headers {
+                content_length,
+                chunked,
+                bytes,
+                lines,
+            } => {
+                // httparse fails on one header line too many before the head is complete, so
+                // the line is counted before it is handed on.
+                let header = !strip_eol(&line).is_empty();
+                let (bytes, lines) = (bytes + line.len(), lines + usize::from(header));
+                if bytes > MAX_HEAD_BYTES || lines > MAX_HEADERS {
+                    self.refuse(Oversized::Head);
+                    return;
+                }
+                self.header_line(&line, content_length, chunked, bytes, lines);
+            }
+            Mode::ChunkSize => self.chunk_size_line(&line),
+            Mode::ChunkEnd => {
+                self.out.extend_from_slice(&line);
+                self.mode = match strip_eol(&line) {
+                    b"" => Mode::ChunkSize,
+                    _ => Mode::PassThrough,
+                };
+            }
+            Mode::Trailers => {
+                self.out.extend_from_slice(&line);
+                if strip_eol(&line).is_empty() {
+                    self.mode = Mode::RequestLine;
+                }
+            }
+            Mode::Body { .. } | Mode::ChunkData { .. } | Mode::PassThrough | Mode::Refused => {
+                unreachable!("no line outside a head")
+            }
         }
         // Keep the allocation for the next line.
         self.line = line;
@@ -216,15 +322,28 @@ impl<S> RawQueryStream<S> {
             .extend_from_slice(&line[method.len() + 1 + target.len()..]);
         self.mode = Mode::Headers {
             content_length: None,
+            chunked: false,
+            bytes: line.len(),
+            lines: 0,
         };
     }
 
-    fn header_line(&mut self, line: &[u8], content_length: Option<u64>) {
+    fn header_line(
+        &mut self,
+        line: &[u8],
+        content_length: Option<u64>,
+        chunked: bool,
+        bytes: usize,
+        lines: usize,
+    ) {
         self.out.extend_from_slice(line);
         let content = strip_eol(line);
         if content.is_empty() {
-            self.mode = match content_length {
-                Some(n) if n > 0 => Mode::Body { remaining: n },
+            self.mode = match (content_length, chunked) {
+                // Both: hyper's rules for the pair are not worth copying.
+                (Some(_), true) => Mode::PassThrough,
+                (None, true) => Mode::ChunkSize,
+                (Some(n), false) if n > 0 => Mode::Body { remaining: n },
                 _ => Mode::RequestLine,
             };
             return;
@@ -239,18 +358,99 @@ impl<S> RawQueryStream<S> {
             return;
         }
         let name = &content[..colon];
-        if name.eq_ignore_ascii_case(b"content-length") {
-            self.mode = match parse_content_length(&content[colon + 1..]) {
-                Some(n) if content_length.is_none_or(|seen| seen == n) => Mode::Headers {
-                    content_length: Some(n),
-                },
+        let headers = |content_length, chunked| Mode::Headers {
+            content_length,
+            chunked,
+            bytes,
+            lines,
+        };
+        self.mode = if name.eq_ignore_ascii_case(b"content-length") {
+            match parse_content_length(&content[colon + 1..]) {
+                Some(n) if content_length.is_none_or(|seen| seen == n) => headers(Some(n), chunked),
                 _ => Mode::PassThrough,
-            };
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding")
-            || name.eq_ignore_ascii_case(b"upgrade")
-        {
-            self.mode = Mode::PassThrough;
-        }
+            }
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            // One `Transfer-Encoding` line, ending in `chunked`; anything else passes through.
+            let last = content[colon + 1..].rsplit(|&b| b == b',').next();
+            match last.map(<[u8]>::trim_ascii) {
+                Some(coding) if !chunked && coding.eq_ignore_ascii_case(b"chunked") => {
+                    headers(content_length, true)
+                }
+                _ => Mode::PassThrough,
+            }
+        } else if name.eq_ignore_ascii_case(b"upgrade") {
+            Mode::PassThrough
+        } else {
+            headers(content_length, chunked)
+        };
+    }
+
+    /// `SIZE [; extensions]` in hexadecimal: that much chunk data follows, or the trailers
+    /// when it is 0.
+    fn chunk_size_line(&mut self, line: &[u8]) {
+        self.out.extend_from_slice(line);
+        let content = strip_eol(line);
+        let size = content
+            .split(|&b| b == b';')
+            .next()
+            .map(<[u8]>::trim_ascii)
+            .filter(|digits| {
+                !digits.is_empty() && digits.len() <= 16 && digits.iter().all(u8::is_ascii_hexdigit)
+            })
+            .and_then(|digits| std::str::from_utf8(digits).ok())
+            .and_then(|digits| u64::from_str_radix(digits, 16).ok());
+        self.mode = match size {
+            Some(0) => Mode::Trailers,
+            Some(n) => Mode::ChunkData { remaining: n },
+            None => Mode::PassThrough,
+        };
+    }
+}
+
+/// What was too large in a refused head.
+#[derive(Debug, Clone, Copy)]
+enum Oversized {
+    /// The request line: `414`.
+    Target,
+    /// A header line, or the whole head: `431`.
+    Head,
+}
+
+impl Oversized {
+    /// The whole answer: status line, headers, and the contract's JSON error.
+    fn answer(self) -> Vec<u8> {
+        let (status, error) = match self {
+            Oversized::Target => (
+                "414 URI Too Long",
+                crate::error::ApiError::invalid(
+                    "url",
+                    format!(
+                        "The request line is longer than {MAX_LINE} bytes; send fewer or \
+                         shorter query parameters."
+                    ),
+                ),
+            ),
+            Oversized::Head => (
+                "431 Request Header Fields Too Large",
+                crate::error::ApiError::invalid(
+                    "headers",
+                    format!(
+                        "The request's headers take more than {MAX_HEAD_BYTES} bytes, more than \
+                         {MAX_HEADERS} lines or a line of more than {MAX_LINE} bytes; send fewer \
+                         or shorter headers."
+                    ),
+                ),
+            ),
+        };
+        let body = serde_json::to_vec(&error.body()).unwrap_or_default();
+        let mut answer = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+             cache-control: no-store\r\nconnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        answer.extend_from_slice(&body);
+        answer
     }
 }
 
@@ -288,7 +488,41 @@ fn parse_content_length(value: &[u8]) -> Option<u64> {
     length
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for RawQueryStream<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> RawQueryStream<S> {
+    /// Writes the refusal, shuts the writing side, drops what the client still sends (up to
+    /// [`DRAIN_BYTES`]), then reports the end of input.
+    fn poll_refuse(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(refusal) = self.refusal.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        while refusal.written < refusal.answer.len() {
+            let n = ready!(
+                Pin::new(&mut self.inner).poll_write(cx, &refusal.answer[refusal.written..])
+            )?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            refusal.written += n;
+        }
+        if !refusal.shut {
+            ready!(Pin::new(&mut self.inner).poll_flush(cx))?;
+            ready!(Pin::new(&mut self.inner).poll_shutdown(cx))?;
+            refusal.shut = true;
+        }
+        let mut scratch = [0u8; 8192];
+        while refusal.drained < DRAIN_BYTES {
+            let mut buf = ReadBuf::new(&mut scratch);
+            ready!(Pin::new(&mut self.inner).poll_read(cx, &mut buf))?;
+            if buf.filled().is_empty() {
+                break;
+            }
+            refusal.drained += buf.filled().len() as u64;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for RawQueryStream<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -312,6 +546,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for RawQueryStream<S> {
             if this.mode == Mode::PassThrough {
                 // `line` is empty: giving up moved it to `out`.
                 return Pin::new(&mut this.inner).poll_read(cx, buf);
+            }
+            if this.mode == Mode::Refused {
+                return this.poll_refuse(cx);
             }
             // Read straight into the caller's buffer; body bytes stay there, the rest is moved
             // out and run through the framing.
@@ -375,12 +612,35 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    /// Yields `data` `chunk` bytes at a time, with a `Pending` (and a wake) before every chunk.
+    /// Yields `data` `chunk` bytes at a time, with a `Pending` (and a wake) before every chunk;
+    /// keeps what is written to it.
     struct Chunked {
         data: Vec<u8>,
         pos: usize,
         chunk: usize,
         pending: bool,
+        written: Vec<u8>,
+        shut: bool,
+    }
+
+    impl AsyncWrite for Chunked {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.written.extend_from_slice(buf);
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            self.shut = true;
+            Poll::Ready(Ok(()))
+        }
     }
 
     impl AsyncRead for Chunked {
@@ -407,18 +667,30 @@ mod tests {
 
     /// What the reader gets from `input` arriving `chunk` bytes at a time, read `read` at a time.
     async fn through(input: &[u8], chunk: usize, read: usize) -> Vec<u8> {
+        through_and_answer(input, chunk, read).await.0
+    }
+
+    /// [`through`], and what the stream wrote back itself (and whether it shut its side).
+    async fn through_and_answer(
+        input: &[u8],
+        chunk: usize,
+        read: usize,
+    ) -> (Vec<u8>, Vec<u8>, bool) {
         let mut stream = RawQueryStream::new(Chunked {
             data: input.to_vec(),
             pos: 0,
             chunk,
             pending: false,
+            written: Vec::new(),
+            shut: false,
         });
         let mut output = Vec::new();
         let mut buf = vec![0; read];
         loop {
             let n = stream.read(&mut buf).await.unwrap();
             if n == 0 {
-                return output;
+                let inner = stream.get_ref();
+                return (output, inner.written.clone(), inner.shut);
             }
             output.extend_from_slice(&buf[..n]);
         }
@@ -480,13 +752,36 @@ mod tests {
         .await;
     }
 
+    /// Chunked bodies are followed (issue 33: a raw `<` after one got no answer): chunk data
+    /// and trailers pass untouched, the next request line is rewritten.
     #[tokio::test]
-    async fn chunked_bodies_pass_the_rest_through() {
-        let input = b"POST /?a<b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
-                      3\r\n<>\"\r\n0\r\n\r\nGET /?c<d HTTP/1.1\r\n\r\n";
-        let expected = b"POST /?a%3Cb HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
-                      3\r\n<>\"\r\n0\r\n\r\nGET /?c<d HTTP/1.1\r\n\r\n";
+    async fn chunked_bodies_are_followed() {
+        let input = b"POST /?a<b HTTP/1.1\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n\
+                      3\r\n<>\"\r\n1a;ext=\"x<y\"\r\nGET /?no<no HTTP/1.1\r\n\r\nab\r\n\
+                      0\r\nX-Trailer: <>\r\n\r\nGET /?c<d HTTP/1.1\r\n\r\n\
+                      POST /?e>f HTTP/1.1\ntransfer-encoding: chunked\n\n0\n\nGET /?g\"h HTTP/1.1\n\n";
+        let expected = b"POST /?a%3Cb HTTP/1.1\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n\
+                      3\r\n<>\"\r\n1a;ext=\"x<y\"\r\nGET /?no<no HTTP/1.1\r\n\r\nab\r\n\
+                      0\r\nX-Trailer: <>\r\n\r\nGET /?c%3Cd HTTP/1.1\r\n\r\n\
+                      POST /?e%3Ef HTTP/1.1\ntransfer-encoding: chunked\n\n0\n\nGET /?g%22h HTTP/1.1\n\n";
         check(input, expected).await;
+    }
+
+    /// What it cannot follow in a chunked body passes the rest through.
+    #[tokio::test]
+    async fn unreadable_chunks_pass_the_rest_through() {
+        let cases: [&[u8]; 5] = [
+            b"POST /?a<b HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"POST /?a<b HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"POST /?a<b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"POST /?a<b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+            b"POST /?a<b HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n",
+        ];
+        for input in cases {
+            let mut expected = input.to_vec();
+            expected.splice(7..10, b"a%3Cb".iter().copied());
+            check(input, &expected).await;
+        }
     }
 
     #[tokio::test]
@@ -523,14 +818,78 @@ mod tests {
         .await;
     }
 
+    /// The JSON error of an answer the stream wrote itself, after checking its head.
+    fn refusal_body(answer: &[u8], status: &str) -> serde_json::Value {
+        let text = String::from_utf8_lossy(answer);
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+        assert!(head.contains("content-type: application/json"), "{head}");
+        assert!(head.contains("connection: close"), "{head}");
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{head}"
+        );
+        serde_json::from_str(body).unwrap()
+    }
+
+    /// An overlong request line is answered 414 with a JSON body by the stream itself; hyper
+    /// reads nothing of it.
     #[tokio::test]
-    async fn an_overlong_line_passes_through() {
+    async fn an_overlong_request_line_is_answered_414() {
         let mut input = b"GET /?a<".to_vec();
         input.resize(MAX_LINE + 10, b'x');
         input.extend_from_slice(b" HTTP/1.1\r\n\r\nGET /?a<b HTTP/1.1\r\n\r\n");
-        for chunk in [1, 100, 4096, MAX_LINE - 1, input.len()] {
-            assert_eq!(through(&input, chunk, 8192).await, input);
+        for chunk in [1000, 4096, MAX_LINE - 1, input.len()] {
+            let (read, answer, shut) = through_and_answer(&input, chunk, 8192).await;
+            assert!(read.is_empty(), "{}", read.len());
+            assert!(shut);
+            let body = refusal_body(&answer, "414");
+            assert_eq!(body["error"], "invalid_parameter");
+            assert!(
+                body["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&MAX_LINE.to_string())
+            );
         }
+    }
+
+    /// A header line too long, too many header lines, or a head too large: 431, after the
+    /// lines before it went to the reader.
+    #[tokio::test]
+    async fn an_oversized_head_is_answered_431() {
+        let mut long_line = b"GET /?a<b HTTP/1.1\r\nX-Long: ".to_vec();
+        long_line.resize(MAX_LINE + 100, b'y');
+        long_line.extend_from_slice(b"\r\n\r\n");
+        let mut many = b"GET /?a<b HTTP/1.1\r\n".to_vec();
+        for i in 0..=MAX_HEADERS {
+            many.extend_from_slice(format!("X-{i}: 1\r\n").as_bytes());
+        }
+        many.extend_from_slice(b"\r\n");
+        let mut large = b"GET /?a<b HTTP/1.1\r\n".to_vec();
+        for i in 0..(MAX_HEAD_BYTES / (MAX_LINE / 2) + 1) {
+            large.extend_from_slice(format!("X-{i}: ").as_bytes());
+            large.resize(large.len() + MAX_LINE / 2, b'z');
+            large.extend_from_slice(b"\r\n");
+        }
+        large.extend_from_slice(b"\r\n");
+        for input in [long_line, many, large] {
+            let (read, answer, _) = through_and_answer(&input, 4096, 8192).await;
+            assert!(read.starts_with(b"GET /?a%3Cb HTTP/1.1\r\n"));
+            assert!(read.len() <= MAX_HEAD_BYTES, "{}", read.len());
+            assert_eq!(refusal_body(&answer, "431")["error"], "invalid_parameter");
+        }
+        // At the limits, nothing is refused.
+        let mut fits = b"GET /?a<b HTTP/1.1\r\n".to_vec();
+        for i in 1..MAX_HEADERS {
+            fits.extend_from_slice(format!("X-{i}: 1\r\n").as_bytes());
+        }
+        fits.extend_from_slice(b"X-Last: ");
+        fits.resize(fits.len() + MAX_LINE - 10, b'w');
+        fits.extend_from_slice(b"\r\n\r\n");
+        let (read, answer, _) = through_and_answer(&fits, 4096, 8192).await;
+        assert!(answer.is_empty());
+        assert_eq!(read.len(), fits.len() + 2);
     }
 
     #[tokio::test]

@@ -40,15 +40,26 @@ fn stderr(output: &Output) -> String {
 struct Server {
     child: Child,
     base: String,
+    /// The public URL it logged.
+    public_url: String,
     log: mpsc::Receiver<String>,
 }
 
 impl Server {
     /// Starts `odqs serve` on a free port and waits for its "serving" log line.
+    fn start(command: Command) -> Server {
+        Server::start_with(
+            command,
+            &["serve", "--listen", "127.0.0.1:0", "--log-format", "json"],
+        )
+    }
+
+    /// Starts `odqs` with `args` (which must make it serve with JSON logs) and waits for its
+    /// "serving" log line.
     #[allow(clippy::zombie_processes)] // waited for in `terminate` or, on a panic, in `drop`
-    fn start(mut command: Command) -> Server {
+    fn start_with(mut command: Command, args: &[&str]) -> Server {
         let mut child = command
-            .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"])
+            .args(args)
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()
@@ -76,6 +87,7 @@ impl Server {
                 return Server {
                     child,
                     base: format!("http://{listen}"),
+                    public_url: event["public_url"].as_str().unwrap().to_string(),
                     log,
                 };
             }
@@ -383,7 +395,93 @@ async fn migrate_from_empty(store: TestStore) {
     );
 }
 
+/// `ODQS_LISTEN` alone moves the public URL with it: links, the device flow's addresses and
+/// the site's origin check all use the address the service listens on, so signing up there
+/// works.
+async fn public_url_follows_listen(store: TestStore) {
+    let mut command = odqs(store.dir.path());
+    command
+        .env("DATABASE_URL", &store.url)
+        .env("ODQS_LISTEN", "127.0.0.1:0");
+    let server = Server::start_with(command, &["serve", "--log-format", "json"]);
+    assert_eq!(server.public_url, server.base, "the start-up log names it");
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+
+    let device: Value = client
+        .post(format!("{}/api/v1/auth/device", server.base))
+        .form(&[("client", "cli-test")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        device["verification_uri"],
+        format!("{}/device", server.base),
+        "{device}"
+    );
+    let metadata: Value = client
+        .get(format!(
+            "{}/.well-known/oauth-authorization-server",
+            server.base
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["issuer"], server.base.as_str());
+
+    // Sign-up from the page the browser was given, posted from its origin: not refused.
+    let form = client
+        .get(format!("{}/signup", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(form.status(), 200);
+    let cookie = form
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_string())
+        .find(|c| c.starts_with("odqs_csrf="))
+        .expect("a pre-session CSRF cookie");
+    let page = form.text().await.unwrap();
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the form's CSRF field")
+        .to_string();
+    let signed_up = client
+        .post(format!("{}/signup", server.base))
+        .header("origin", &server.base)
+        .header("cookie", &cookie)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("email", "moved@example.org"),
+            ("password", "a long enough password"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        signed_up.status(),
+        303,
+        "{}",
+        signed_up.text().await.unwrap_or_default()
+    );
+    let (clean, _) = server.terminate();
+    assert!(clean);
+}
+
 both_stores!(
+    public_url_follows_listen,
     serve_loads_demo_into_empty_store,
     import_list_and_remove,
     removal_by_another_process_reaches_the_service,
@@ -410,8 +508,74 @@ fn configuration_errors_are_one_line() {
         );
         assert!(!message.contains("secret"), "{message}");
     }
-    let output = run(odqs(dir.path()).args(["serve"]).env("ODQS_LISTEN", "bad"));
-    assert!(stderr(&output).contains("ODQS_LISTEN"));
+    // Each names the setting as it was given, the variable or the flag, on one line.
+    for (env, args, expected) in [
+        (
+            Some(("ODQS_API_RATE_LIMIT", "lots")),
+            &["serve"][..],
+            "odqs: configuration error: ODQS_API_RATE_LIMIT=lots: invalid digit found in string\n",
+        ),
+        (
+            Some(("ODQS_DEMO_DATA", "maybe")),
+            &[][..],
+            "odqs: configuration error: ODQS_DEMO_DATA=maybe: must be one of true, false\n",
+        ),
+        (
+            None,
+            &["serve", "--api-rate-limit", "lots"][..],
+            "odqs: configuration error: --api-rate-limit=lots: invalid digit found in string\n",
+        ),
+        (
+            // The flag wins over the variable, and is the one named.
+            Some(("ODQS_MAX_CONNECTIONS", "12")),
+            &["serve", "--max-connections=many"][..],
+            "odqs: configuration error: --max-connections=many: invalid digit found in string\n",
+        ),
+        (
+            Some(("ODQS_MAX_RECORD_MB", "-1")),
+            &["import", "x.csv", "--slug", "x"][..],
+            "odqs: configuration error: ODQS_MAX_RECORD_MB=-1: invalid digit found in string\n",
+        ),
+        (
+            Some(("ODQS_LISTEN", "bad")),
+            &["serve"][..],
+            "odqs: configuration error: ODQS_LISTEN must be a socket address like 127.0.0.1:8080, got \"bad\"\n",
+        ),
+        (
+            None,
+            &["serve", "--listen", "bad"][..],
+            "odqs: configuration error: --listen must be a socket address like 127.0.0.1:8080, got \"bad\"\n",
+        ),
+        (
+            Some(("ODQS_HEADER_TIMEOUT_SECS", "0")),
+            &[][..],
+            "odqs: configuration error: ODQS_HEADER_TIMEOUT_SECS must be at least 1, got 0\n",
+        ),
+        (
+            None,
+            &["serve", "--bogus"][..],
+            "odqs: configuration error: unexpected argument '--bogus' found; `odqs --help` lists the commands and flags\n",
+        ),
+        (
+            None,
+            &["import", "x.csv"][..],
+            "odqs: configuration error: the following required arguments were not provided: --slug <SLUG>; `odqs --help` lists the commands and flags\n",
+        ),
+    ] {
+        let mut command = odqs(dir.path());
+        command.args(args);
+        if let Some((name, value)) = env {
+            command.env(name, value);
+        }
+        let output = run(&mut command);
+        assert_eq!(output.status.code(), Some(2), "{env:?} {args:?}");
+        assert_eq!(stderr(&output), expected, "{env:?} {args:?}");
+        assert!(output.stdout.is_empty());
+    }
+    // Help and the version are not mistakes.
+    let help = run(odqs(dir.path()).arg("--help"));
+    assert_eq!(help.status.code(), Some(0));
+    assert!(stdout(&help).contains("ODQS_API_RATE_LIMIT"));
     // A port that is taken is one line too, before the store is touched.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = taken.local_addr().unwrap().to_string();

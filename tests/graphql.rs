@@ -478,7 +478,59 @@ async fn graphql_over_http(store: TestStore) {
     assert_eq!(status, 400, "{body}");
 }
 
+/// Issue 33: choosing the operation to run fails with a code too: several operations and no
+/// name (`operation_name_required`), a name the document does not hold (`unknown_operation`),
+/// over POST, GET and in a batch.
+async fn operation_name_errors_have_codes(store: TestStore) {
+    use tower::ServiceExt;
+    let router = store.router();
+    let token = api_token(&store).await;
+    let document = "query A { datasets { total } } query B { datasets { total } }";
+    let post = |body: Value| {
+        let router = router.clone();
+        let token = token.clone();
+        async move {
+            let request = axum::http::Request::post("/api/v1/graphql")
+                .header("content-type", "application/json")
+                .header("authorization", format!("Bearer {token}"))
+                .body(axum::body::Body::from(body.to_string()))
+                .unwrap();
+            let response = router.oneshot(request).await.unwrap();
+            let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            serde_json::from_slice::<Value>(&bytes).unwrap()
+        }
+    };
+    let missing = post(json!({"query": document})).await;
+    assert_eq!(code(&missing), "operation_name_required", "{missing}");
+    let unknown = post(json!({"query": document, "operationName": "C"})).await;
+    assert_eq!(code(&unknown), "unknown_operation", "{unknown}");
+    let named = post(json!({"query": document, "operationName": "B"})).await;
+    assert_eq!(named["data"]["datasets"]["total"], 0, "{named}");
+    let batch = post(json!([
+        {"query": document},
+        {"query": "{ datasets { total } }", "operationName": "X"},
+    ]))
+    .await;
+    assert_eq!(code(&batch[0]), "operation_name_required", "{batch}");
+    assert_eq!(code(&batch[1]), "unknown_operation", "{batch}");
+    let query: String = form_urlencoded::Serializer::new(String::new())
+        .append_pair("query", document)
+        .append_pair("operationName", "Z")
+        .finish();
+    let answer = get_with(
+        &router,
+        &format!("/api/v1/graphql?{query}"),
+        Some(&token),
+        &[],
+    )
+    .await;
+    assert_eq!(code(&answer.body), "unknown_operation", "{}", answer.body);
+}
+
 both_stores!(
+    operation_name_errors_have_codes,
     graphql_over_http,
     tokens_ide_and_bodies,
     limits_are_enforced_with_codes,

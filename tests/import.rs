@@ -892,7 +892,90 @@ async fn widest_records_fit_and_wider_are_refused(store: TestStore) {
     }
 }
 
+/// Issue 33: each import message names the line the problem is on and the problem itself.
+async fn messages_name_the_right_line_and_problem(store: TestStore) {
+    let refused = |name: &'static str, data: Vec<u8>, id_field: Option<&'static str>| {
+        let path = write_file(&store, name, &data);
+        let store = &store;
+        async move {
+            let err = import_file(store, &path, "msg", None, id_field)
+                .await
+                .unwrap_err();
+            assert_not_published(store, "msg").await;
+            err.to_string()
+        }
+    };
+    // An unterminated quote: named at its line, not read silently into the next line's value
+    // (which imported one record) nor as a record with too few columns.
+    let err = refused("q1.csv", b"a,b\n1,\"x\n2,y\n".to_vec(), None).await;
+    assert!(
+        err.starts_with("line 2 opens a quoted value (\") that is never closed")
+            && err.contains("(line 3)"),
+        "{err}"
+    );
+    let err = refused("q2.csv", b"a,b\n\"x,1\ny,2\nz,3\n".to_vec(), None).await;
+    assert!(err.starts_with("line 2 opens a quoted value"), "{err}");
+    // A closed quote spanning lines is a value like any other; lines after it count right.
+    let err = refused("q3.csv", b"a,b\n1,\"x\ny\"\n3,4,5\n".to_vec(), None).await;
+    assert_eq!(err, "line 4 has 3 columns where the header has 2");
+    // A truncated gzip: the line being read when the data stopped, and why.
+    let mut rows = b"a,b\n".to_vec();
+    for i in 0..50_000 {
+        rows.extend_from_slice(format!("{i},{i}\n").as_bytes());
+    }
+    let gz = gzip(&rows);
+    let err = refused("cut.csv.gz", gz[..gz.len() / 2].to_vec(), None).await;
+    let line: u64 = err
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line > 1000 && line < 50_002, "{err}");
+    assert!(err.contains("the file is truncated"), "{err}");
+    // A header and no records, with an id field named: no records, not "no such field".
+    let err = refused("header.csv", b"a,b\n".to_vec(), Some("a")).await;
+    assert_eq!(
+        err,
+        "the file holds no records (a CSV file's header line is not one)"
+    );
+    // An object as identifier: said so, not "not a field of the file".
+    let err = refused(
+        "object.json",
+        br#"[{"_id": {"x": 1}, "a": "1"}]"#.to_vec(),
+        Some("_id"),
+    )
+    .await;
+    assert!(
+        err.starts_with("the id field \"_id\" holds objects")
+            && err.contains("must be a string or a number"),
+        "{err}"
+    );
+    // A NUL in the header is on line 1.
+    let err = refused("nulhead.csv", b"a,b\0c\n1,2\n".to_vec(), None).await;
+    assert!(
+        err.starts_with("line 1 column 2 (\"b\\0c\") has a NUL character"),
+        "{err}"
+    );
+    // `\r\n` line ends: the line of the 300,000th line is 300000, not 299999.
+    let mut rows = b"a,n\r\n".to_vec();
+    for i in 2..300_000 {
+        rows.extend_from_slice(format!("k{i},{i}\r\n").as_bytes());
+    }
+    rows.extend_from_slice(b"k,not a number\r\n");
+    let schema = r#"{"fields":[{"name":"a","type":"keyword"},{"name":"n","type":"number"}]}"#;
+    let path = write_file(&store, "crlf.csv", &rows);
+    let err = import_file(&store, &path, "msg", Some(schema), None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 300000 field \"n\" expects a number, got \"not a number\""
+    );
+    assert_not_published(&store, "msg").await;
+}
+
 both_stores!(
+    messages_name_the_right_line_and_problem,
     id_column_is_kept_or_refused,
     nul_is_refused_with_its_line,
     oversized_record_is_refused,

@@ -363,3 +363,153 @@ async fn a_bad_token_is_refused(store: TestStore) {
     assert_eq!(body["result"]["serverInfo"]["name"], "odqs");
     let _ = served.stop.send(());
 }
+
+/// `odqs serve` as an operator runs it (JSON logs on standard error), with `DATABASE_URL` of
+/// `store`, and every line it logged, once stopped.
+struct Process {
+    child: std::process::Child,
+    base: String,
+    log: std::sync::mpsc::Receiver<String>,
+}
+
+impl Process {
+    #[allow(clippy::zombie_processes)] // waited for in `stop`, or killed and waited for on drop
+    fn start(store: &TestStore) -> Process {
+        use std::io::BufRead;
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_odqs"));
+        for (key, _) in std::env::vars() {
+            if key == "DATABASE_URL" || key.starts_with("ODQS_") {
+                command.env_remove(key);
+            }
+        }
+        let mut child = command
+            .current_dir(store.dir.path())
+            .env("DATABASE_URL", &store.url)
+            .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"])
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start odqs serve");
+        let (sender, log) = std::sync::mpsc::channel();
+        let reader = std::io::BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in reader.lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        loop {
+            let line = log
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .expect("odqs serve did not start");
+            if let Ok(event) = serde_json::from_str::<Value>(&line)
+                && event["message"] == "odqs is serving"
+            {
+                let base = format!("http://{}", event["listen"].as_str().unwrap());
+                return Process { child, base, log };
+            }
+        }
+    }
+
+    /// Stops the server (SIGTERM) and returns every line it logged after starting.
+    fn stop(mut self) -> Vec<String> {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(self.child.wait().unwrap().success());
+        self.log.try_iter().collect()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+both_stores!(a_clients_text_reaches_the_log_clipped);
+
+/// Issue 33: five requests with a method name of a megabyte wrote 5 MB of log. Now a method,
+/// a request id or params of that size leave lines of a few hundred bytes; unknown methods
+/// are -32601 and params that do not fit a known method -32602, with short messages.
+async fn a_clients_text_reaches_the_log_clipped(store: TestStore) {
+    use graphql::log_text::MAX_LOGGED_BYTES;
+    use odqs::rest::MAX_BODY_BYTES;
+
+    let token = api_token(&store).await;
+    let server = Process::start(&store);
+    let client = reqwest::Client::new();
+    let post = |body: Vec<u8>| {
+        client
+            .post(format!("{}/api/v1/mcp", server.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .bearer_auth(&token)
+            .body(body)
+            .send()
+    };
+    let huge = "m".repeat(MAX_BODY_BYTES - 200);
+    let half = "i".repeat(MAX_BODY_BYTES / 2 - 200);
+    let mut sent = 0;
+    for request in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": huge}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": huge}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": huge}),
+        json!({"jsonrpc": "2.0", "id": half, "method": half}),
+        json!({"jsonrpc": "2.0", "id": half, "method": "tools/call", "params": {"arguments": {"x": half}}}),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "notifications/x", "params": {"x": huge[..MAX_BODY_BYTES / 2]}}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": {"uri": half}}),
+        json!({"jsonrpc": "2.0", "id": 8, "method": "initialize", "params": {
+            "protocolVersion": half, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    ] {
+        let body = serde_json::to_vec(&request).unwrap();
+        assert!(body.len() <= MAX_BODY_BYTES, "{}", body.len());
+        sent += body.len();
+        let response = post(body).await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        let method = request["method"].as_str().unwrap();
+        let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        match method {
+            "tools/call" => {
+                assert_eq!(answer["error"]["code"], -32602, "{status}");
+                let message = answer["error"]["message"].as_str().unwrap();
+                assert!(message.len() < 200, "{message}");
+            }
+            m if m.len() > 1000 => {
+                assert_eq!(answer["error"]["code"], -32601, "{status}");
+                let message = answer["error"]["message"].as_str().unwrap();
+                assert!(message.len() < MAX_LOGGED_BYTES + 60, "{}", message.len());
+                assert!(message.ends_with(" bytes)"), "{}", &message[..100]);
+            }
+            "resources/read" => {
+                let message = answer["error"]["message"].as_str().unwrap();
+                assert!(message.len() < MAX_LOGGED_BYTES + 100, "{}", message.len());
+            }
+            _ => {}
+        }
+    }
+    assert!(sent > 5_000_000);
+    let log = server.stop();
+    let bytes: usize = log.iter().map(|l| l.len() + 1).sum();
+    let longest = log.iter().map(String::len).max().unwrap_or(0);
+    assert!(
+        longest < 4 * MAX_LOGGED_BYTES + 400,
+        "a line of {longest} bytes: {}",
+        log.iter()
+            .max_by_key(|l| l.len())
+            .map(|l| &l[..300])
+            .unwrap_or("")
+    );
+    assert!(bytes < 64 * 1024, "{bytes} bytes of log");
+    // The requests were logged (the access log), just not their text.
+    let requests = log
+        .iter()
+        .filter(|l| l.contains("\"path\":\"/api/v1/mcp\""))
+        .count();
+    assert_eq!(requests, 8, "{log:?}");
+}

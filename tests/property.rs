@@ -1243,10 +1243,10 @@ fn model_filter(recs: &[Rec], filter: &Filter) -> Vec<Rec> {
     let mut each = Vec::new();
     for (name, op, value) in &filter.ops {
         match *op {
+            // Items as given, spaces kept, as `=` reads a value (issue 33).
             "in" => any_of.entry(name).or_default().extend(
                 value
                     .split(',')
-                    .map(str::trim)
                     .filter(|v| !v.is_empty())
                     .map(str::to_string),
             ),

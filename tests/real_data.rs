@@ -1,16 +1,47 @@
-//! The real open datasets of `shared/data`, imported whole with their schema files on both
-//! stores: every record arrives, counted independently from the files.
+//! The real open datasets of `testdata/` with their schema files on both stores: the scenic
+//! spots whole and every fourth flight (84,194 flights from every day of 2013); every record
+//! arrives, counted independently from the files, and the in-memory index answers as the
+//! store. The sizes at which the index is built by two threads (`PARALLEL_FROM_ROWS`,
+//! 100,000 rows) and SQLite's grouped statistics are read in two ranges (`SPLIT_FROM`,
+//! 200,000) are crossed by `past_the_parallel_thresholds`, on generated records that import
+//! in a fraction of the time; the whole flights file is imported and checked against the CSV
+//! by the bench (`cargo bench --bench mix`).
 
 mod common;
 
 use std::io::BufRead;
 
 use common::stored as records;
-use common::{TestStore, import_file, shared_data};
+use common::{TestStore, import_file, test_data};
+
+/// Flights kept: every `FLIGHT_STRIDE`th, the file's last (id 336776) included.
+const FLIGHT_STRIDE: usize = 4;
+
+/// The flights whose id is a multiple of [`FLIGHT_STRIDE`], written as a gzipped CSV in the
+/// store's directory (the header and every cell as in the file).
+fn flights_slice(store: &TestStore) -> std::path::PathBuf {
+    let mut source = csv::Reader::from_reader(flate2::read::MultiGzDecoder::new(
+        std::fs::File::open(test_data("flights.csv.gz")).unwrap(),
+    ));
+    let mut writer = csv::Writer::from_writer(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    writer.write_record(source.headers().unwrap()).unwrap();
+    for record in source
+        .records()
+        .skip(FLIGHT_STRIDE - 1)
+        .step_by(FLIGHT_STRIDE)
+    {
+        writer.write_record(&record.unwrap()).unwrap();
+    }
+    let gzipped = writer.into_inner().unwrap().finish().unwrap();
+    common::write_file(store, "flights-slice.csv.gz", &gzipped)
+}
 
 fn lines_of(file: &str) -> usize {
     let reader = std::io::BufReader::new(flate2::read::MultiGzDecoder::new(
-        std::fs::File::open(shared_data(file)).unwrap(),
+        std::fs::File::open(test_data(file)).unwrap(),
     ));
     reader
         .lines()
@@ -40,22 +71,24 @@ async fn index_answers_as_the_store(
 }
 
 async fn flights_and_scenic_spots(store: TestStore) {
-    let schema = std::fs::read_to_string(shared_data("flights.schema.json")).unwrap();
+    let schema = std::fs::read_to_string(test_data("flights.schema.json")).unwrap();
     let flights = import_file(
         &store,
-        &shared_data("flights.csv.gz"),
+        &flights_slice(&store),
         "flights",
         Some(&schema),
         None,
     )
     .await
     .unwrap();
-    let expected = lines_of("flights.csv.gz") - 1; // the header
+    let in_file = lines_of("flights.csv.gz") - 1; // the header
+    assert_eq!(in_file, 336_776);
+    let expected = in_file / FLIGHT_STRIDE;
     assert_eq!(flights.records as usize, expected);
-    assert_eq!(expected, 336_776);
+    assert_eq!(expected, 84_194);
 
-    // Grouped statistics over every record: the store path (on SQLite, read in two ranges of
-    // positions side by side and merged) gives the index's answer, every number equal.
+    // Grouped statistics over every record: the store path gives the index's answer, every
+    // number equal.
     let token = common::api_token(&store).await;
     for path in [
         "/api/v1/datasets/flights/agg?group_by=carrier&field=dep_delay&percentiles=1,50,99.9",
@@ -63,10 +96,10 @@ async fn flights_and_scenic_spots(store: TestStore) {
         "/api/v1/datasets/flights/agg?group_by=distance[500]&field=arr_delay&sort=avg%3C",
     ] {
         let indexed = index_answers_as_the_store(&store, &token, path).await;
-        assert_eq!(indexed["total_records"], 336_776, "{path}");
+        assert_eq!(indexed["total_records"], 84_194, "{path}");
     }
-    // Pages and a record, by the index (read from SQLite in two parts at once, and joined)
-    // and by the store: ids, keyword and text codes, numbers, every body equal.
+    // Pages and records, by the index and by the store: ids, keyword and text codes,
+    // numbers, every body equal.
     for path in [
         "/api/v1/datasets/flights/records?q=denver&sort=tailnum%3E,dep_delay&page=3",
         "/api/v1/datasets/flights/records?origin=EWR&dest=SEA&sort=arr_delay%3C&page=2",
@@ -89,13 +122,13 @@ async fn flights_and_scenic_spots(store: TestStore) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(last.pos, 336_776);
+    assert_eq!(last.pos, 84_194);
     assert_eq!(last.doc["time_hour"], "2013-09-30T12:00:00Z");
 
-    let schema = std::fs::read_to_string(shared_data("tw-scenic-spots.schema.json")).unwrap();
+    let schema = std::fs::read_to_string(test_data("tw-scenic-spots.schema.json")).unwrap();
     let spots = import_file(
         &store,
-        &shared_data("tw-scenic-spots.ndjson.gz"),
+        &test_data("tw-scenic-spots.ndjson.gz"),
         "tw-scenic-spots",
         Some(&schema),
         None,
@@ -128,4 +161,66 @@ async fn flights_and_scenic_spots(store: TestStore) {
     assert_eq!(first[0].doc["Position"]["GeoHash"], "wsmb103ny");
 }
 
-both_stores!(flights_and_scenic_spots);
+/// Generated records past both sizes at which reads go parallel: the index built by two
+/// threads, each reading half the positions, joined (keyword and text dictionaries, numbers,
+/// dates, missing values), and SQLite's grouped statistics without conditions folded in two
+/// ranges and merged, answer exactly as one read does: the index and the store (each path's
+/// own way) agree on every number, page and record.
+async fn past_the_parallel_thresholds(store: TestStore) {
+    const ROWS: usize = 200_100;
+    let words = [
+        "harbour", "ridge", "valley", "temple", "market", "bridge", "garden",
+    ];
+    let mut csv = String::from("id,group,value,day,note\n");
+    for i in 1..=ROWS {
+        // Values missing here and there; groups and words spread so that both halves hold
+        // some of every one, and some only in one half.
+        let value = if i.is_multiple_of(11) {
+            String::new()
+        } else {
+            format!("{}.{}", (i * 7_919) % 10_007, i % 4)
+        };
+        let group = if i > ROWS - 10 {
+            "late".to_string()
+        } else {
+            format!("g{}", (i * 31) % 23)
+        };
+        let day = format!("2024-{:02}-{:02}", 1 + i % 12, 1 + i % 28);
+        let note = format!("{} {} {}", words[i % 7], words[(i / 7) % 7], i % 97);
+        csv.push_str(&format!("n{i},{group},{value},{day},{note}\n"));
+    }
+    let path = common::write_file(&store, "generated.csv", csv.as_bytes());
+    let schema = r#"{"id_field": "id", "fields": [{"name": "id", "type": "keyword"}, {"name": "group", "type": "keyword"}, {"name": "value", "type": "number"}, {"name": "day", "type": "date"}, {"name": "note", "type": "text"}]}"#;
+    let imported = import_file(&store, &path, "generated", Some(schema), None)
+        .await
+        .unwrap();
+    assert_eq!(imported.records as usize, ROWS);
+    let token = common::api_token(&store).await;
+    for path in [
+        // No conditions and a field: SQLite's store path reads this in two ranges.
+        "/api/v1/datasets/generated/agg?group_by=group&field=value&percentiles=1,50,99.9",
+        "/api/v1/datasets/generated/agg?group_by=day[month]&field=value&sort=key%3E",
+    ] {
+        let answer = index_answers_as_the_store(&store, &token, path).await;
+        assert_eq!(answer["total_records"], ROWS, "{path}");
+    }
+    let late = index_answers_as_the_store(
+        &store,
+        &token,
+        "/api/v1/datasets/generated/agg?group_by=group&field=value&sort=key%3C&limit=1",
+    )
+    .await;
+    assert_eq!(late["groups"][0]["key"], "late");
+    assert_eq!(late["groups"][0]["stats"]["count"], 10);
+    for path in [
+        "/api/v1/datasets/generated/records?q=temple%20bridge&sort=value%3C&page=2",
+        "/api/v1/datasets/generated/records?group=g5&sort=day%3E,value&page=40",
+        "/api/v1/datasets/generated/records/n1",
+        "/api/v1/datasets/generated/records/n100050",
+        "/api/v1/datasets/generated/records/n200100",
+    ] {
+        index_answers_as_the_store(&store, &token, path).await;
+    }
+}
+
+both_stores!(flights_and_scenic_spots, past_the_parallel_thresholds);

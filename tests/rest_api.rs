@@ -543,7 +543,15 @@ async fn sorting(store: TestStore) {
         "unknown_field",
     )
     .await;
-    for bad in ["rating%3C%3E", "%3C", "rating,,city", "rating,rating%3C"] {
+    // `rating<>` names a field `rating<` (issue 33: a trailing mark is the direction only when
+    // the rest names a field), which this dataset does not have.
+    api.fails(
+        "/api/v1/datasets/places/records?sort=rating%3C%3E",
+        400,
+        "unknown_field",
+    )
+    .await;
+    for bad in ["%3C", "%3E", "rating,,city", "rating,rating%3C"] {
         api.fails(
             &format!("/api/v1/datasets/places/records?sort={bad}"),
             400,
@@ -1278,7 +1286,216 @@ async fn demo_data(store: TestStore) {
     }
 }
 
+/// Issue 33: fields whose names hold `<` or `>` can be sorted on. A trailing `<`/`>` is the
+/// direction when the rest names a field; otherwise the whole key is the field, ascending.
+async fn sorting_fields_named_with_marks(store: TestStore) {
+    let token = api_token(&store).await;
+    let csv = write_file(
+        &store,
+        "marks.csv",
+        b"id,a,a<,<b>\nr1,1,30,x\nr2,2,10,z\nr3,3,20,y\n",
+    );
+    import_file(&store, &csv, "marks", None, Some("id"))
+        .await
+        .unwrap();
+    let router = store.router();
+    let ids = |sort: &'static str| {
+        let router = router.clone();
+        let token = token.clone();
+        async move {
+            let encoded: String = form_urlencoded::byte_serialize(sort.as_bytes()).collect();
+            let path = format!("/api/v1/datasets/marks/records?sort={encoded}");
+            let answer = get_with(&router, &path, Some(&token), &[]).await;
+            assert_eq!(answer.status, 200, "{sort}: {}", answer.body);
+            answer.body["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["_id"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    // `a<`: the field `a`, descending (the rest names a field).
+    assert_eq!(ids("a<").await, ["r3", "r2", "r1"]);
+    // `a<>` and `a<<`: the field `a<`, ascending and descending.
+    assert_eq!(ids("a<>").await, ["r2", "r3", "r1"]);
+    assert_eq!(ids("a<<").await, ["r1", "r3", "r2"]);
+    // `<b>`: no field `<b`, so the whole key; `<b><` descending.
+    assert_eq!(ids("<b>").await, ["r1", "r3", "r2"]);
+    assert_eq!(ids("<b><").await, ["r2", "r3", "r1"]);
+    assert_eq!(ids("<b>>,a").await, ["r1", "r3", "r2"]);
+    // Unknown either way; one field twice, however written.
+    let path = "/api/v1/datasets/marks/records?sort=c%3C";
+    let answer = get_with(&router, path, Some(&token), &[]).await;
+    assert_eq!(answer.status, 400);
+    assert_eq!(answer.body["error"], "unknown_field", "{}", answer.body);
+    let path = "/api/v1/datasets/marks/records?sort=%3Cb%3E,%3Cb%3E%3E";
+    let answer = get_with(&router, path, Some(&token), &[]).await;
+    assert_eq!(answer.body["error"], "invalid_parameter", "{}", answer.body);
+}
+
+/// Issue 33: `in` and `=` read a value alike: `carrier[in]=%20UA` no longer matches `UA`.
+async fn in_and_equals_read_values_alike(store: TestStore) {
+    load_demo(&store).await;
+    let token = api_token(&store).await;
+    let router = store.router();
+    let total = |query: &'static str| {
+        let router = router.clone();
+        let token = token.clone();
+        async move {
+            let path = format!("/api/v1/datasets/flights/records?per_page=1&{query}");
+            let answer = get_with(&router, &path, Some(&token), &[]).await;
+            assert_eq!(answer.status, 200, "{query}: {}", answer.body);
+            answer.body["total"].as_u64().unwrap()
+        }
+    };
+    let ua = total("carrier=UA").await;
+    assert!(ua > 0);
+    assert_eq!(total("carrier[in]=UA").await, ua);
+    assert_eq!(total("carrier=%20UA").await, 0);
+    assert_eq!(total("carrier[in]=%20UA").await, 0);
+    assert_eq!(total("carrier[in]=UA%20").await, 0);
+    let aa = total("carrier=AA").await;
+    assert_eq!(total("carrier[in]=UA,AA").await, ua + aa);
+    assert_eq!(total("carrier[in]=UA,%20AA").await, ua);
+    // Numbers are numbers either way, spaces or not.
+    assert_eq!(
+        total("distance[in]=%201400").await,
+        total("distance=1400%20").await
+    );
+}
+
+/// Reads one answer with a `Content-Length` from `stream`: status and JSON body.
+async fn read_answer(stream: &mut tokio::net::TcpStream) -> (u16, Value) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(
+            n > 0,
+            "closed before an answer: {}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.extend_from_slice(&chunk[..n]);
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map(|v| v.trim().parse().unwrap())
+            .unwrap_or_else(|| panic!("no content-length: {head}"));
+        if buf.len() >= end + 4 + length {
+            let body = serde_json::from_slice(&buf[end + 4..end + 4 + length]).unwrap();
+            return (head[9..12].parse().unwrap(), body);
+        }
+    }
+}
+
+/// Issue 33 at the edges of the HTTP stack, on a real socket: a URL or a head too large gets
+/// a JSON error (not an empty 414/431); after a chunked request, a raw `<` on the same
+/// connection is answered; the device flow's endpoints refuse a large body early, in OAuth's
+/// JSON shape.
+async fn refusals_at_the_edges_are_json(store: TestStore) {
+    use odqs::request_line::{MAX_HEADERS, MAX_LINE};
+    use odqs::rest::MAX_FORM_BODY_BYTES;
+    use tokio::io::AsyncWriteExt;
+    load_demo(&store).await;
+    let token = api_token(&store).await;
+    let (site, stop) = common::serve(&store).await;
+    let addr = site.strip_prefix("http://").unwrap().to_string();
+
+    let long = format!(
+        "GET /api/v1/datasets?x={} HTTP/1.1\r\nHost: h\r\n\r\n",
+        "u".repeat(MAX_LINE)
+    );
+    let mut many = String::from("GET /api/v1/datasets HTTP/1.1\r\nHost: h\r\n");
+    for i in 0..MAX_HEADERS {
+        many.push_str(&format!("X-H{i}: v\r\n"));
+    }
+    many.push_str("\r\n");
+    for (request, status) in [(long, 414), (many, 431)] {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let (got, body) = read_answer(&mut stream).await;
+        assert_eq!(got, status, "{body}");
+        assert_eq!(body["error"], "invalid_parameter", "{body}");
+        assert!(body["message"].as_str().unwrap().len() > 20, "{body}");
+    }
+
+    // A chunked GraphQL request, then a raw `<` on the same connection.
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let query = br#"{"query": "{ datasets { total } }"}"#;
+    let mut request = format!(
+        "POST /api/v1/graphql HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    .into_bytes();
+    for part in query.chunks(10) {
+        request.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+        request.extend_from_slice(part);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"0\r\n\r\n");
+    stream.write_all(&request).await.unwrap();
+    let (status, body) = read_answer(&mut stream).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["datasets"]["total"], 2, "{body}");
+    let raw = format!(
+        "GET /api/v1/datasets/flights/records?sort=dep_delay<&per_page=1 HTTP/1.1\r\n\
+         Host: h\r\nAuthorization: Bearer {token}\r\n\r\n"
+    );
+    stream.write_all(raw.as_bytes()).await.unwrap();
+    let (status, body) = read_answer(&mut stream).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["records"].as_array().unwrap().len(), 1, "{body}");
+
+    // The device flow's endpoints: a body over the limit is 413 in OAuth's shape.
+    let client = reqwest::Client::new();
+    for path in ["/api/v1/auth/device", "/api/v1/auth/token"] {
+        let response = client
+            .post(format!("{site}{path}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!(
+                "client_id=x&pad={}",
+                "p".repeat(MAX_FORM_BODY_BYTES)
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 413, "{path}");
+        assert_eq!(response.headers()["cache-control"], "no-store");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "payload_too_large", "{body}");
+        assert!(
+            body["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("16384")
+        );
+        assert_eq!(body["limit_bytes"], MAX_FORM_BODY_BYTES, "{body}");
+        // Within the limit, the request is read (and refused for what it says, not its size).
+        let response = client
+            .post(format!("{site}{path}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!(
+                "grant_type=nope&pad={}",
+                "p".repeat(MAX_FORM_BODY_BYTES / 2)
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(response.status(), 413, "{path}");
+    }
+    let _ = stop.send(());
+}
+
 both_stores!(
+    sorting_fields_named_with_marks,
+    in_and_equals_read_values_alike,
+    refusals_at_the_edges_are_json,
     dataset_list_and_metadata,
     slugs_with_dots_and_tildes,
     full_text_search,

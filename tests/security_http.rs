@@ -479,8 +479,255 @@ async fn revocation_reaches_every_instance(store: TestStore) {
     );
 }
 
+/// Reads whatever the server sends into `got` until it closes the connection; whether that
+/// happened within `within` (an answer before the close is fine).
+async fn drained_and_closed_within(
+    stream: &mut TcpStream,
+    within: Duration,
+    got: &mut Vec<u8>,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(n)) => got.extend_from_slice(&chunk[..n]),
+            Err(_) => return false,
+        }
+    }
+}
+
+/// A body trickled one byte at a time is cut at the body floor on every endpoint that reads
+/// one, and an export whose client stops reading is cut at the send floor, which ends the
+/// export (and gives its store turn back); a normal client is served meanwhile.
+async fn slow_bodies_and_stalled_readers_are_cut(store: TestStore) {
+    load_demo(&store).await;
+    let token = api_token(&store).await;
+    let window = Duration::from_secs(1);
+    let limits = ConnLimits {
+        body_timeout: window,
+        send_timeout: window,
+        ..ConnLimits::default()
+    };
+    let state = AppState::new(store.store.clone(), "http://odqs.test")
+        .with_index_policy(IndexPolicy::OFF)
+        .with_conn_limits(limits);
+    let resolver = state.resolver.clone();
+    let server = Running::start(state).await;
+    for path in [
+        "/api/v1/graphql",
+        "/api/v1/mcp",
+        "/api/v1/auth/device",
+        "/login",
+    ] {
+        let mut slow = connect_from([127, 0, 0, 2], server.addr).await;
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: odqs.test\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        );
+        slow.write_all(head.as_bytes()).await.unwrap();
+        let started = Instant::now();
+        let mut closed = false;
+        let mut got = Vec::new();
+        // One byte every 200 ms: 5 bytes a second, far under the floor.
+        while started.elapsed() < window * 4 {
+            if slow.write_all(b" ").await.is_err() {
+                closed = true;
+                break;
+            }
+            if drained_and_closed_within(&mut slow, Duration::from_millis(200), &mut got).await {
+                closed = true;
+                break;
+            }
+        }
+        // The answer goes out before the close and says what happened, alike everywhere.
+        let answer = String::from_utf8_lossy(&got);
+        assert!(
+            answer.starts_with("HTTP/1.1 408") && answer.contains("\"request_timeout\""),
+            "{path}: {answer}"
+        );
+        assert!(
+            closed,
+            "{path}: a trickled body still open after {:?}",
+            started.elapsed()
+        );
+        assert!(started.elapsed() >= window / 2, "{path}: cut too early");
+    }
+    // A client that asks for all of flights (about 100 MB) and reads nothing.
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(server.addr).await.unwrap();
+    let request = format!(
+        "GET /api/v1/datasets/flights/export HTTP/1.1\r\nHost: odqs.test\r\n\
+         Authorization: Bearer {token}\r\n\r\n"
+    );
+    stalled.write_all(request.as_bytes()).await.unwrap();
+    let mut first = [0u8; 12];
+    stalled.read_exact(&mut first).await.unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    let counters = resolver.export_counters();
+    let stalled_at = Instant::now();
+    while counters.running() > 0 {
+        assert!(
+            stalled_at.elapsed() < window * 6,
+            "an export nobody reads still runs after {:?}",
+            stalled_at.elapsed()
+        );
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        counters.records_read() < 336_776,
+        "the export was cut before its end"
+    );
+    // Others are served all along.
+    let mut other = connect_from([127, 0, 0, 3], server.addr).await;
+    assert_eq!(status_of(&mut other, "/healthz").await, 200);
+    drop(stalled);
+    server.stop().await;
+}
+
+/// Anonymous connections from many addresses fill the server's cap; a client with a valid
+/// token still gets in (pushing out the oldest connection of the busiest address), and once
+/// its token is confirmed its connection stays.
+async fn floods_leave_room_for_valid_tokens(store: TestStore) {
+    let token = api_token(&store).await;
+    let limits = ConnLimits {
+        header_timeout: Duration::from_secs(60),
+        max_connections: 64,
+        max_per_address: 64,
+        ..ConnLimits::default()
+    };
+    let state = AppState::new(store.store.clone(), "http://odqs.test").with_conn_limits(limits);
+    let server = Running::start(state).await;
+    let mut flood = Vec::new();
+    for host in 10..18u8 {
+        for _ in 0..20 {
+            let mut stream = connect_from([127, 0, 0, host], server.addr).await;
+            // Half a head: held open until the header timeout.
+            stream
+                .write_all(b"GET /api/v1/datasets HTTP/1.1\r\n")
+                .await
+                .unwrap();
+            flood.push(stream);
+        }
+    }
+    let request = format!(
+        "GET /api/v1/datasets HTTP/1.1\r\nHost: odqs.test\r\nAuthorization: Bearer {token}\r\n\r\n"
+    );
+    let mut kept = connect_from([127, 0, 0, 50], server.addr).await;
+    kept.write_all(request.as_bytes()).await.unwrap();
+    assert_eq!(read_status(&mut kept).await, 200, "a valid client gets in");
+    for round in 0..10 {
+        // More flood, from a new address each round…
+        for _ in 0..10 {
+            let mut stream = connect_from([127, 0, 0, 20 + round], server.addr).await;
+            let _ = stream.write_all(b"GET / HTTP/1.1\r\n").await;
+            flood.push(stream);
+        }
+        // …and the confirmed connection is still served.
+        kept.write_all(request.as_bytes()).await.unwrap();
+        assert_eq!(read_status(&mut kept).await, 200, "round {round}");
+        // A fresh connection with a token gets in too.
+        let mut fresh = connect_from([127, 0, 0, 51], server.addr).await;
+        fresh.write_all(request.as_bytes()).await.unwrap();
+        assert_eq!(read_status(&mut fresh).await, 200, "round {round}: fresh");
+    }
+    drop(flood);
+    server.stop().await;
+}
+
+/// Exports are bounded per token at once (429 over it, before any work), the slot comes back
+/// when the stream ends; heavy requests weigh more in the rate limit, announced in
+/// `RateLimit`.
+async fn exports_and_heavy_requests_are_bounded(store: TestStore) {
+    load_demo(&store).await;
+    let token = api_token(&store).await;
+    let state = AppState::new(store.store.clone(), "http://odqs.test").with_rate_limits(1000, 100);
+    let router = odqs::app::router(state);
+    let export = |token: &str| {
+        axum::http::Request::get("/api/v1/datasets/tw-scenic-spots/export")
+            .header("authorization", format!("Bearer {token}"))
+            .body(axum::body::Body::empty())
+            .unwrap()
+    };
+    use tower::ServiceExt;
+    let mut held = Vec::new();
+    for _ in 0..odqs::rest::export::EXPORTS_PER_TOKEN {
+        let response = router.clone().oneshot(export(&token)).await.unwrap();
+        assert_eq!(response.status(), 200);
+        held.push(response);
+    }
+    let refused = get_with(
+        &router,
+        "/api/v1/datasets/tw-scenic-spots/export",
+        Some(&token),
+        &[],
+    )
+    .await;
+    assert_eq!(refused.status, 429, "{:?}", refused.body);
+    assert_eq!(refused.body["error"], "rate_limited");
+    assert!(refused.headers.contains_key("retry-after"));
+    // A finished (here: dropped) export gives its slot back.
+    held.pop();
+    let again = router.clone().oneshot(export(&token)).await.unwrap();
+    assert_eq!(again.status(), 200);
+    drop((held, again));
+
+    // A page costs one request; grouped statistics and a full-text search over 100,001
+    // records weigh 1 + 11. The budget refills while they run, which the comparison allows
+    // for.
+    let mut lines = String::new();
+    for i in 0..100_001 {
+        lines.push_str(&format!(
+            "{{\"kind\":\"k{}\",\"note\":\"note number {i} of the heavy set\"}}\n",
+            i % 7
+        ));
+    }
+    let path = common::write_file(&store, "heavy.ndjson", lines.as_bytes());
+    common::import_file(&store, &path, "heavy", None, None)
+        .await
+        .unwrap();
+    let state = AppState::new(store.store.clone(), "http://odqs.test").with_rate_limits(100, 100);
+    let router = odqs::app::router(state);
+    let left = |answer: &common::Answer| -> i64 {
+        let header = answer.headers["ratelimit"].to_str().unwrap().to_string();
+        let r = header.split(";r=").nth(1).unwrap();
+        r.split(';').next().unwrap().parse().unwrap()
+    };
+    let extra = graphql::query::cost::scan_extra(100_001) as i64;
+    assert_eq!(extra, 11);
+    // The budget is read when a request is charged, at its start: refills count from there.
+    let mut charged_at = Instant::now();
+    let mut before = get_with(&router, "/api/v1/datasets/heavy/records", Some(&token), &[]).await;
+    assert_eq!(before.status, 200);
+    for (path, weight) in [
+        ("/api/v1/datasets/heavy/agg?group_by=kind", 1 + extra),
+        ("/api/v1/datasets/heavy/records?q=number", 1 + extra),
+        ("/api/v1/datasets/heavy/records?kind=k3", 1),
+        ("/api/v1/datasets/flights/agg?group_by=carrier", 2),
+    ] {
+        let started = Instant::now();
+        let after = get_with(&router, path, Some(&token), &[]).await;
+        assert_eq!(after.status, 200, "{path}");
+        // 100 a minute: one request back every 0.6 s.
+        let refilled = (charged_at.elapsed().as_secs_f64() / 0.6).ceil() as i64 + 1;
+        charged_at = started;
+        let charged = left(&before) - left(&after);
+        assert!(
+            (weight - refilled..=weight).contains(&charged),
+            "{path}: charged {charged}, weighs {weight} ({:?})",
+            after.headers["ratelimit"]
+        );
+        before = after;
+    }
+}
+
 both_stores!(
     half_open_connections_are_closed,
+    slow_bodies_and_stalled_readers_are_cut,
+    floods_leave_room_for_valid_tokens,
+    exports_and_heavy_requests_are_bounded,
     idle_keepalive_connections_are_closed,
     slow_answers_are_not_idleness,
     draining_has_a_deadline,

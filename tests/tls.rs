@@ -428,7 +428,8 @@ async fn sslmodes_against_a_local_server_with_its_own_authority() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains(
-            "configuration error: DATABASE_URL sslmode=verify-full needs the certificate"
+            // The setting is named as it was given: here the flag.
+            "configuration error: --database-url sslmode=verify-full needs the certificate"
         ),
         "{stderr}"
     );

@@ -53,8 +53,8 @@ pub struct Args {
     #[arg(long, default_value_t = 31)]
     pub reference_runs: usize,
 
-    /// Folder holding flights.csv.gz and flights.schema.json (default: ../shared/data beside
-    /// the repository).
+    /// Folder holding flights.csv.gz and flights.schema.json (default: the repository's
+    /// testdata/).
     #[arg(long)]
     pub data: Option<PathBuf>,
 
@@ -77,8 +77,6 @@ pub struct Args {
 
 impl Args {
     pub fn data_dir(&self, root: &Path) -> PathBuf {
-        self.data
-            .clone()
-            .unwrap_or_else(|| root.join("..").join("shared").join("data"))
+        self.data.clone().unwrap_or_else(|| root.join("testdata"))
     }
 }

@@ -3,5 +3,6 @@
 //! routes in the `odqs` crate and the GraphQL [`schema`] are thin calls into it, so no
 //! validation rule is written twice.
 
+pub mod log_text;
 pub mod query;
 pub mod schema;

@@ -2,8 +2,9 @@
 //! starts a request, `POST /api/v1/auth/token` polls it. They need no bearer token, accept JSON
 //! and `application/x-www-form-urlencoded` bodies alike, and answer errors in the OAuth shape
 //! `{"error", "error_description"}` (RFC 6749 §5.2, RFC 8628 §3.5), not the API's own. Both are
-//! limited per client address in the store ([`throttle`]), so the budgets hold across instances;
-//! over budget, the answer is 429 `rate_limited` with `Retry-After`.
+//! limited per client address ([`throttle`]: counted in memory, shared through the store at most
+//! once a second, so the budgets hold across instances); over budget, the answer is 429
+//! `rate_limited` with `Retry-After`, decided from memory without a store write.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -219,7 +220,7 @@ async fn take_budget(
     what: &str,
 ) -> Result<(), OAuthError> {
     let key = throttle::key(kind, &client_addr::throttle_subject(address));
-    match throttle::take(&state.store, &key, limit).await {
+    match state.throttles.take(&key, limit).await {
         Ok(Verdict::Allowed) => Ok(()),
         Ok(Verdict::Refused { retry_after }) => {
             Err(OAuthError::rate_limited(what, limit, retry_after))

@@ -14,6 +14,8 @@
 //! the token's budget again (an export: one more request per 1,000 records) puts that later
 //! [`Charge`] in the response's extensions, and the headers announce it instead.
 
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::Next;
@@ -26,6 +28,7 @@ use super::token_cache::Known;
 use crate::app::AppState;
 use crate::client_addr;
 use crate::error::{ApiError, HttpError};
+use crate::server::Seat;
 
 /// `RateLimit-Policy`: the budget's name, size and window.
 pub static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -110,6 +113,10 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     }
     if let Ok(Some(principal)) = &who {
         state.token_usage.touch(&state.store, principal.token_id);
+        // A valid token: its connection is no longer one a flood's newcomer may push out.
+        if let Some(seat) = request.extensions().get::<Arc<Seat>>() {
+            seat.confirm();
+        }
     }
     request.extensions_mut().insert(Authenticated(who));
     let mut response = next.run(request).await;

@@ -5,8 +5,9 @@
 //!   budgets per token and per client address; [`token_cache`]: live tokens without a query.
 //! - [`grant`]: the device grant's states in the store; [`device`]: its two HTTP endpoints;
 //!   [`discovery`]: the RFC 8414 metadata that announces them.
-//! - [`account`], [`password`], [`session`], [`throttle`]: sign-up and sign-in, Argon2id,
-//!   server-side sessions, and store-kept counters for logins, user codes and the device flow.
+//! - [`account`], [`password`], [`session`], [`throttle`]: sign-up and sign-in, Argon2id on
+//!   bounded workers, server-side sessions, and the counters for logins, user codes, sign-ups and
+//!   the device flow (kept in memory, shared through the store at most once a second a key).
 //! - [`purge`]: expired grants, sessions, explorer tokens and counters, on the maintenance tick.
 
 pub mod account;

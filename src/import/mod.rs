@@ -64,7 +64,7 @@ pub enum ImportError {
     UnknownFormat(String),
     #[error("duplicate _id {id:?} at records {first} and {second}")]
     DuplicateId { id: String, first: i64, second: i64 },
-    #[error("the file holds no records")]
+    #[error("the file holds no records (a CSV file's header line is not one)")]
     Empty,
     #[error(
         "{location} is a record of more than {}, the most one record may take \
@@ -288,6 +288,11 @@ async fn infer(
             }
             Ok(())
         })?;
+        // A file with a header and nothing after it: said as such here, before the plan
+        // looks for the id field among fields no record has shown.
+        if count == 0 {
+            return Err(ImportError::Empty);
+        }
         Ok(inference.finish(id_field.as_deref()))
     })
     .await

@@ -11,7 +11,8 @@
 //! Every record is also checked for NUL characters, which PostgreSQL cannot store, so both
 //! stores refuse the same files with the same message.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::rc::Rc;
@@ -151,7 +152,7 @@ pub fn read_records(
     max_record_bytes: u64,
     mut each: impl FnMut(SourceRecord) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
-    let (input, bounds) = Bounded::new(input, max_record_bytes);
+    let (input, bounds) = Bounded::with_lines(input, max_record_bytes, format == Format::Csv);
     let mut checked = |record: SourceRecord| {
         if let Some(message) = nul_problem(&record.object, &mut String::new()) {
             return Err(ImportError::Malformed {
@@ -177,7 +178,7 @@ pub fn csv_headers(
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(input);
     let headers = reader
         .headers()
-        .map_err(|e| bounds.error_or(Location::Line(1), || csv_error(&e)))?;
+        .map_err(|e| bounds.error_or(Location::Line(1), || csv_error(&e, Location::Line(1))))?;
     header_names(headers)
 }
 
@@ -196,6 +197,21 @@ struct Bounds {
     start: Cell<u64>,
     /// Whether a read was refused for going past the limit.
     exceeded: Cell<bool>,
+    /// Line breaks handed out, for [`Bounds::line_at`] (CSV only: the csv crate's own line
+    /// count is one short on `\r\n` files, whose `\n` it reads with the next record).
+    lines: Option<Lines>,
+    /// Whether the input has ended.
+    ended: Cell<bool>,
+    /// The last byte handed out that ends no line (not `\r` or `\n`).
+    last_byte: Cell<Option<u8>>,
+}
+
+/// The offsets of the `\n` bytes handed out and not yet counted, and how many were counted:
+/// queries come in increasing order, so this holds at most a record and the read-ahead.
+#[derive(Default)]
+struct Lines {
+    pending: RefCell<VecDeque<u64>>,
+    counted: Cell<u64>,
 }
 
 impl Bounds {
@@ -222,6 +238,37 @@ impl Bounds {
             return Err(self.too_large(location));
         }
         Ok(())
+    }
+
+    /// Notes the bytes just handed out, which began at offset `start`.
+    fn note(&self, start: u64, bytes: &[u8]) {
+        if bytes.is_empty() {
+            self.ended.set(true);
+            return;
+        }
+        if let Some(&last) = bytes.iter().rev().find(|&&b| b != b'\n' && b != b'\r') {
+            self.last_byte.set(Some(last));
+        }
+        if let Some(lines) = &self.lines {
+            let mut pending = lines.pending.borrow_mut();
+            for (i, _) in bytes.iter().enumerate().filter(|&(_, &b)| b == b'\n') {
+                pending.push_back(start + i as u64);
+            }
+        }
+    }
+
+    /// The 1-based line of the byte at `offset` (line breaks before it, plus one). Offsets
+    /// must not decrease from one call to the next.
+    fn line_at(&self, offset: u64) -> u64 {
+        let Some(lines) = &self.lines else {
+            return 1;
+        };
+        let mut pending = lines.pending.borrow_mut();
+        while pending.front().is_some_and(|&at| at < offset) {
+            pending.pop_front();
+            lines.counted.set(lines.counted.get() + 1);
+        }
+        lines.counted.get() + 1
     }
 
     fn too_large(&self, location: Location) -> ImportError {
@@ -251,11 +298,19 @@ struct Bounded<R> {
 
 impl<R> Bounded<R> {
     fn new(inner: R, limit: u64) -> (Self, Rc<Bounds>) {
+        Self::with_lines(inner, limit, false)
+    }
+
+    /// Like [`Bounded::new`], counting line breaks when `lines` ([`Bounds::line_at`]).
+    fn with_lines(inner: R, limit: u64, lines: bool) -> (Self, Rc<Bounds>) {
         let bounds = Rc::new(Bounds {
             limit,
             read: Cell::new(0),
             start: Cell::new(0),
             exceeded: Cell::new(false),
+            lines: lines.then(Lines::default),
+            ended: Cell::new(false),
+            last_byte: Cell::new(None),
         });
         (
             Bounded {
@@ -271,6 +326,9 @@ impl<R: BufRead> Read for Bounded<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let allowed = self.bounds.allowance()?.min(buf.len());
         let n = self.inner.read(&mut buf[..allowed])?;
+        if allowed > 0 {
+            self.bounds.note(self.bounds.read.get(), &buf[..n]);
+        }
         self.bounds.read.set(self.bounds.read.get() + n as u64);
         Ok(n)
     }
@@ -339,7 +397,9 @@ fn header_names(headers: &csv::StringRecord) -> Result<Vec<String>, ImportError>
     let mut names: Vec<String> = Vec::with_capacity(headers.len());
     for (i, header) in headers.iter().enumerate() {
         let name = header.trim_start_matches('\u{feff}').trim().to_string();
-        let problem = if name.split('.').any(str::is_empty) {
+        let problem = if name.contains('\0') {
+            Some("has a NUL character (\\0) in its name, which a store cannot keep")
+        } else if name.split('.').any(str::is_empty) {
             Some("has an empty name")
         } else if names.contains(&name) {
             Some("repeats an earlier column's name")
@@ -366,18 +426,30 @@ fn header_names(headers: &csv::StringRecord) -> Result<Vec<String>, ImportError>
     Ok(names)
 }
 
-fn csv_error(error: &csv::Error) -> ImportError {
-    let line = error.position().map(|p| p.line()).unwrap_or(1);
+/// A CSV reader's error at the record that starts at `location`.
+fn csv_error(error: &csv::Error, location: Location) -> ImportError {
     let message = match error.kind() {
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
         } => format!("has {len} columns where the header has {expected_len}"),
         csv::ErrorKind::Utf8 { .. } => "is not valid UTF-8".to_string(),
+        csv::ErrorKind::Io(e) => read_problem(e),
         _ => error.to_string(),
     };
-    ImportError::Malformed {
-        location: Location::Line(line),
-        message,
+    ImportError::Malformed { location, message }
+}
+
+/// What went wrong reading the bytes themselves: a gzip stream that stops early (a truncated
+/// download, say) is named as such.
+fn read_problem(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    if error.kind() == std::io::ErrorKind::UnexpectedEof || text.contains("deflate") {
+        format!(
+            "cannot be read: the compressed data stops here ({text}), so the file is truncated or \
+             damaged"
+        )
+    } else {
+        format!("cannot be read: {text}")
     }
 }
 
@@ -386,10 +458,12 @@ fn read_csv(
     bounds: &Bounds,
     each: &mut dyn FnMut(SourceRecord) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
-    let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(input);
+    // Flexible: the number of cells is checked here, where the record can be looked at (a
+    // quote never closed makes one long cell of the rest of the file).
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(input);
     let headers = reader
         .headers()
-        .map_err(|e| bounds.error_or(Location::Line(1), || csv_error(&e)))?
+        .map_err(|e| bounds.error_or(Location::Line(1), || csv_error(&e, Location::Line(1))))?
         .clone();
     bounds.check(Location::Line(1), reader.position().byte())?;
     let names = header_names(&headers)?;
@@ -402,18 +476,46 @@ fn read_csv(
     loop {
         // The csv reader counts the bytes it parsed; the input has handed out those and at most
         // its read-ahead buffer more.
-        let start = reader.position().clone();
-        bounds.record_starts_at(start.byte());
-        let location = Location::Line(start.line());
-        let more = reader
-            .read_record(&mut record)
-            .map_err(|e| bounds.error_or(location, || csv_error(&e)))?;
+        let start = reader.position().byte();
+        bounds.record_starts_at(start);
+        // Where the next record starts, for a failure before it is read: the byte after the
+        // last record's terminator (a `\r\n`'s `\n` is still unread).
+        let next_line = || Location::Line(bounds.line_at(start + 1));
+        let more = match reader.read_record(&mut record) {
+            Ok(more) => more,
+            Err(e) => {
+                let location = next_line();
+                return Err(bounds.error_or(location, || csv_error(&e, location)));
+            }
+        };
         if !more {
             return Ok(());
         }
-        bounds.check(location, reader.position().byte() - start.byte())?;
+        // The record's lines: its last (the line of its last byte before the terminator), less
+        // the line breaks inside its cells.
+        let end = reader.position().byte();
+        let last_line = bounds.line_at(end.saturating_sub(1).max(start + 1));
+        let breaks = record.as_slice().bytes().filter(|&b| b == b'\n').count() as u64;
+        let line = last_line.saturating_sub(breaks).max(2);
+        let location = Location::Line(line);
+        bounds.check(location, end - start)?;
+        if let Some(problem) = unclosed_quote(&record, bounds, end, last_line) {
+            return Err(ImportError::Malformed {
+                location,
+                message: problem,
+            });
+        }
+        if record.len() != headers.len() {
+            return Err(ImportError::Malformed {
+                location,
+                message: format!(
+                    "has {} columns where the header has {}",
+                    record.len(),
+                    headers.len()
+                ),
+            });
+        }
         number += 1;
-        let line = record.position().map(|p| p.line()).unwrap_or(number + 1);
         let mut object = Map::new();
         for (path, cell) in headers.iter().zip(record.iter()) {
             if cell.is_empty() {
@@ -428,6 +530,28 @@ fn read_csv(
             untyped: true,
         })?;
     }
+}
+
+/// The problem of a record whose last cell opened a quote that the file never closes: the csv
+/// reader then reads the rest of the file into that cell, silently (or as a record with too few
+/// columns). Said when the record ran to the end of the input, its last cell spans lines, and
+/// the file's last byte before any line break is not the closing `"`.
+fn unclosed_quote(
+    record: &csv::StringRecord,
+    bounds: &Bounds,
+    end: u64,
+    last_line: u64,
+) -> Option<String> {
+    let last = record.iter().next_back()?;
+    let at_end = bounds.ended.get() && end == bounds.read.get();
+    if !at_end || !last.contains('\n') || bounds.last_byte.get() == Some(b'"') {
+        return None;
+    }
+    Some(format!(
+        "opens a quoted value (\") that is never closed, so every line from here to the end of \
+         the file (line {last_line}) was read as one value: close the quote, and write a quote \
+         inside a quoted value twice (\"\")"
+    ))
 }
 
 /// Sets `object[path[0]][path[1]]… = value`, creating objects on the way.
@@ -461,7 +585,7 @@ fn read_ndjson(
         let read = input.read_until(b'\n', &mut line).map_err(|e| {
             bounds.error_or(location, || ImportError::Malformed {
                 location,
-                message: format!("cannot be read: {e}"),
+                message: read_problem(&e),
             })
         })?;
         if read == 0 {
@@ -529,7 +653,10 @@ fn read_json_array(
             Err(
                 bounds.error_or(Location::Record(number + 1), || ImportError::Malformed {
                     location: Location::Line(e.line() as u64),
-                    message: format!("is not a valid JSON array of objects: {e}"),
+                    message: match e.io_error_kind() {
+                        Some(_) => read_problem(&std::io::Error::from(e)),
+                        None => format!("is not a valid JSON array of objects: {e}"),
+                    },
                 }),
             )
         }

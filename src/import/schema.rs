@@ -248,6 +248,15 @@ impl Plan {
             Some(ID) if inferred.iter().any(|(name, _)| name == ID) => IdSource::Own,
             Some(name) => {
                 let Some(&i) = index.get(name) else {
+                    // An object under the name is read as its leaves (`id.x`): name that.
+                    let prefix = format!("{name}.");
+                    if let Some((leaf, _)) = inferred.iter().find(|(n, _)| n.starts_with(&prefix)) {
+                        return Err(ImportError::Schema(format!(
+                            "the id field {name:?} holds objects (with fields such as {leaf:?}); \
+                             an identifier must be a string or a number: name another field with \
+                             --id-field, or one of the object's fields (--id-field {leaf})"
+                        )));
+                    }
                     return Err(ImportError::Schema(format!(
                         "the id field {name:?} is not a field of the file"
                     )));

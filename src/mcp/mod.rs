@@ -6,6 +6,11 @@
 //! request without a valid token before the protocol is spoken. The server is stateless (no
 //! `Mcp-Session-Id`): any instance behind a load balancer answers any request, and each
 //! request is answered with one JSON body. The tools themselves live in [`tools`].
+//!
+//! rmcp logs what a client sent (a request's id and error at warn, a notification whole at
+//! info, the initialize version at warn) without bounds; [`log_filter`] keeps its lines to
+//! errors unless `ODQS_LOG` names `rmcp`, and the tools name a client's text clipped
+//! (`graphql::log_text`).
 
 mod args;
 pub mod tools;
@@ -22,6 +27,27 @@ use crate::app::AppState;
 use crate::auth::bearer::Authenticated;
 use crate::error::{ApiError, HttpError};
 use crate::rest::MAX_BODY_BYTES;
+
+/// The directive added to the log filter for rmcp's target: its warn and info lines carry a
+/// client's text unclipped (a request id or method of a megabyte), so only its errors are
+/// written, unless the configured filter names rmcp itself.
+pub const RMCP_LOG_DIRECTIVE: &str = "rmcp=error";
+
+/// The log filter: `configured` (`ODQS_LOG`) or `default_level`, with [`RMCP_LOG_DIRECTIVE`]
+/// unless `configured` names `rmcp` (an operator who asks for rmcp's lines gets them whole).
+pub fn log_filter(configured: Option<&str>, default_level: &str) -> tracing_subscriber::EnvFilter {
+    use tracing_subscriber::EnvFilter;
+    let filter = configured
+        .and_then(|c| EnvFilter::try_new(c).ok())
+        .unwrap_or_else(|| EnvFilter::new(default_level));
+    if configured.is_some_and(|c| c.contains("rmcp")) {
+        return filter;
+    }
+    match RMCP_LOG_DIRECTIVE.parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    }
+}
 
 /// The MCP service for `state`, to be nested at `/mcp` inside the API router.
 pub fn service(state: AppState) -> StreamableHttpService<tools::Tools, NeverSessionManager> {

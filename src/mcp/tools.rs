@@ -5,20 +5,22 @@
 //! constants and operator table, the facts `skill.md` is written from.
 
 use axum::http::request::Parts;
+use graphql::log_text::clip;
 use graphql::query::params::{
     DEFAULT_PER_PAGE, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS, MAX_PER_PAGE, MAX_PERCENTILES,
     ProjectionParams,
 };
 use graphql::query::{
-    AggParams, ApiError, ExportFormat, ExportParams, Paging, RecordParams, operators, request,
+    AggParams, ApiError, Dataset, ExportFormat, ExportParams, Paging, RecordParams, cost,
+    operators, request,
 };
 use minijinja::context;
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -57,6 +59,17 @@ impl Tools {
         Tools { state }
     }
 
+    /// Charges a scan of `dataset`'s columns (grouped statistics, full text) to the token,
+    /// as the REST endpoints do (`graphql::query::cost`), refusing when the budget cannot pay.
+    fn weigh(&self, principal: Principal, dataset: &Dataset) -> Result<(), ApiError> {
+        let records = u64::try_from(dataset.meta.record_count).unwrap_or(0);
+        crate::rest::weigh(&self.state, principal, cost::scan_extra(records))
+            .map(|_| ())
+            .map_err(|refused| ApiError::RateLimited {
+                retry_after: refused.reset_secs,
+            })
+    }
+
     /// Runs tool `name` with `arguments`, as the token `principal`.
     async fn call(
         &self,
@@ -83,6 +96,9 @@ impl Tools {
                 let params = RecordParams::from_pairs(&args.pairs()?)?;
                 let dataset = resolver.dataset(&args.dataset).await?;
                 let query = request::record_query(&params, &dataset.schema)?;
+                if !query.filter.terms.is_empty() || !query.filter.field_terms.is_empty() {
+                    self.weigh(principal, &dataset)?;
+                }
                 json(resolver.records(&dataset, &query).await?)
             }
             "get_record" => {
@@ -99,6 +115,7 @@ impl Tools {
                 let params = AggParams::from_pairs(&args.pairs()?)?;
                 let dataset = resolver.dataset(&args.dataset).await?;
                 let query = request::agg_query(&params, &dataset.schema)?;
+                self.weigh(principal, &dataset)?;
                 json(resolver.agg(&dataset, &query).await?)
             }
             "export_records" => {
@@ -316,7 +333,10 @@ impl ServerHandler for Tools {
             });
         let Some(slug) = slug else {
             return Err(ErrorData::resource_not_found(
-                format!("No resource {}; resources/list names them.", request.uri),
+                format!(
+                    "No resource {}; resources/list names them.",
+                    clip(&request.uri)
+                ),
                 None,
             ));
         };
@@ -327,7 +347,7 @@ impl ServerHandler for Tools {
             ])
             .into()),
             Err(ApiError::DatasetNotFound { .. }) => Err(ErrorData::resource_not_found(
-                format!("No dataset is published as {slug}."),
+                format!("No dataset is published as {}.", clip(&slug)),
                 None,
             )),
             Err(e) => Err(internal(e)),
@@ -349,11 +369,91 @@ impl ServerHandler for Tools {
             Ok(result) => result,
             Err(error) => {
                 if error == ApiError::Internal {
-                    tracing::error!(tool = %request.name, "MCP tool failed");
+                    tracing::error!(tool = %clip(&request.name), "MCP tool failed");
                 }
                 CallToolResult::structured_error(error.body())
             }
         };
         Ok(result.into())
+    }
+
+    /// A request rmcp could not read as one of the protocol's: a method it knows whose params
+    /// do not fit (`tools/call` without a `name`, say) is `-32602` Invalid params, as JSON-RPC
+    /// says; any other method is `-32601` Method not found. The method is named clipped
+    /// (`graphql::log_text`), since rmcp logs the error and a client may send a megabyte of it.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(unreadable_request(&request.method))
+    }
+}
+
+/// The methods a client may call, as rmcp's model names them; one that reaches
+/// [`ServerHandler::on_custom_request`] had params rmcp could not read.
+pub const CLIENT_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "resources/directory/read",
+    "subscriptions/listen",
+    "tools/list",
+    "tools/call",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/update",
+    "tasks/cancel",
+    "skills/list",
+    "skills/get",
+];
+
+/// The protocol error for a request rmcp could not read (see [`Tools::on_custom_request`]).
+fn unreadable_request(method: &str) -> ErrorData {
+    if CLIENT_METHODS.contains(&method) {
+        ErrorData::invalid_params(
+            format!(
+                "The params of {method} do not fit the method's schema; tools/list gives each tool's input schema."
+            ),
+            None,
+        )
+    } else {
+        ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {}", clip(method)),
+            None,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphql::log_text::MAX_LOGGED_BYTES;
+
+    #[test]
+    fn unreadable_requests_answer_their_code() {
+        let error = unreadable_request("tools/call");
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        assert!(error.message.contains("tools/call"), "{}", error.message);
+        let long = "m".repeat(1 << 20);
+        let error = unreadable_request(&long);
+        assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND);
+        assert!(
+            error.message.len() < MAX_LOGGED_BYTES + 60,
+            "{}",
+            error.message.len()
+        );
+        assert!(error.message.ends_with(" bytes)"), "{}", error.message);
     }
 }

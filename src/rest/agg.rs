@@ -3,7 +3,7 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use graphql::query::{AggParams, request};
+use graphql::query::{AggParams, cost, request};
 
 use super::caching::conditional;
 use super::query_string::pairs;
@@ -31,7 +31,7 @@ use crate::error::HttpError;
     security(("bearer" = []))
 )]
 pub async fn aggregate(
-    _: Principal,
+    principal: Principal,
     State(state): State<AppState>,
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
@@ -40,6 +40,15 @@ pub async fn aggregate(
     let params = AggParams::from_pairs(&pairs(query.as_deref()))?;
     let dataset = state.resolver.dataset(&slug).await?;
     let query = request::agg_query(&params, &dataset.schema)?;
+    let extra = cost::scan_extra(u64::try_from(dataset.meta.record_count).unwrap_or(0));
+    let charge = match super::weigh(&state, principal, extra) {
+        Ok(charge) => charge,
+        Err(refused) => return Ok(super::refusal(refused)),
+    };
     let etag = state.resolver.etag(&dataset, "agg", &query);
-    conditional(&headers, etag, state.resolver.agg(&dataset, &query)).await
+    let mut response = conditional(&headers, etag, state.resolver.agg(&dataset, &query)).await?;
+    if let Some(charge) = charge {
+        response.extensions_mut().insert(charge);
+    }
+    Ok(response)
 }

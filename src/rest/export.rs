@@ -6,6 +6,13 @@
 //! planning, the budget), as the contract's JSON errors. After it, a store error ends the body
 //! abruptly (no terminating chunk), which every HTTP client reports as an incomplete answer;
 //! a client that hangs up drops the stream, and with it the export, so reading stops.
+//!
+//! Exports are the heaviest requests, so how many run at once is bounded besides the rate
+//! limit ([`ExportSlots`]): per token, per account and in all. Over a bound the answer is 429
+//! `rate_limited` with a short `Retry-After`, before any work is done.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, RawQuery, State};
@@ -19,6 +26,90 @@ use crate::app::AppState;
 use crate::auth::bearer::Principal;
 use crate::auth::rate_limit::Charge;
 use crate::error::{ApiError, HttpError};
+
+/// Exports one token may run at once.
+pub const EXPORTS_PER_TOKEN: usize = 2;
+/// Exports one account may run at once, whatever the number of its tokens.
+pub const EXPORTS_PER_ACCOUNT: usize = 3;
+/// Exports this instance runs at once; more wait for a free slot (429). Each holds its list of
+/// positions (4 bytes a record) and a batch of bodies, so this bounds their memory too.
+pub const EXPORTS_AT_ONCE: usize = 32;
+/// `Retry-After` of a refusal for too many exports at once, in seconds.
+const EXPORT_SLOT_RETRY_SECS: u64 = 5;
+
+/// The exports running now, by token, by account and in all.
+#[derive(Debug, Default)]
+pub struct ExportSlots {
+    running: std::sync::Mutex<Running>,
+}
+
+#[derive(Debug, Default)]
+struct Running {
+    by_token: HashMap<i64, usize>,
+    by_account: HashMap<i64, usize>,
+    total: usize,
+}
+
+impl ExportSlots {
+    /// A slot for one export of `principal`, held until the slot is dropped (the stream ends
+    /// or the client goes away); `None` over a bound.
+    pub fn take(self: &Arc<Self>, principal: Principal) -> Option<ExportSlot> {
+        let mut running = self.running.lock().expect("export slots lock");
+        let token = running
+            .by_token
+            .get(&principal.token_id)
+            .copied()
+            .unwrap_or(0);
+        let account = running
+            .by_account
+            .get(&principal.user_id)
+            .copied()
+            .unwrap_or(0);
+        if token >= EXPORTS_PER_TOKEN
+            || account >= EXPORTS_PER_ACCOUNT
+            || running.total >= EXPORTS_AT_ONCE
+        {
+            return None;
+        }
+        *running.by_token.entry(principal.token_id).or_insert(0) += 1;
+        *running.by_account.entry(principal.user_id).or_insert(0) += 1;
+        running.total += 1;
+        Some(ExportSlot {
+            slots: self.clone(),
+            principal,
+        })
+    }
+}
+
+/// One running export's place in [`ExportSlots`].
+#[derive(Debug)]
+pub struct ExportSlot {
+    slots: Arc<ExportSlots>,
+    principal: Principal,
+}
+
+impl Drop for ExportSlot {
+    fn drop(&mut self) {
+        let mut running = self.slots.running.lock().expect("export slots lock");
+        let Running {
+            by_token,
+            by_account,
+            total,
+        } = &mut *running;
+        for (map, key) in [
+            (by_token, self.principal.token_id),
+            (by_account, self.principal.user_id),
+        ] {
+            if let Some(n) = map.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(&key);
+                }
+            }
+        }
+        *total -= 1;
+    }
+}
 
 /// `X-Total-Count`: the number of records the export sends, known before the first byte.
 pub static X_TOTAL_COUNT: HeaderName = HeaderName::from_static("x-total-count");
@@ -55,6 +146,16 @@ pub async fn export_records(
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
     let params = ExportParams::from_pairs(&pairs(query.as_deref()))?;
+    let Some(slot) = state.export_slots.take(principal) else {
+        tracing::debug!(
+            token_id = principal.token_id,
+            "export refused: too many at once"
+        );
+        return Err(ApiError::RateLimited {
+            retry_after: EXPORT_SLOT_RETRY_SECS,
+        }
+        .into());
+    };
     let dataset = state.resolver.dataset(&slug).await?;
     let query = request::export_query(&params, &dataset.schema)?;
     let export = state.resolver.export(dataset, query).await?;
@@ -75,7 +176,7 @@ pub async fn export_records(
         response.extensions_mut().insert(refused);
         return Ok(response);
     }
-    let mut response = stream(export);
+    let mut response = stream(export, slot);
     if let Some(charge) = charge {
         // The gate announces this later charge in the rate-limit headers.
         response.extensions_mut().insert(charge);
@@ -95,8 +196,8 @@ pub(crate) fn charge(state: &AppState, principal: Principal, total: u64) -> Opti
 }
 
 /// The streamed answer: headers first (type, attachment name, total), then one chunk per
-/// batch the export writes.
-fn stream(export: Export) -> Response {
+/// batch the export writes; the export's slot goes with the stream.
+fn stream(export: Export, slot: ExportSlot) -> Response {
     let format = export.format();
     let disposition = format!(
         "attachment; filename=\"{}.{}\"",
@@ -105,10 +206,10 @@ fn stream(export: Export) -> Response {
     );
     let total = export.total();
     let body = Body::from_stream(futures_util::stream::try_unfold(
-        export,
-        |mut export| async move {
+        (export, slot),
+        |(mut export, slot)| async move {
             let chunk = export.next_chunk().await?;
-            Ok::<_, ApiError>(chunk.map(|bytes| (Bytes::from(bytes), export)))
+            Ok::<_, ApiError>(chunk.map(|bytes| (Bytes::from(bytes), (export, slot))))
         },
     ));
     let mut response = body.into_response();

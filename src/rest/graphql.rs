@@ -30,6 +30,7 @@ use crate::app::AppState;
 use crate::auth::bearer::Principal;
 use crate::error::{ApiError, HttpError};
 use crate::rest::MAX_BODY_BYTES;
+use graphql::query::cost::CostMeter;
 
 /// The most operations one batch (a JSON array body) may carry; each counts its own fetches.
 pub const MAX_BATCH: usize = 10;
@@ -96,7 +97,7 @@ pub async fn endpoint(
     if is_get && (media == Some(Media::Html) || (media.is_none() && accepts_html(&request))) {
         return Ok(ide(&state));
     }
-    principal?;
+    let principal = principal?;
     let Some(media) = media.filter(|m| *m != Media::Html) else {
         return Ok(request_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -126,9 +127,23 @@ pub async fn endpoint(
         .map_err(|_| ApiError::PayloadTooLarge {
             limit_bytes: MAX_BODY_BYTES,
         })?;
+    // GraphQL over HTTP names it `operationName` in a GET's query string too; async-graphql
+    // reads `operation_name` there, so it is taken here.
+    let get_operation = is_get
+        .then(|| {
+            form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
+                .find(|(name, _)| name == "operationName")
+                .map(|(_, value)| value.into_owned())
+        })
+        .flatten();
     let request = Request::from_parts(parts, Body::from(body));
     let batch = match GraphQLBatchRequest::<Unreadable>::from_request(request, &()).await {
-        Ok(batch) => batch.into_inner(),
+        Ok(batch) => match (batch.into_inner(), get_operation) {
+            (BatchRequest::Single(one), Some(name)) if one.operation_name.is_none() => {
+                BatchRequest::Single(one.operation_name(name))
+            }
+            (batch, _) => batch,
+        },
         Err(Unreadable(error)) => {
             return Ok(request_error(
                 StatusCode::BAD_REQUEST,
@@ -152,29 +167,49 @@ pub async fn endpoint(
             ),
         ));
     }
-    let answer = run(&state, batch).await;
-    Ok(respond(media, answer))
+    let meter = CostMeter::default();
+    let answer = run(&state, batch, &meter).await;
+    let mut response = respond(media, answer);
+    // Heavy fields (grouped statistics, full text) weigh what they read, charged now that the
+    // document ran; the gate announces this later charge.
+    let extra = u32::try_from(meter.total()).unwrap_or(u32::MAX);
+    if let Some(charge) = state
+        .rate_limits
+        .tokens
+        .charge_up_to(&principal.token_id, extra)
+    {
+        response.extensions_mut().insert(charge);
+    }
+    Ok(response)
 }
 
 /// Runs a single request or a batch. A store fault answers `unavailable` inside the result; a
 /// read is safe to run once more, on a fresh connection (as REST does in `resilience`).
-async fn run(state: &AppState, batch: BatchRequest) -> BatchResponse {
+async fn run(state: &AppState, batch: BatchRequest, meter: &CostMeter) -> BatchResponse {
     match batch {
-        BatchRequest::Single(request) => BatchResponse::Single(run_one(state, request).await),
+        BatchRequest::Single(request) => {
+            BatchResponse::Single(run_one(state, request, meter).await)
+        }
         BatchRequest::Batch(requests) => {
             let mut answers = Vec::with_capacity(requests.len());
             for request in requests {
-                answers.push(run_one(state, request).await);
+                answers.push(run_one(state, request, meter).await);
             }
             BatchResponse::Batch(answers)
         }
     }
 }
 
-async fn run_one(state: &AppState, request: async_graphql::Request) -> async_graphql::Response {
+async fn run_one(
+    state: &AppState,
+    request: async_graphql::Request,
+    meter: &CostMeter,
+) -> async_graphql::Response {
+    let request = request.data(meter.clone());
     let again = async_graphql::Request::new(request.query.clone())
         .variables(request.variables.clone())
-        .operation_name_opt(request.operation_name.clone());
+        .operation_name_opt(request.operation_name.clone())
+        .data(meter.clone());
     let response = graphql::schema::execute(&state.graphql, request).await;
     if response.errors.iter().any(is_unavailable) {
         tracing::info!("a store fault cut a GraphQL read; running it once more");

@@ -5,7 +5,7 @@
 mod agg;
 mod caching;
 mod datasets;
-pub(crate) mod export;
+pub mod export;
 pub mod graphql;
 pub mod openapi;
 mod query_string;
@@ -24,7 +24,38 @@ use crate::app::AppState;
 use crate::auth::gate::{self, RATELIMIT, RATELIMIT_POLICY};
 use crate::error::{ApiError, HttpError};
 
-pub use resilience::MAX_BODY_BYTES;
+pub use resilience::{MAX_BODY_BYTES, MAX_FORM_BODY_BYTES, limit_form_bodies};
+
+/// Charges `principal`'s budget `extra` requests more than the gate did (a heavy request,
+/// `graphql::query::cost`), all or none: `Ok(Some(charge))` to put in the answer's extensions
+/// (the gate announces it), `Ok(None)` when nothing was charged, `Err(refused)` when the budget
+/// cannot pay.
+pub(crate) fn weigh(
+    state: &AppState,
+    principal: crate::auth::bearer::Principal,
+    extra: u64,
+) -> Result<Option<crate::auth::rate_limit::Charge>, crate::auth::rate_limit::Charge> {
+    let extra = u32::try_from(extra).unwrap_or(u32::MAX);
+    match state
+        .rate_limits
+        .tokens
+        .charge_n(&principal.token_id, extra)
+    {
+        Some(refused) if refused.refused => Err(refused),
+        charge => Ok(charge),
+    }
+}
+
+/// The 429 answer to a request [`weigh`] refused, announcing its charge.
+pub(crate) fn refusal(refused: crate::auth::rate_limit::Charge) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut response = HttpError(ApiError::RateLimited {
+        retry_after: refused.reset_secs,
+    })
+    .into_response();
+    response.extensions_mut().insert(refused);
+    response
+}
 
 /// The read API, to be nested at `/api/v1`. Layers, outermost first: CORS and the caching
 /// headers; the gate (who asks, within which budget); every error in the contract's JSON

@@ -4,7 +4,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use graphql::query::params::ProjectionParams;
-use graphql::query::{RecordParams, request};
+use graphql::query::{RecordParams, cost, request};
 
 use super::caching::conditional_written;
 use super::query_string::pairs;
@@ -32,7 +32,7 @@ use crate::error::{ApiError, HttpError};
     security(("bearer" = []))
 )]
 pub async fn list_records(
-    _: Principal,
+    principal: Principal,
     State(state): State<AppState>,
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
@@ -41,12 +41,27 @@ pub async fn list_records(
     let params = RecordParams::from_pairs(&pairs(query.as_deref()))?;
     let dataset = state.resolver.dataset(&slug).await?;
     let query = request::record_query(&params, &dataset.schema)?;
+    // Full text reads the text columns of every record: it weighs like a scan.
+    let searches = !query.filter.terms.is_empty() || !query.filter.field_terms.is_empty();
+    let charge = if searches {
+        let records = u64::try_from(dataset.meta.record_count).unwrap_or(0);
+        match super::weigh(&state, principal, cost::scan_extra(records)) {
+            Ok(charge) => charge,
+            Err(refused) => return Ok(super::refusal(refused)),
+        }
+    } else {
+        None
+    };
     let etag = state.resolver.etag(&dataset, "records", &query);
     let page = state.resolver.records(&dataset, &query);
-    conditional_written(&headers, etag, page, |page, out| {
+    let mut response = conditional_written(&headers, etag, page, |page, out| {
         page.write_json(&dataset.schema, out)
     })
-    .await
+    .await?;
+    if let Some(charge) = charge {
+        response.extensions_mut().insert(charge);
+    }
+    Ok(response)
 }
 
 /// One record by its `_id`; `fields` works here too.

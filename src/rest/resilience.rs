@@ -7,7 +7,10 @@
 //! - [`retry_store_faults`]: a read cut by a store fault (a pooled connection killed, the server
 //!   restarting) is run once more, on a fresh connection, when the first try failed quickly;
 //!   only if that fails too does the client see 503 `unavailable`. Every API request is a read
-//!   (GraphQL has no mutations), so running one twice is safe.
+//!   (GraphQL has no mutations), so running one twice is safe;
+//! - [`limit_form_bodies`]: the device flow's form endpoints (`/auth/device`, `/auth/token`)
+//!   read at most [`MAX_FORM_BODY_BYTES`], and refuse more with a `413` in OAuth's error shape,
+//!   as they answer every other error.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +24,41 @@ use crate::error::{ApiError, HttpError};
 
 /// The largest request body the API reads (a GraphQL request; REST takes none).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The largest body the device flow's endpoints read: a handful of short parameters.
+pub const MAX_FORM_BODY_BYTES: usize = 16 * 1024;
+
+/// `routes` (the device flow's) with a body limit of [`MAX_FORM_BODY_BYTES`], whose refusal is
+/// `413` with `{"error": "payload_too_large", "error_description", "limit_bytes"}` and
+/// `Cache-Control: no-store`: OAuth's shape, which these endpoints answer every error in (their
+/// 429 names the API's own `rate_limited` the same way).
+pub fn limit_form_bodies<S: Clone + Send + Sync + 'static>(
+    routes: axum::Router<S>,
+) -> axum::Router<S> {
+    routes
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_FORM_BODY_BYTES))
+        .layer(axum::middleware::from_fn(oauth_too_large))
+}
+
+async fn oauth_too_large(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    if response.status() != StatusCode::PAYLOAD_TOO_LARGE || is_json(&response) {
+        return response;
+    }
+    let body = serde_json::json!({
+        "error": "payload_too_large",
+        "error_description": format!(
+            "The request body is larger than {MAX_FORM_BODY_BYTES} bytes, the most these endpoints read."
+        ),
+        "limit_bytes": MAX_FORM_BODY_BYTES,
+    });
+    let mut answer = (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(body)).into_response();
+    answer.headers_mut().insert(
+        header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    answer
+}
 
 /// A first try that failed within this is retried; a slower failure (the pool waited for a
 /// connection until its timeout) is not, so a store that is down is reported without doubling
@@ -52,7 +90,7 @@ pub async fn json_errors(request: Request, next: Next) -> Response {
             ),
         ),
         _ => {
-            tracing::error!(status = %status, body = %text, "non-JSON error answer");
+            tracing::error!(status = %status, body = %graphql::log_text::clip(&text), "non-JSON error answer");
             ApiError::Internal
         }
     };

@@ -55,13 +55,13 @@ fn keys(visitor: &Visitor, user_id: i64) -> [(String, throttle::Limit); 2] {
 /// Counts this attempt against the account and the address before the code is looked up, and
 /// refuses when either is over its budget: counting first is what holds the budget when many
 /// attempts arrive at once. A code that turns out to exist is given back
-/// ([`throttle::give_back`]); only unknown codes stay counted.
+/// ([`throttle::Throttles::give_back`]); only unknown codes stay counted.
 async fn take_attempt(
     state: &AppState,
     visitor: &Visitor,
     keys: &[(String, throttle::Limit)],
 ) -> Option<Response> {
-    match throttle::take_all(&state.store, keys).await {
+    match state.throttles.take_all(keys).await {
         Ok(Verdict::Allowed) => None,
         Ok(Verdict::Refused { retry_after }) => Some(too_many(visitor, retry_after, "wrong codes")),
         Err(e) => Some(store_failed(e)),
@@ -122,7 +122,7 @@ pub async fn show(
     }
     let found = grant::look_up(&state.store, &code).await;
     if !matches!(found, Ok(Lookup::Unknown)) {
-        throttle::give_back(&state.store, &keys).await;
+        state.throttles.give_back(&keys).await;
     }
     match found {
         Ok(Lookup::Pending(grant)) => stage(
@@ -172,7 +172,7 @@ pub async fn decide(State(state): State<AppState>, posted: Posted<DecisionForm>)
     }
     let decided = grant::decide(&state.store, &code, user_id, decision).await;
     if !matches!(decided, Ok(Lookup::Unknown)) {
-        throttle::give_back(&state.store, &keys).await;
+        state.throttles.give_back(&keys).await;
     }
     match decided {
         Ok(Lookup::Pending(_)) => {

@@ -14,7 +14,7 @@ use time::macros::format_description;
 use super::templates::render;
 use super::visitor::{Posted, SESSION_COOKIE, Visitor, see_other, unavailable};
 use crate::app::AppState;
-use crate::auth::account::{self, SignupError};
+use crate::auth::account::{self, SigninError, SignupError};
 use crate::auth::throttle::Verdict;
 use crate::auth::{password, session, throttle, token};
 use crate::store::StoreError;
@@ -76,6 +76,22 @@ pub fn too_many(visitor: &Visitor, retry_after: i64, what: &str) -> Response {
     if let Ok(v) = HeaderValue::from_str(&retry_after.max(1).to_string()) {
         response.headers_mut().insert(header::RETRY_AFTER, v);
     }
+    response
+}
+
+/// 503 with `Retry-After` when every password-hashing worker is taken and the line waiting
+/// for one is full ([`password::Hashing`]): refused at once rather than queued.
+pub fn hashing_busy(visitor: &Visitor) -> Response {
+    let mut response = message_page(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some(visitor),
+        "Busy",
+        "Too many people are signing in or up right now. Try again in a few seconds.",
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(password::BUSY_RETRY_AFTER_SECS),
+    );
     response
 }
 
@@ -162,7 +178,10 @@ pub async fn signup_form(visitor: Visitor, Query(q): Query<NextQuery>) -> Respon
     credentials_page(&visitor, StatusCode::OK, "signup.html", &next, "", None)
 }
 
-/// `POST /signup`: creates the account and signs in.
+/// `POST /signup`: creates the account and signs in. The cheap checks come first (the CSRF
+/// token in [`Posted`], the form, the per-address and site-wide throttles, whether the address
+/// is taken), so only a request that may create an account reaches the password hash, and that
+/// through the bounded [`password::Hashing`] workers.
 pub async fn signup(State(state): State<AppState>, posted: Posted<Credentials>) -> Response {
     let Posted { visitor, form } = posted;
     let next = safe_next(form.next.as_deref());
@@ -189,7 +208,37 @@ pub async fn signup(State(state): State<AppState>, posted: Posted<Credentials>) 
     if length > password::MAX_LEN {
         return refuse("That password is too long.");
     }
-    match account::sign_up(&state.store, &email, form.password.clone()).await {
+    let address_key = [(
+        throttle::key("signup:ip", &visitor.address),
+        throttle::SIGNUP_PER_ADDRESS,
+    )];
+    match state.throttles.take_all(&address_key).await {
+        Ok(Verdict::Allowed) => {}
+        Ok(Verdict::Refused { retry_after }) => {
+            return too_many(&visitor, retry_after, "sign-ups from this address");
+        }
+        Err(e) => return store_failed(e),
+    }
+    // The site's budget is counted only for attempts within their address's, so one address
+    // cannot spend it; a refusal here gives the address's attempt back.
+    let site_key = throttle::key("signup:all", "");
+    match state
+        .throttles
+        .take(&site_key, throttle::SIGNUP_GLOBAL)
+        .await
+    {
+        Ok(Verdict::Allowed) => {}
+        Ok(Verdict::Refused { retry_after }) => {
+            state.throttles.give_back(&address_key).await;
+            return too_many(&visitor, retry_after, "sign-ups on this site just now");
+        }
+        Err(e) => {
+            state.throttles.give_back(&address_key).await;
+            return store_failed(e);
+        }
+    }
+    let both = [address_key[0].clone(), (site_key, throttle::SIGNUP_GLOBAL)];
+    match account::sign_up(&state.store, &state.hashing, &email, form.password.clone()).await {
         Ok(user) => start_session(&state, &visitor, user.id, &next).await,
         Err(SignupError::Taken) => credentials_page(
             &visitor,
@@ -199,7 +248,15 @@ pub async fn signup(State(state): State<AppState>, posted: Posted<Credentials>) 
             &form.email,
             Some("This address already has an account. Log in instead."),
         ),
-        Err(SignupError::Store(e)) => store_failed(e),
+        Err(SignupError::Busy) => {
+            // Nothing was created: the attempt does not count.
+            state.throttles.give_back(&both).await;
+            hashing_busy(&visitor)
+        }
+        Err(SignupError::Store(e)) => {
+            state.throttles.give_back(&both).await;
+            store_failed(e)
+        }
     }
 }
 
@@ -220,26 +277,30 @@ pub async fn login(State(state): State<AppState>, posted: Posted<Credentials>) -
     let email =
         token::normalize_email(&form.email).unwrap_or_else(|| form.email.trim().to_lowercase());
     let account_key = throttle::key("login:email", &email);
+    // The address first: an address over its budget is refused from memory before a key for
+    // the typed e-mail address is made (a flood of invented addresses makes no keys).
     let keys = [
-        (account_key.clone(), throttle::LOGIN_PER_ACCOUNT),
         (
             throttle::key("login:ip", &visitor.address),
             throttle::LOGIN_PER_ADDRESS,
         ),
+        (account_key.clone(), throttle::LOGIN_PER_ACCOUNT),
     ];
     // Counted before the password is checked, so concurrent guesses cannot outrun the budget;
     // a right password gives its attempt back.
-    match throttle::take_all(&state.store, &keys).await {
+    match state.throttles.take_all(&keys).await {
         Ok(Verdict::Allowed) => {}
         Ok(Verdict::Refused { retry_after }) => {
             return too_many(&visitor, retry_after, "failed logins");
         }
         Err(e) => return store_failed(e),
     }
-    match account::sign_in(&state.store, &email, form.password.clone()).await {
+    let signed_in =
+        account::sign_in(&state.store, &state.hashing, &email, form.password.clone()).await;
+    match signed_in {
         Ok(Some(user)) => {
-            let _ = throttle::clear(&state.store, &account_key).await;
-            throttle::give_back(&state.store, &keys[1..]).await;
+            let _ = state.throttles.clear(&account_key).await;
+            state.throttles.give_back(&keys[..1]).await;
             start_session(&state, &visitor, user.id, &next).await
         }
         Ok(None) => credentials_page(
@@ -250,8 +311,13 @@ pub async fn login(State(state): State<AppState>, posted: Posted<Credentials>) -
             &form.email,
             Some("Wrong e-mail address or password."),
         ),
-        Err(e) => {
-            throttle::give_back(&state.store, &keys).await;
+        Err(SigninError::Busy) => {
+            // The password was not checked: the attempt does not count.
+            state.throttles.give_back(&keys).await;
+            hashing_busy(&visitor)
+        }
+        Err(SigninError::Store(e)) => {
+            state.throttles.give_back(&keys).await;
             store_failed(e)
         }
     }

@@ -194,10 +194,11 @@ macro_rules! both_stores {
     )*};
 }
 
-/// The repository's shared data folder (`../shared/data` beside the checkout).
-pub fn shared_data(file: &str) -> PathBuf {
+/// A file of the repository's test data (`testdata/`: the real flights and scenic-spot
+/// datasets with their schema files; see `testdata/README.md`).
+pub fn test_data(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
+        .join("testdata")
         .join(file)
 }
 

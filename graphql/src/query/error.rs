@@ -8,6 +8,8 @@ use entity::FieldType;
 use sea_orm::{DbErr, RuntimeErr};
 use serde_json::{Value, json};
 
+use crate::log_text::clip_display;
+
 /// Every way a request can fail.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ApiError {
@@ -71,6 +73,8 @@ pub enum ApiError {
     PayloadTooLarge {
         limit_bytes: usize,
     },
+    /// A request body that arrived slower than the server's floor (the connection closes).
+    RequestTimeout,
     /// Too many requests; retry after this many seconds.
     RateLimited {
         retry_after: u64,
@@ -117,6 +121,7 @@ impl ApiError {
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::PayloadTooLarge { .. } => "payload_too_large",
+            ApiError::RequestTimeout => "request_timeout",
             ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => "rate_limited",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
@@ -202,6 +207,9 @@ impl ApiError {
             ApiError::PayloadTooLarge { limit_bytes } => {
                 format!("The request body is larger than {limit_bytes} bytes; send a smaller one.")
             }
+            ApiError::RequestTimeout => {
+                "The request body arrived too slowly; send it at once on a new connection.".into()
+            }
             ApiError::RateLimited { retry_after } => {
                 format!("Too many requests; try again in {retry_after} seconds.")
             }
@@ -286,10 +294,11 @@ impl std::error::Error for ApiError {}
 impl From<DbErr> for ApiError {
     fn from(error: DbErr) -> Self {
         if unreachable(&error) {
-            tracing::warn!(error = %error, "store unreachable");
+            // A store's message may quote a value the client sent: clipped.
+            tracing::warn!(error = %clip_display(&error), "store unreachable");
             ApiError::Unavailable
         } else {
-            tracing::error!(error = %error, "store error");
+            tracing::error!(error = %clip_display(&error), "store error");
             ApiError::Internal
         }
     }
@@ -299,7 +308,7 @@ impl From<DbErr> for ApiError {
 /// sqlx instead, so this only notes it.
 impl From<rusqlite::Error> for ApiError {
     fn from(error: rusqlite::Error) -> Self {
-        tracing::debug!(error = %error, "direct SQLite read");
+        tracing::debug!(error = %clip_display(&error), "direct SQLite read");
         ApiError::Internal
     }
 }

@@ -52,12 +52,30 @@ pub fn extra_requests(total: u64) -> u64 {
     total.div_ceil(RECORDS_PER_REQUEST)
 }
 
+/// Store reads exports may run at once in this process (a batch of bodies, or a statement of
+/// positions while planning); an export's next read waits for a turn. Two of the SQLite
+/// pool's 8 connections and of PostgreSQL's 16, so ordinary requests always keep the rest:
+/// 20 full exports at once had a page wait 31 s for a store connection.
+pub const EXPORT_READS_AT_ONCE: usize = 2;
+
 /// What exports have done in this process, for tests and logs: how many run now and how many
-/// record bodies they have read.
-#[derive(Debug, Default)]
+/// record bodies they have read; and their share of the store.
+#[derive(Debug)]
 pub struct ExportCounters {
     running: AtomicU64,
     records_read: AtomicU64,
+    /// Turns at the store ([`EXPORT_READS_AT_ONCE`]).
+    reads: tokio::sync::Semaphore,
+}
+
+impl Default for ExportCounters {
+    fn default() -> Self {
+        ExportCounters {
+            running: AtomicU64::new(0),
+            records_read: AtomicU64::new(0),
+            reads: tokio::sync::Semaphore::new(EXPORT_READS_AT_ONCE),
+        }
+    }
 }
 
 impl ExportCounters {
@@ -134,6 +152,15 @@ impl Resolver {
         &self.exports
     }
 
+    /// A turn for one export read at the store (see [`EXPORT_READS_AT_ONCE`]).
+    async fn export_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ApiError> {
+        self.exports
+            .reads
+            .acquire()
+            .await
+            .map_err(|_| ApiError::Internal)
+    }
+
     /// The ordered row numbers of the matches, from the store: the same two-part sort as a
     /// records page (records with the first key's value, then those without it), read
     /// [`POSITION_BATCH`] positions a statement, so only the 4-byte list is kept.
@@ -163,7 +190,10 @@ impl Resolver {
                     .bind(POSITION_BATCH as i64)
                     .push(" OFFSET ")
                     .bind(offset as i64);
-                let found = self.db.query_all_raw(sql.build()).await?;
+                let found = {
+                    let _turn = self.export_turn().await?;
+                    self.db.query_all_raw(sql.build()).await?
+                };
                 let n = found.len() as u64;
                 for row in found {
                     let pos: i64 = row.try_get_by_index(0)?;
@@ -228,10 +258,12 @@ impl Export {
             return Ok((!out.is_empty()).then_some(out));
         }
         let end = (self.next + BATCH_RECORDS).min(self.rows.len());
-        let docs = self
-            .resolver
-            .at_positions(&self.dataset.schema, &self.rows[self.next..end])
-            .await?;
+        let docs = {
+            let _turn = self.resolver.export_turn().await?;
+            self.resolver
+                .export_batch(&self.dataset.schema, &self.rows[self.next..end])
+                .await?
+        };
         self.resolver
             .exports
             .records_read

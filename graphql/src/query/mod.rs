@@ -20,6 +20,7 @@
 pub mod agg;
 pub mod cache;
 pub mod catalog;
+pub mod cost;
 pub mod dates;
 pub mod direct;
 pub mod error;

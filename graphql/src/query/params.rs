@@ -79,6 +79,34 @@ pub struct OpParam {
 pub struct SortParam {
     pub name: String,
     pub descending: bool,
+    /// The `<` or `>` a `sort` text's key ended with, read as its direction and left out of
+    /// `name`. When `name` is not a field of the dataset, `name` followed by this mark is tried
+    /// as the field's whole name, ascending (see [`parse_sort`]). `None` for typed keys
+    /// (GraphQL), whose name is always the whole name.
+    #[serde(skip)]
+    pub mark: Option<char>,
+}
+
+impl SortParam {
+    /// A key naming `name` exactly, as typed arguments give it.
+    pub fn new(name: impl Into<String>, descending: bool) -> Self {
+        SortParam {
+            name: name.into(),
+            descending,
+            mark: None,
+        }
+    }
+
+    /// The field name this key names in a schema, and its direction: `name` if `has_field`
+    /// says it is one; otherwise, for a key written with a trailing mark, the whole text
+    /// (`name` and the mark) ascending, if that is a field; otherwise `None`.
+    pub fn resolve(&self, has_field: impl Fn(&str) -> bool) -> Option<(String, bool)> {
+        if has_field(&self.name) {
+            return Some((self.name.clone(), self.descending));
+        }
+        let whole = format!("{}{}", self.name, self.mark?);
+        has_field(&whole).then_some((whole, false))
+    }
 }
 
 /// Parameters of `GET /datasets/{slug}/records`. `page` and `per_page` are checked by
@@ -338,18 +366,23 @@ impl Paging {
 
 /// Parses a `sort` value: keys separated by commas, each a name followed by `<` (descending),
 /// `>` (ascending) or nothing (ascending).
+///
+/// Field names may contain `<` and `>` themselves. The rule: a key's last character, when it is
+/// `<` or `>` and something comes before it, is its direction if the rest names a field of the
+/// dataset; otherwise the whole key is the field's name, ascending ([`SortParam::resolve`],
+/// applied against the schema). So with fields `a` and `a<`, `a<` sorts `a` descending, `a<>`
+/// sorts `a<` ascending and `a<<` sorts `a<` descending; with only `a<`, `a<` sorts it
+/// ascending too. A key with nothing but a mark, or nothing at all, is refused.
 pub fn parse_sort(value: &str) -> Result<Vec<SortParam>, ApiError> {
     let mut keys = Vec::new();
     for raw in value.split(',') {
         let raw = raw.trim();
-        let (name, descending) = if let Some(name) = raw.strip_suffix('<') {
-            (name, true)
-        } else if let Some(name) = raw.strip_suffix('>') {
-            (name, false)
-        } else {
-            (raw, false)
+        let mark = raw.chars().last().filter(|c| matches!(c, '<' | '>'));
+        let name = match mark {
+            Some(mark) if raw.len() > 1 => &raw[..raw.len() - mark.len_utf8()],
+            _ => raw,
         };
-        if name.is_empty() || name.contains(['<', '>']) {
+        if name.is_empty() || raw == "<" || raw == ">" {
             return Err(ApiError::invalid(
                 "sort",
                 format!(
@@ -357,9 +390,11 @@ pub fn parse_sort(value: &str) -> Result<Vec<SortParam>, ApiError> {
                 ),
             ));
         }
+        let mark = mark.filter(|_| name.len() < raw.len());
         keys.push(SortParam {
             name: name.to_string(),
-            descending,
+            descending: mark == Some('<'),
+            mark,
         });
     }
     check_sort_keys(&keys)?;
@@ -385,6 +420,17 @@ pub fn split_list(value: &str) -> Vec<String> {
     value
         .split(',')
         .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Splits an `in` list of values (`carrier[in]=UA,AA`) on its commas, dropping empty items but
+/// keeping every other item exactly as given: a value is matched as `carrier=value` matches
+/// it, spaces included (`carrier[in]=%20UA` does not match `UA`, as `carrier=%20UA` does not).
+pub fn split_values(value: &str) -> Vec<String> {
+    value
+        .split(',')
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
@@ -604,25 +650,53 @@ mod tests {
             vec![
                 SortParam {
                     name: "dep_delay".into(),
-                    descending: true
+                    descending: true,
+                    mark: Some('<'),
                 },
                 SortParam {
                     name: "carrier".into(),
-                    descending: false
+                    descending: false,
+                    mark: Some('>'),
                 },
-                SortParam {
-                    name: "origin".into(),
-                    descending: false
-                },
+                SortParam::new("origin", false),
             ]
         );
-        for bad in ["", "<", "a<>", "a,,b", "a<,a>"] {
+        for bad in ["", "<", ">", " > ", "a,,b", "a<,a>"] {
             assert_eq!(
                 parse_sort(bad).unwrap_err().code(),
                 "invalid_parameter",
                 "{bad}"
             );
         }
+    }
+
+    /// Field names with `<` and `>` (issue 33): a trailing mark is the direction when the rest
+    /// names a field, else part of the name.
+    #[test]
+    fn sort_keys_with_marks_in_names() {
+        let fields = ["a", "a<", "<b>", "<"];
+        let has = |name: &str| fields.contains(&name);
+        let resolved = |text: &str| -> Vec<Option<(String, bool)>> {
+            parse_sort(text)
+                .unwrap()
+                .iter()
+                .map(|k| k.resolve(has))
+                .collect()
+        };
+        let key = |name: &str, descending| Some((name.to_string(), descending));
+        assert_eq!(resolved("a<"), [key("a", true)]);
+        assert_eq!(resolved("a<>"), [key("a<", false)]);
+        assert_eq!(resolved("a<<"), [key("a<", true)]);
+        assert_eq!(resolved("<b>"), [key("<b>", false)]);
+        assert_eq!(resolved("<b><"), [key("<b>", true)]);
+        assert_eq!(resolved("<b>>"), [key("<b>", false)]);
+        assert_eq!(resolved("<<"), [key("<", true)]);
+        assert_eq!(resolved("<>"), [key("<", false)]);
+        assert_eq!(resolved("b>"), [None]);
+        // Only `a<` exists: the whole key names it.
+        let only = |name: &str| name == "a<";
+        assert_eq!(parse_sort("a<").unwrap()[0].resolve(only), key("a<", false));
+        assert_eq!(parse_sort("a").unwrap()[0].resolve(only), None);
     }
 
     #[test]
@@ -689,7 +763,7 @@ mod tests {
             ("format", "xml"),
             ("format", ""),
             ("fields", ","),
-            ("sort", "a<>"),
+            ("sort", "a,<"),
         ] {
             let error = ExportParams::from_pairs(&pairs(&[bad])).unwrap_err();
             assert_eq!(error.code(), "invalid_parameter", "{bad:?}");

@@ -291,6 +291,38 @@ impl Resolver {
             .collect()
     }
 
+    /// [`Self::at_positions`] for an export's batch: on an SQLite file the direct read runs on
+    /// the blocking pool, so a thousand bodies read for an export never hold a request
+    /// thread (20 exports at once starved every other request of both); elsewhere, and when
+    /// the direct read fails, as [`Self::at_positions`]. The body cache is left alone: an
+    /// export's bodies are read once and would push out the pages people ask again.
+    pub(crate) async fn export_batch(
+        &self,
+        schema: &DatasetSchema,
+        rows: &[u32],
+    ) -> Result<Vec<Value>, ApiError> {
+        if let Some(direct) = self.direct.clone() {
+            let positions: Vec<i64> = rows.iter().map(|&row| i64::from(row) + 1).collect();
+            let version_id = schema.version_id;
+            let read = tokio::task::spawn_blocking(move || {
+                let found = direct.bodies(version_id, &positions).ok()?;
+                let mut found: HashMap<i64, String> = found.into_iter().collect();
+                positions
+                    .iter()
+                    .map(|pos| found.remove(pos))
+                    .collect::<Option<Vec<String>>>()
+            })
+            .await;
+            if let Ok(Some(texts)) = read {
+                return texts
+                    .into_iter()
+                    .map(|text| Stored::text(schema, text)?.value())
+                    .collect();
+            }
+        }
+        self.at_positions(schema, rows).await
+    }
+
     /// [`Self::at_positions`] as the body cache or the store gives the bodies: those not kept
     /// are read in one statement, shaped once, and kept.
     async fn stored_at_positions(

@@ -10,7 +10,7 @@ use super::error::ApiError;
 use super::operators::{self, Op};
 use super::params::{
     AggParams, DEFAULT_PERCENTILES, ExportFormat, ExportParams, FilterParams, GroupByParam,
-    OpParam, Paging, RecordParams, SortParam, split_list,
+    OpParam, Paging, RecordParams, SortParam, split_values,
 };
 use super::schema::{Column, DatasetSchema};
 
@@ -312,7 +312,7 @@ pub fn filter(params: &FilterParams, schema: &DatasetSchema) -> Result<Filter, A
                 allowed: operators::names(allowed),
             })?;
         let values = match op {
-            Op::In => split_list(value),
+            Op::In => split_values(value),
             _ => vec![value.clone()],
         };
         conditions.push((field, column, op, values));
@@ -507,26 +507,36 @@ pub fn record_query(
     })
 }
 
-/// Checks sort keys against the schema: known names of sortable (non-text) fields.
+/// Checks sort keys against the schema: known names of sortable (non-text) fields, each once.
+/// A key written with a trailing `<` or `>` names the field before the mark if there is one,
+/// else the whole text ([`SortParam::resolve`]).
 fn sort_keys(keys: &[SortParam], schema: &DatasetSchema) -> Result<Vec<(Column, bool)>, ApiError> {
-    let mut sort = Vec::with_capacity(keys.len());
+    let mut sort: Vec<(Column, bool)> = Vec::with_capacity(keys.len());
     for key in keys {
-        let column = schema
-            .column(&key.name)
+        let (name, descending) = key
+            .resolve(|name| schema.column(name).is_some())
             .ok_or_else(|| ApiError::UnknownField {
                 field: key.name.clone(),
             })?;
+        let column = schema.column(&name).ok_or_else(|| ApiError::UnknownField {
+            field: name.clone(),
+        })?;
         let field_type = schema.field_type(column);
         if !field_type.is_exact() {
             return Err(ApiError::invalid(
                 "sort",
                 format!(
-                    "{} is a {field_type} field and cannot be sorted; sort by a keyword, number, boolean or date field.",
-                    key.name
+                    "{name} is a {field_type} field and cannot be sorted; sort by a keyword, number, boolean or date field."
                 ),
             ));
         }
-        sort.push((column, key.descending));
+        if sort.iter().any(|(c, _)| *c == column) {
+            return Err(ApiError::invalid(
+                "sort",
+                format!("The sort key {name} is given twice."),
+            ));
+        }
+        sort.push((column, descending));
     }
     Ok(sort)
 }

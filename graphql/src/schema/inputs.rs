@@ -171,10 +171,7 @@ pub fn record_params(
     let sort: Vec<SortParam> = sort
         .unwrap_or_default()
         .into_iter()
-        .map(|k| SortParam {
-            name: k.field,
-            descending: k.order == SortOrder::Desc,
-        })
+        .map(|k| SortParam::new(k.field, k.order == SortOrder::Desc))
         .collect();
     let params = RecordParams {
         filter: conditions.filter_params()?,
@@ -217,10 +214,9 @@ pub fn agg_params(conditions: Conditions, grouping: Grouping) -> Result<AggParam
             .collect(),
         field: grouping.field,
         percentiles: grouping.percentiles,
-        sort: grouping.sort.map(|s| SortParam {
-            name: s.by,
-            descending: s.order == SortOrder::Desc,
-        }),
+        sort: grouping
+            .sort
+            .map(|s| SortParam::new(s.by, s.order == SortOrder::Desc)),
         limit: count("limit", grouping.limit)?,
     };
     params::check(&params)?;

@@ -15,7 +15,9 @@
 //!   its refusals a code (`query_too_deep`, `query_too_complex`) and a sentence naming the limit.
 //!
 //! Every other parse or validation error carries `graphql_parse_failed` or
-//! `graphql_validation_failed`, so every refusal has a code.
+//! `graphql_validation_failed`, and the two refusals of choosing the operation to run (a name
+//! the document does not hold; several operations and no name) `unknown_operation` and
+//! `operation_name_required`, so every refusal has a code.
 //!
 //! Our types do not nest into themselves, so the depth limit binds only introspection
 //! (`ofType { ofType { … } }`); it is high enough for GraphiQL's own introspection query.
@@ -24,11 +26,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextPrepareRequest,
+    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextPrepareRequest, NextRequest,
     NextValidation,
 };
 use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
-use async_graphql::{Request, ServerError, ServerResult, ValidationResult, Variables};
+use async_graphql::{Request, Response, ServerError, ServerResult, ValidationResult, Variables};
 
 use super::errors::coded;
 
@@ -58,6 +60,14 @@ const TOO_COMPLEX: &str = "Query is too complex.";
 // async-graphql's parse-time recursion checks (text, then through fragment spreads).
 const RECURSION_LIMIT: &str = "recursion limit exceeded.";
 const RECURSION_PREFIX: &str = "The recursion depth of the query cannot be greater than";
+// async-graphql's messages when it cannot choose the operation to run (pinned by a test).
+const UNKNOWN_OPERATION_PREFIX: &str = "Unknown operation named ";
+const OPERATION_NAME_REQUIRED: &str = "Operation name required in request.";
+
+/// The code when the request names an operation the document does not hold.
+pub const UNKNOWN_OPERATION: &str = "unknown_operation";
+/// The code when a document holds several operations and the request names none.
+pub const OPERATION_NAME_REQUIRED_CODE: &str = "operation_name_required";
 
 /// Every refusal of this module: one code and one sentence each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +166,16 @@ impl Extension for Limits {
         let document = request.parsed_query().map_err(parse_failure)?;
         check_document(document).map_err(Refusal::into_error)?;
         next.run(ctx, request).await
+    }
+
+    /// async-graphql refuses an operation name the document does not hold, or a missing name
+    /// when it holds several, with no code; the answer gets one here.
+    async fn request(&self, ctx: &ExtensionContext<'_>, next: NextRequest<'_>) -> Response {
+        let mut response = next.run(ctx).await;
+        for error in &mut response.errors {
+            operation_code(error);
+        }
+        response
     }
 
     async fn parse_query(
@@ -378,6 +398,18 @@ fn with_code(error: ServerError) -> ServerError {
     coded
 }
 
+/// A refusal to choose the operation, with its code (see [`Limits`]'s `request`).
+fn operation_code(error: &mut ServerError) {
+    let code = if error.message.starts_with(UNKNOWN_OPERATION_PREFIX) {
+        UNKNOWN_OPERATION
+    } else if error.message == OPERATION_NAME_REQUIRED {
+        OPERATION_NAME_REQUIRED_CODE
+    } else {
+        return;
+    };
+    *error = with_default_code(std::mem::replace(error, ServerError::new("", None)), code);
+}
+
 /// `error` with `code` in its extensions unless it has one already.
 fn with_default_code(mut error: ServerError, code: &'static str) -> ServerError {
     let extensions = error.extensions.get_or_insert_with(Default::default);
@@ -488,5 +520,39 @@ mod tests {
                 "{message}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod operation_tests {
+    use super::*;
+
+    /// async-graphql's refusals to choose an operation get their codes (and the messages this
+    /// matches on are still async-graphql's).
+    #[tokio::test]
+    async fn operation_choice_refusals_have_codes() {
+        let schema = crate::schema::builder().finish();
+        let document = "query A { __typename } query B { __typename }";
+        for (name, code) in [
+            (None, OPERATION_NAME_REQUIRED_CODE),
+            (Some("C"), UNKNOWN_OPERATION),
+        ] {
+            let mut request = Request::new(document);
+            if let Some(name) = name {
+                request = request.operation_name(name);
+            }
+            let response = schema.execute(request).await;
+            let error = &response.errors[0];
+            assert_eq!(
+                error.extensions.as_ref().and_then(|e| e.get("code")),
+                Some(&async_graphql::Value::from(code)),
+                "{name:?}: {}",
+                error.message
+            );
+        }
+        let named = schema
+            .execute(Request::new(document).operation_name("B"))
+            .await;
+        assert!(named.errors.is_empty(), "{:?}", named.errors);
     }
 }

@@ -12,6 +12,7 @@ use super::batch::Batch;
 use super::errors::OrGraphql;
 use super::inputs::{self, Conditions, FieldFilter, FieldSearch, GroupSort, SortKey};
 use super::objects::{AggResult, Dataset, DatasetList, RecordPage};
+use crate::query::cost::{self, CostMeter};
 use crate::query::{self, Paging, Resolver, request};
 
 /// The read API as a GraphQL schema (contract §10).
@@ -86,6 +87,9 @@ impl QueryRoot {
         let params = inputs::record_params(conditions, page, per_page, sort, fields).gql()?;
         let found = dataset(resolver, &batch, &slug).await?;
         let query = request::record_query(&params, &found.schema).gql()?;
+        if !query.filter.terms.is_empty() || !query.filter.field_terms.is_empty() {
+            weigh(ctx, &found);
+        }
         let etag = resolver.etag(&found, "records", &query);
         let page = batch
             .page(etag, resolver.records(&found, &query))
@@ -156,8 +160,19 @@ impl QueryRoot {
         let params = inputs::agg_params(conditions, grouping).gql()?;
         let found = dataset(resolver, &batch, &slug).await?;
         let query = request::agg_query(&params, &found.schema).gql()?;
+        weigh(ctx, &found);
         let etag = resolver.etag(&found, "agg", &query);
         let result = batch.agg(etag, resolver.agg(&found, &query)).await.gql()?;
         Ok(AggResult::from(result.as_ref()))
+    }
+}
+
+/// Counts a scan of `found`'s columns (grouped statistics, full text) on the request's
+/// [`CostMeter`], which the HTTP front end charges to the token once the document is answered.
+fn weigh(ctx: &Context<'_>, found: &crate::query::Dataset) {
+    if let Some(meter) = ctx.data_opt::<CostMeter>() {
+        meter.add(cost::scan_extra(
+            u64::try_from(found.meta.record_count).unwrap_or(0),
+        ));
     }
 }
