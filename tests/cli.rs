@@ -117,7 +117,10 @@ impl Drop for Server {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_on_an_empty_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(odqs(dir.path()));
+    let mut command = odqs(dir.path());
+    // A small budget for requests without a token, to see refusals in the log.
+    command.env("ODQS_ADDRESS_RATE_LIMIT", "3");
+    let server = Server::start(command);
     assert!(
         dir.path().join("data/odqs.db").is_file(),
         "the embedded default store"
@@ -146,6 +149,16 @@ async fn serve_on_an_empty_directory() {
     let body: Value = missing.json().await.unwrap();
     assert_eq!(body["error"], "not_found");
     assert!(body["message"].as_str().unwrap().len() > 10);
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let answer = client
+            .get(format!("{}/api/v1/datasets", server.base))
+            .send()
+            .await
+            .unwrap();
+        statuses.push(answer.status().as_u16());
+    }
+    assert_eq!(statuses, [401, 401, 401, 429, 429, 429]);
 
     let (clean, log) = server.terminate();
     assert!(clean, "graceful shutdown exits 0; log: {log:?}");
@@ -163,6 +176,14 @@ async fn serve_on_an_empty_directory() {
             && e["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0)),
         "{log:?}"
     );
+    // Refusals are not written one by one at the default level (a flood's echo); the
+    // maintenance tick sums them up instead.
+    let api: Vec<u64> = requests
+        .iter()
+        .filter(|e| e["path"] == "/api/v1/datasets")
+        .filter_map(|e| e["status"].as_u64())
+        .collect();
+    assert_eq!(api, [401, 401, 401], "{log:?}");
 
     // The demo datasets were loaded into the empty store, and only once.
     let list = run(odqs(dir.path()).args(["datasets", "list"]));
