@@ -11,10 +11,15 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Context;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::Bytes;
+use hyper::body::{Frame, Incoming, SizeHint};
 use tokio::time::{Instant, Sleep};
+
+use super::Activity;
 
 /// Bytes a client must move per window while the server waits on it: 8 KiB per 10 s window
 /// by default, about 800 bytes a second, far below any real client's link, far above a
@@ -89,6 +94,116 @@ impl Floor {
             timer: None,
         });
         now >= armed.began + self.window
+    }
+}
+
+impl Floor {
+    /// Applies the floor to a write's outcome (`wanted` bytes offered): bytes taken count, a
+    /// write taken whole disarms the floor, and a write the socket cannot take runs its window,
+    /// failing the connection with `TimedOut` when it runs out.
+    pub fn after_write(
+        &mut self,
+        cx: &mut Context<'_>,
+        wanted: usize,
+        result: Poll<std::io::Result<usize>>,
+    ) -> Poll<std::io::Result<usize>> {
+        match result {
+            Poll::Ready(Ok(n)) => {
+                if n >= wanted {
+                    self.disarm();
+                } else {
+                    self.moved(n);
+                    if self.waiting(cx) {
+                        return Poll::Ready(Err(send_timed_out()));
+                    }
+                }
+                Poll::Ready(Ok(n))
+            }
+            Poll::Pending => {
+                if self.waiting(cx) {
+                    return Poll::Ready(Err(send_timed_out()));
+                }
+                Poll::Pending
+            }
+            other => other,
+        }
+    }
+}
+
+fn send_timed_out() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "the client took the answer slower than the server's floor",
+    )
+}
+
+/// A request body held to the body floor: while the handler waits for bytes the client
+/// does not send, the floor's window runs; when it runs out the body fails (the handler's
+/// read gets an error) and the connection is marked to close.
+pub struct Floored {
+    body: Incoming,
+    floor: Floor,
+    activity: Arc<Activity>,
+}
+
+/// The error a body under its floor fails with.
+#[derive(Debug)]
+struct BodyTooSlow;
+
+impl std::fmt::Display for BodyTooSlow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request body arrived slower than the server's floor")
+    }
+}
+
+impl std::error::Error for BodyTooSlow {}
+
+impl Floored {
+    /// `body` held to a floor of [`MIN_BYTES_PER_WINDOW`] per `window`; `activity` is told
+    /// when it runs out.
+    pub(super) fn new(body: Incoming, window: Duration, activity: Arc<Activity>) -> Self {
+        Floored {
+            body,
+            floor: Floor::new(window),
+            activity,
+        }
+    }
+}
+
+impl hyper::body::Body for Floored {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.body).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.floor.moved(data.len());
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(axum::Error::new(error)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => {
+                if this.floor.waiting(cx) {
+                    this.activity.cut();
+                    return Poll::Ready(Some(Err(axum::Error::new(BodyTooSlow))));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 

@@ -44,7 +44,7 @@ use tower_http::add_extension::AddExtension;
 
 use crate::error::{ApiError, HttpError};
 use crate::request_line::RawQueryStream;
-use floor::Floor;
+use floor::{Floor, Floored};
 pub use seats::Seat;
 use seats::{Admission, Seats};
 
@@ -252,11 +252,11 @@ async fn connection(
     let service = AddExtension::new(router, ConnectInfo(peer))
         .map_request(move |request: Request<Incoming>| {
             let mut request = request.map(|body| {
-                Body::new(Floored {
+                Body::new(Floored::new(
                     body,
-                    floor: Floor::new(limits.body_timeout),
-                    activity: body_activity.clone(),
-                })
+                    limits.body_timeout,
+                    body_activity.clone(),
+                ))
             });
             request.extensions_mut().insert(request_seat.clone());
             request
@@ -442,109 +442,11 @@ impl hyper::body::Body for Tracked {
     }
 }
 
-/// A request body held to the body floor: while the handler waits for bytes the client
-/// does not send, the floor's window runs; when it runs out the body fails (the handler's
-/// read gets an error) and the connection is marked to close.
-struct Floored {
-    body: Incoming,
-    floor: Floor,
-    activity: Arc<Activity>,
-}
-
-/// The error a body under its floor fails with.
-#[derive(Debug)]
-struct BodyTooSlow;
-
-impl std::fmt::Display for BodyTooSlow {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the request body arrived slower than the server's floor")
-    }
-}
-
-impl std::error::Error for BodyTooSlow {}
-
-impl hyper::body::Body for Floored {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let this = &mut *self;
-        match Pin::new(&mut this.body).poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(data) = frame.data_ref() {
-                    this.floor.moved(data.len());
-                }
-                Poll::Ready(Some(Ok(frame)))
-            }
-            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(axum::Error::new(error)))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => {
-                if this.floor.waiting(cx) {
-                    this.activity.cut();
-                    return Poll::Ready(Some(Err(axum::Error::new(BodyTooSlow))));
-                }
-                Poll::Pending
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-}
-
 /// A connection's stream that notes when bytes arrive and holds writes to the send floor.
 struct Watched<S> {
     inner: S,
     activity: Arc<Activity>,
     send_floor: Floor,
-}
-
-impl<S> Watched<S> {
-    /// Applies the send floor to a write's outcome: bytes taken count, a write taken whole
-    /// disarms it, and a write the socket cannot take runs its window (failing the
-    /// connection with `TimedOut` when it runs out).
-    fn floored(
-        &mut self,
-        cx: &mut Context<'_>,
-        wanted: usize,
-        result: Poll<std::io::Result<usize>>,
-    ) -> Poll<std::io::Result<usize>> {
-        match result {
-            Poll::Ready(Ok(n)) => {
-                if n >= wanted {
-                    self.send_floor.disarm();
-                } else {
-                    self.send_floor.moved(n);
-                    if self.send_floor.waiting(cx) {
-                        return Poll::Ready(Err(send_timed_out()));
-                    }
-                }
-                Poll::Ready(Ok(n))
-            }
-            Poll::Pending => {
-                if self.send_floor.waiting(cx) {
-                    return Poll::Ready(Err(send_timed_out()));
-                }
-                Poll::Pending
-            }
-            other => other,
-        }
-    }
-}
-
-fn send_timed_out() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::TimedOut,
-        "the client took the answer slower than the server's floor",
-    )
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
@@ -570,7 +472,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let result = Pin::new(&mut self.inner).poll_write(cx, buf);
-        self.floored(cx, buf.len(), result)
+        self.send_floor.after_write(cx, buf.len(), result)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -588,7 +490,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     ) -> Poll<std::io::Result<usize>> {
         let wanted = bufs.iter().map(|b| b.len()).sum();
         let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        self.floored(cx, wanted, result)
+        self.send_floor.after_write(cx, wanted, result)
     }
 
     fn is_write_vectored(&self) -> bool {
