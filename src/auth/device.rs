@@ -240,6 +240,7 @@ async fn take_budget(
     responses(
         (status = 200, description = "The codes (`Cache-Control: no-store`)", body = crate::rest::openapi::DeviceAuthorization),
         (status = 400, description = "`invalid_request`: a body that cannot be read, or a label too long", body = crate::rest::openapi::OAuthErrorBody),
+        (status = 408, response = crate::rest::openapi::RequestTimeout),
         (status = 429, description = "`rate_limited`: too many authorizations from this address", body = crate::rest::openapi::OAuthErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 503, description = "`temporarily_unavailable`: the store cannot be reached", body = crate::rest::openapi::OAuthErrorBody),
@@ -295,6 +296,7 @@ pub(crate) async fn start(
     responses(
         (status = 200, description = "The token (`Cache-Control: no-store`); the device code is spent", body = crate::rest::openapi::TokenAnswer),
         (status = 400, description = "`authorization_pending` (poll again after `interval`), `slow_down` (the interval grew by 5 s), `access_denied`, `expired_token`, `invalid_grant`, `unsupported_grant_type`, `invalid_request`", body = crate::rest::openapi::OAuthErrorBody),
+        (status = 408, response = crate::rest::openapi::RequestTimeout),
         (status = 429, description = "`rate_limited`: too many polls from this address", body = crate::rest::openapi::OAuthErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 503, description = "`temporarily_unavailable`: the store cannot be reached", body = crate::rest::openapi::OAuthErrorBody),

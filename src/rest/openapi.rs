@@ -47,7 +47,8 @@ pub struct ErrorBody {
     /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_operator`,
     /// `too_many_groups`, `missing_token`,
     /// `invalid_token`, `dataset_not_found`, `record_not_found`, `not_found`,
-    /// `method_not_allowed`, `payload_too_large`, `rate_limited`, `unavailable`, `internal`.
+    /// `method_not_allowed`, `request_timeout`, `payload_too_large`, `rate_limited`,
+    /// `unavailable`, `internal`.
     pub error: String,
     /// One sentence a person can act on.
     pub message: String,
@@ -250,7 +251,7 @@ pub struct Health {
     ),
     components(
         schemas(ErrorBody, OAuthErrorBody, graphql::query::views::Record),
-        responses(ExportAnswer, NotModified, BadRequest, Unauthorized, NotFound, PayloadTooLarge, TooManyRequests, Unavailable),
+        responses(ExportAnswer, NotModified, BadRequest, Unauthorized, NotFound, RequestTimeout, PayloadTooLarge, TooManyRequests, Unavailable),
     ),
     modifiers(&BearerAuth),
     tags(
@@ -859,6 +860,21 @@ impl<'r> ToResponse<'r> for NotFound {
     }
 }
 
+/// 408: a body that arrived slower than the server's floor; the connection is then closed.
+pub struct RequestTimeout;
+
+impl<'r> ToResponse<'r> for RequestTimeout {
+    fn response() -> (&'r str, RefOr<utoipa::openapi::Response>) {
+        (
+            "RequestTimeout",
+            error_response(
+                "The request body arrived slower than the server's floor (8 KiB per window); the connection is closed",
+                &[ApiError::RequestTimeout],
+            ),
+        )
+    }
+}
+
 /// 413: a body over [`MAX_BODY_BYTES`].
 pub struct PayloadTooLarge;
 
@@ -976,6 +992,7 @@ async fn graphql_get() {}
             (GraphqlResponse = "application/json"),
         )),
         (status = 401, response = Unauthorized),
+        (status = 408, response = RequestTimeout),
         (status = 413, response = PayloadTooLarge),
         (status = 429, response = TooManyRequests),
         (status = 503, response = Unavailable),
@@ -1104,6 +1121,7 @@ mod tests {
             ApiError::RecordNotFound { id: "a".into() },
             ApiError::NotFound,
             ApiError::MethodNotAllowed,
+            ApiError::RequestTimeout,
             ApiError::PayloadTooLarge { limit_bytes: 1 },
             ApiError::RateLimited { retry_after: 1 },
             ApiError::ExportOverBudget {
