@@ -193,6 +193,19 @@ impl RateLimits {
         }
     }
 
+    /// Charges token `token_id` `extra` requests beyond the one the gate charged (a heavy
+    /// request, `graphql::query::cost`; an export's records), all or none: `Ok(Some(charge))`
+    /// for the answer's extensions (the gate announces it), `Ok(None)` when nothing was
+    /// charged, `Err(refused)` when the budget cannot pay. Every front end charges through
+    /// this, so REST and MCP refuse alike.
+    pub fn weigh(&self, token_id: i64, extra: u64) -> Result<Option<Charge>, Charge> {
+        let extra = u32::try_from(extra).unwrap_or(u32::MAX);
+        match self.tokens.charge_n(&token_id, extra) {
+            Some(refused) if refused.refused => Err(refused),
+            charge => Ok(charge),
+        }
+    }
+
     /// Forgets idle keys of both budgets (the maintenance tick).
     pub fn forget_idle(&self) {
         self.tokens.forget_idle();

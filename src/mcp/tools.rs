@@ -6,6 +6,7 @@
 
 use axum::http::request::Parts;
 use graphql::log_text::clip;
+use graphql::query::export::extra_requests;
 use graphql::query::params::{
     DEFAULT_PER_PAGE, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS, MAX_PER_PAGE, MAX_PERCENTILES,
     ProjectionParams,
@@ -63,7 +64,9 @@ impl Tools {
     /// as the REST endpoints do (`graphql::query::cost`), refusing when the budget cannot pay.
     fn weigh(&self, principal: Principal, dataset: &Dataset) -> Result<(), ApiError> {
         let records = u64::try_from(dataset.meta.record_count).unwrap_or(0);
-        crate::rest::weigh(&self.state, principal, cost::scan_extra(records))
+        self.state
+            .rate_limits
+            .weigh(principal.token_id, cost::scan_extra(records))
             .map(|_| ())
             .map_err(|refused| ApiError::RateLimited {
                 retry_after: refused.reset_secs,
@@ -157,13 +160,12 @@ impl Tools {
             ));
         }
         // The same charge as the REST export: one request more per started 1,000 records.
-        if let Some(refused) =
-            crate::rest::export::charge(&self.state, principal, total).filter(|c| c.refused)
-        {
-            return Err(ApiError::RateLimited {
+        self.state
+            .rate_limits
+            .weigh(principal.token_id, extra_requests(total))
+            .map_err(|refused| ApiError::RateLimited {
                 retry_after: refused.reset_secs,
-            });
-        }
+            })?;
         let mut bytes = Vec::new();
         while let Some(chunk) = export.next_chunk().await? {
             bytes.extend_from_slice(&chunk);

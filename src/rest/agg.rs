@@ -41,7 +41,7 @@ pub async fn aggregate(
     let dataset = state.resolver.dataset(&slug).await?;
     let query = request::agg_query(&params, &dataset.schema)?;
     let extra = cost::scan_extra(u64::try_from(dataset.meta.record_count).unwrap_or(0));
-    let charge = match super::weigh(&state, principal, extra) {
+    let charge = match state.rate_limits.weigh(principal.token_id, extra) {
         Ok(charge) => charge,
         Err(refused) => return Ok(super::refusal(refused)),
     };

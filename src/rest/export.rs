@@ -24,7 +24,6 @@ use graphql::query::{ExportFormat, ExportParams, request};
 use super::query_string::pairs;
 use crate::app::AppState;
 use crate::auth::bearer::Principal;
-use crate::auth::rate_limit::Charge;
 use crate::error::{ApiError, HttpError};
 
 /// Exports one token may run at once.
@@ -159,40 +158,32 @@ pub async fn export_records(
     let dataset = state.resolver.dataset(&slug).await?;
     let query = request::export_query(&params, &dataset.schema)?;
     let export = state.resolver.export(dataset, query).await?;
-    let charge = charge(&state, principal, export.total());
-    if let Some(refused) = charge.filter(|c| c.refused) {
-        let error = if refused.never {
-            ApiError::ExportOverBudget {
-                records: export.total(),
-                limit: refused.limit,
-                retry_after: refused.reset_secs,
-            }
-        } else {
-            ApiError::RateLimited {
-                retry_after: refused.reset_secs,
-            }
-        };
-        let mut response = HttpError(error).into_response();
-        response.extensions_mut().insert(refused);
-        return Ok(response);
-    }
+    let extra = extra_requests(export.total());
+    let charge = match state.rate_limits.weigh(principal.token_id, extra) {
+        Ok(charge) => charge,
+        Err(refused) => {
+            let error = if refused.never {
+                ApiError::ExportOverBudget {
+                    records: export.total(),
+                    limit: refused.limit,
+                    retry_after: refused.reset_secs,
+                }
+            } else {
+                ApiError::RateLimited {
+                    retry_after: refused.reset_secs,
+                }
+            };
+            let mut response = HttpError(error).into_response();
+            response.extensions_mut().insert(refused);
+            return Ok(response);
+        }
+    };
     let mut response = stream(export, slot);
     if let Some(charge) = charge {
         // The gate announces this later charge in the rate-limit headers.
         response.extensions_mut().insert(charge);
     }
     Ok(response)
-}
-
-/// Charges the token's budget one request per started 1,000 records, up front from the total
-/// (the request itself was charged by the gate); `None` when there is no limit or nothing to
-/// charge.
-pub(crate) fn charge(state: &AppState, principal: Principal, total: u64) -> Option<Charge> {
-    let extra = u32::try_from(extra_requests(total)).unwrap_or(u32::MAX);
-    state
-        .rate_limits
-        .tokens
-        .charge_n(&principal.token_id, extra)
 }
 
 /// The streamed answer: headers first (type, attachment name, total), then one chunk per

@@ -26,27 +26,8 @@ use crate::error::{ApiError, HttpError};
 
 pub use resilience::{MAX_BODY_BYTES, MAX_FORM_BODY_BYTES, limit_form_bodies};
 
-/// Charges `principal`'s budget `extra` requests more than the gate did (a heavy request,
-/// `graphql::query::cost`), all or none: `Ok(Some(charge))` to put in the answer's extensions
-/// (the gate announces it), `Ok(None)` when nothing was charged, `Err(refused)` when the budget
-/// cannot pay.
-pub(crate) fn weigh(
-    state: &AppState,
-    principal: crate::auth::bearer::Principal,
-    extra: u64,
-) -> Result<Option<crate::auth::rate_limit::Charge>, crate::auth::rate_limit::Charge> {
-    let extra = u32::try_from(extra).unwrap_or(u32::MAX);
-    match state
-        .rate_limits
-        .tokens
-        .charge_n(&principal.token_id, extra)
-    {
-        Some(refused) if refused.refused => Err(refused),
-        charge => Ok(charge),
-    }
-}
-
-/// The 429 answer to a request [`weigh`] refused, announcing its charge.
+/// The 429 answer to a request [`RateLimits::weigh`](crate::auth::rate_limit::RateLimits::weigh)
+/// refused, announcing its charge.
 pub(crate) fn refusal(refused: crate::auth::rate_limit::Charge) -> axum::response::Response {
     use axum::response::IntoResponse;
     let mut response = HttpError(ApiError::RateLimited {

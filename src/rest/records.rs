@@ -45,7 +45,10 @@ pub async fn list_records(
     let searches = !query.filter.terms.is_empty() || !query.filter.field_terms.is_empty();
     let charge = if searches {
         let records = u64::try_from(dataset.meta.record_count).unwrap_or(0);
-        match super::weigh(&state, principal, cost::scan_extra(records)) {
+        match state
+            .rate_limits
+            .weigh(principal.token_id, cost::scan_extra(records))
+        {
             Ok(charge) => charge,
             Err(refused) => return Ok(super::refusal(refused)),
         }
