@@ -46,96 +46,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
+use sea_orm::{ConnectionTrait, Statement};
 use time::OffsetDateTime;
 
 use crate::store::{Store, StoreError};
 
-/// A budget of attempts per window for one kind of key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limit {
-    /// Attempts allowed in a window; later ones are refused until the window ends.
-    pub max: i32,
-    /// Length of the window, in seconds.
-    pub window_secs: i64,
-}
+mod limits;
+mod store;
 
-/// Wrong passwords per e-mail address: 5 in 15 minutes.
-pub const LOGIN_PER_ACCOUNT: Limit = Limit {
-    max: 5,
-    window_secs: 15 * 60,
-};
-/// Wrong passwords per client address: 20 in 15 minutes (a few people may share an address).
-pub const LOGIN_PER_ADDRESS: Limit = Limit {
-    max: 20,
-    window_secs: 15 * 60,
-};
-/// Wrong user codes per account: 10 in 15 minutes. With 20⁸ ≈ 2.6·10¹⁰ possible codes and a
-/// 15-minute code lifetime, each account can try 10 of them per lifetime of a code.
-pub const CODE_PER_ACCOUNT: Limit = Limit {
-    max: 10,
-    window_secs: 15 * 60,
-};
-/// Wrong user codes per client address: 30 in 15 minutes, so many accounts behind one address
-/// do not multiply the budget.
-pub const CODE_PER_ADDRESS: Limit = Limit {
-    max: 30,
-    window_secs: 15 * 60,
-};
-/// Device authorizations started per client address (`POST /auth/device`): 30 in 15 minutes,
-/// a code's lifetime. Each start stores a grant row until it expires, so this bounds the rows
-/// one address can keep alive; a person signing in a few machines never meets it.
-pub const DEVICE_START_PER_ADDRESS: Limit = Limit {
-    max: 30,
-    window_secs: 15 * 60,
-};
-/// Token polls per client address (`POST /auth/token`): 120 a minute, the polls of ten
-/// clients waiting side by side at the 5-second interval. Every poll locks a grant row (on
-/// SQLite, the store's write lock), so one address cannot keep the store busy.
-pub const TOKEN_POLL_PER_ADDRESS: Limit = Limit {
-    max: 120,
-    window_secs: 60,
-};
-/// Sign-up attempts per client address (`POST /signup`): 10 an hour. Accounts are free and
-/// each carries its own API budget, so this bounds how many budgets one address can collect
-/// (240 a day, not one a request); a classroom behind one address signs up over an hour or
-/// two. Attempts count whether or not the address was taken (the answer says which), so the
-/// form cannot be used to test many addresses either.
-pub const SIGNUP_PER_ADDRESS: Limit = Limit {
-    max: 10,
-    window_secs: 60 * 60,
-};
-/// Sign-up attempts on the whole site: 100 in 5 minutes (1,200 an hour, far above what a
-/// public instance sees on a busy day), so many addresses together cannot mint accounts or
-/// keep the password hashing busy without bound either.
-pub const SIGNUP_GLOBAL: Limit = Limit {
-    max: 100,
-    window_secs: 5 * 60,
-};
-
-/// The longest window of the limits above: a counter whose window started longer ago than
-/// this is stale for every limit and can be dropped.
-pub const LONGEST_WINDOW_SECS: i64 = {
-    let all = [
-        LOGIN_PER_ACCOUNT,
-        LOGIN_PER_ADDRESS,
-        CODE_PER_ACCOUNT,
-        CODE_PER_ADDRESS,
-        DEVICE_START_PER_ADDRESS,
-        TOKEN_POLL_PER_ADDRESS,
-        SIGNUP_PER_ADDRESS,
-        SIGNUP_GLOBAL,
-    ];
-    let mut longest = 0;
-    let mut i = 0;
-    while i < all.len() {
-        if all[i].window_secs > longest {
-            longest = all[i].window_secs;
-        }
-        i += 1;
-    }
-    longest
-};
+pub use limits::*;
+pub use store::purge_stale;
 
 /// How long an entry's count may go without being added to the store's, and how stale the
 /// shared count an instance decides from may be: the "at most once a second per key" of the
@@ -536,105 +456,6 @@ impl Throttles {
     }
 }
 
-impl Shared {
-    /// Writes `entry`'s pending count and reads the shared total back.
-    async fn flush(&self, entry: &Entry) {
-        let _turn = entry.turn.lock().await;
-        let now = now_secs();
-        let delta = {
-            let mut count = lock(&entry.state);
-            count.flushing = false;
-            count.roll(entry.limit, now);
-            std::mem::take(&mut count.pending)
-        };
-        if delta == 0 {
-            return;
-        }
-        if delta < 0 {
-            // Given back: lower the shared count, never below zero.
-            if self.add_in_store(&entry.key, delta).await {
-                return;
-            }
-        } else {
-            match self.add(&entry.key, delta, entry.limit, now).await {
-                Ok((total, window_start)) => {
-                    let mut count = lock(&entry.state);
-                    count.hits = total + count.pending;
-                    count.window_start = window_start;
-                    count.synced_at = Some(Instant::now());
-                    return;
-                }
-                Err(e) => tracing::warn!(error = %e, "throttle: writing counts failed"),
-            }
-        }
-        // Kept for the next sync.
-        lock(&entry.state).pending += delta;
-    }
-
-    /// Adds `delta` (> 0) attempts to `key`'s shared count (starting a new window when the last
-    /// one has ended) and returns the total and the window's start: one statement, so
-    /// concurrent instances all count.
-    async fn add(
-        &self,
-        key: &str,
-        delta: i64,
-        limit: Limit,
-        now: i64,
-    ) -> Result<(i64, i64), StoreError> {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        let backend = self.store.backend();
-        let stale = now - limit.window_secs;
-        let delta = i32::try_from(delta).unwrap_or(i32::MAX);
-        let sql = "INSERT INTO throttle_counters (key, window_start, hits) VALUES ($1, $2, $4) \
-             ON CONFLICT (key) DO UPDATE SET \
-               hits = CASE WHEN throttle_counters.window_start <= $3 THEN $4 ELSE throttle_counters.hits + $4 END, \
-               window_start = CASE WHEN throttle_counters.window_start <= $3 THEN $2 ELSE throttle_counters.window_start END \
-             RETURNING hits, window_start";
-        // SQLite understands `$N` placeholders too (numbered parameters), so one text serves
-        // both; `INSERT … ON CONFLICT … RETURNING` needs SQLite 3.35 (sqlx bundles a newer one).
-        let statement = Statement::from_sql_and_values(
-            backend,
-            sql,
-            [key.into(), now.into(), stale.into(), delta.into()],
-        );
-        let row = self
-            .store
-            .db
-            .query_one_raw(statement)
-            .await?
-            .ok_or_else(|| {
-                StoreError::from(sea_orm::DbErr::RecordNotFound(
-                    "INSERT … RETURNING returned no row".into(),
-                ))
-            })?;
-        let hits: i64 = match backend {
-            DatabaseBackend::Postgres => i64::from(row.try_get::<i32>("", "hits")?),
-            _ => row.try_get("", "hits")?,
-        };
-        let window_start: i64 = row.try_get("", "window_start")?;
-        Ok((hits, window_start))
-    }
-
-    /// Adds `delta` (< 0) to `key`'s shared count, not below zero; whether it was written.
-    async fn add_in_store(&self, key: &str, delta: i64) -> bool {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        let delta = i32::try_from(delta).unwrap_or(i32::MIN);
-        let statement = Statement::from_sql_and_values(
-            self.store.backend(),
-            "UPDATE throttle_counters SET hits = CASE WHEN hits + $2 < 0 THEN 0 ELSE hits + $2 END \
-             WHERE key = $1",
-            [key.into(), delta.into()],
-        );
-        match self.store.db.execute_raw(statement).await {
-            Ok(_) => true,
-            Err(e) => {
-                tracing::warn!(error = %e, "throttle: giving attempts back failed");
-                false
-            }
-        }
-    }
-}
-
 /// Whether `entry` can be dropped: its window has ended (or never began), nothing is left to
 /// write, and no request holds it.
 fn idle(entry: &Arc<Entry>, now: i64) -> bool {
@@ -644,21 +465,6 @@ fn idle(entry: &Arc<Entry>, now: i64) -> bool {
     let count = lock(&entry.state);
     let ended = count.window_start == 0 || now >= count.window_start + entry.limit.window_secs;
     ended && count.pending == 0 && !count.flushing
-}
-
-/// Drops the counters whose window has ended for every limit (the next attempt would start a
-/// new window anyway), so the table holds only live windows; returns how many.
-pub async fn purge_stale(store: &Store) -> Result<u64, StoreError> {
-    let cutoff = now_secs() - LONGEST_WINDOW_SECS;
-    let done = store
-        .db
-        .execute_raw(Statement::from_sql_and_values(
-            store.backend(),
-            "DELETE FROM throttle_counters WHERE window_start <= $1",
-            [cutoff.into()],
-        ))
-        .await?;
-    Ok(done.rows_affected())
 }
 
 #[cfg(test)]
