@@ -7,6 +7,7 @@
 //! version as it was.
 
 mod activate;
+mod bounded;
 mod pipeline;
 mod postgres;
 pub mod progress;

@@ -11,17 +11,15 @@
 //! Every record is also checked for NUL characters, which PostgreSQL cannot store, so both
 //! stores refuse the same files with the same message.
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::bounded::{Bounded, Bounds};
 use super::schema::MAX_FIELDS;
 use super::{ImportError, Location};
 
@@ -180,171 +178,6 @@ pub fn csv_headers(
         .headers()
         .map_err(|e| bounds.error_or(Location::Line(1), || csv_error(&e, Location::Line(1))))?;
     header_names(headers)
-}
-
-/// Bytes a reader may have read past the start of a record beyond the limit itself: the CSV
-/// reader's own read-ahead buffer (8 KiB) fits, so a record within the limit is never refused
-/// because the next one was read ahead.
-const READ_AHEAD: u64 = 64 * 1024;
-
-/// The record size limit and where the current record started, shared by the reading loop
-/// (which moves the start at each record boundary) and the [`Bounded`] input.
-struct Bounds {
-    limit: u64,
-    /// Bytes handed out so far.
-    read: Cell<u64>,
-    /// `read` when the current record began.
-    start: Cell<u64>,
-    /// Whether a read was refused for going past the limit.
-    exceeded: Cell<bool>,
-    /// Line breaks handed out, for [`Bounds::line_at`] (CSV only: the csv crate's own line
-    /// count is one short on `\r\n` files, whose `\n` it reads with the next record).
-    lines: Option<Lines>,
-    /// Whether the input has ended.
-    ended: Cell<bool>,
-    /// The last byte handed out that ends no line (not `\r` or `\n`).
-    last_byte: Cell<Option<u8>>,
-}
-
-/// The offsets of the `\n` bytes handed out and not yet counted, and how many were counted:
-/// queries come in increasing order, so this holds at most a record and the read-ahead.
-#[derive(Default)]
-struct Lines {
-    pending: RefCell<VecDeque<u64>>,
-    counted: Cell<u64>,
-}
-
-impl Bounds {
-    /// Marks the start of the next record at `byte` (a count of bytes handed out).
-    fn record_starts_at(&self, byte: u64) {
-        self.start.set(byte);
-    }
-
-    /// Bytes that may still be handed out for the current record.
-    fn allowance(&self) -> std::io::Result<usize> {
-        let end = self.start.get() + self.limit + READ_AHEAD;
-        match end.saturating_sub(self.read.get()) {
-            0 => {
-                self.exceeded.set(true);
-                Err(std::io::Error::other("the record is larger than the limit"))
-            }
-            n => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
-        }
-    }
-
-    /// The refusal of a record that started at `location` and took `bytes`, if over the limit.
-    fn check(&self, location: Location, bytes: u64) -> Result<(), ImportError> {
-        if bytes > self.limit {
-            return Err(self.too_large(location));
-        }
-        Ok(())
-    }
-
-    /// Notes the bytes just handed out, which began at offset `start`.
-    fn note(&self, start: u64, bytes: &[u8]) {
-        if bytes.is_empty() {
-            self.ended.set(true);
-            return;
-        }
-        if let Some(&last) = bytes.iter().rev().find(|&&b| b != b'\n' && b != b'\r') {
-            self.last_byte.set(Some(last));
-        }
-        if let Some(lines) = &self.lines {
-            let mut pending = lines.pending.borrow_mut();
-            for (i, _) in bytes.iter().enumerate().filter(|&(_, &b)| b == b'\n') {
-                pending.push_back(start + i as u64);
-            }
-        }
-    }
-
-    /// The 1-based line of the byte at `offset` (line breaks before it, plus one). Offsets
-    /// must not decrease from one call to the next.
-    fn line_at(&self, offset: u64) -> u64 {
-        let Some(lines) = &self.lines else {
-            return 1;
-        };
-        let mut pending = lines.pending.borrow_mut();
-        while pending.front().is_some_and(|&at| at < offset) {
-            pending.pop_front();
-            lines.counted.set(lines.counted.get() + 1);
-        }
-        lines.counted.get() + 1
-    }
-
-    fn too_large(&self, location: Location) -> ImportError {
-        ImportError::RecordTooLarge {
-            location,
-            limit: self.limit,
-        }
-    }
-
-    /// After a reader failed: the refusal of the record at `location` when the failure was the
-    /// limit's doing, else the reader's own error.
-    fn error_or(&self, location: Location, other: impl FnOnce() -> ImportError) -> ImportError {
-        if self.exceeded.get() {
-            self.too_large(location)
-        } else {
-            other()
-        }
-    }
-}
-
-/// An input that hands out at most [`Bounds::limit`] (plus [`READ_AHEAD`]) bytes past the start
-/// of the current record, then fails, so no reader buffers an endless record.
-struct Bounded<R> {
-    inner: R,
-    bounds: Rc<Bounds>,
-}
-
-impl<R> Bounded<R> {
-    fn new(inner: R, limit: u64) -> (Self, Rc<Bounds>) {
-        Self::with_lines(inner, limit, false)
-    }
-
-    /// Like [`Bounded::new`], counting line breaks when `lines` ([`Bounds::line_at`]).
-    fn with_lines(inner: R, limit: u64, lines: bool) -> (Self, Rc<Bounds>) {
-        let bounds = Rc::new(Bounds {
-            limit,
-            read: Cell::new(0),
-            start: Cell::new(0),
-            exceeded: Cell::new(false),
-            lines: lines.then(Lines::default),
-            ended: Cell::new(false),
-            last_byte: Cell::new(None),
-        });
-        (
-            Bounded {
-                inner,
-                bounds: Rc::clone(&bounds),
-            },
-            bounds,
-        )
-    }
-}
-
-impl<R: BufRead> Read for Bounded<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let allowed = self.bounds.allowance()?.min(buf.len());
-        let n = self.inner.read(&mut buf[..allowed])?;
-        if allowed > 0 {
-            self.bounds.note(self.bounds.read.get(), &buf[..n]);
-        }
-        self.bounds.read.set(self.bounds.read.get() + n as u64);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for Bounded<R> {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        let allowed = self.bounds.allowance()?;
-        let buf = self.inner.fill_buf()?;
-        Ok(&buf[..buf.len().min(allowed)])
-    }
-
-    fn consume(&mut self, amount: usize) {
-        self.inner.consume(amount);
-        self.bounds.read.set(self.bounds.read.get() + amount as u64);
-    }
 }
 
 /// What is wrong when a field name or a string value of `object` (at any depth, arrays
@@ -721,74 +554,4 @@ impl<'de> Visitor<'de> for ArraySeed<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn read(name: &'static str, data: &'static [u8]) -> Result<Vec<Value>, ImportError> {
-        let (format, gzip) = Format::from_name(name).unwrap();
-        let source = Source::Bytes { name, data };
-        let input = source.open(gzip, Arc::default())?;
-        let mut out = Vec::new();
-        read_records(input, format, 1 << 20, |r| {
-            out.push(Value::Object(r.object));
-            Ok(())
-        })?;
-        Ok(out)
-    }
-
-    #[test]
-    fn formats_from_names() {
-        assert_eq!(Format::from_name("a.CSV"), Some((Format::Csv, false)));
-        assert_eq!(
-            Format::from_name("a.ndjson.gz"),
-            Some((Format::Ndjson, true))
-        );
-        assert_eq!(Format::from_name("a.jsonl"), Some((Format::Ndjson, false)));
-        assert_eq!(Format::from_name("a.json.gz"), Some((Format::Json, true)));
-        assert_eq!(Format::from_name("a.txt"), None);
-    }
-
-    #[test]
-    fn csv_nests_dotted_headers_and_skips_empty_cells() {
-        let rows = read("x.csv", b"id,origin.city,n\n1,NYC,\n").unwrap();
-        assert_eq!(
-            rows,
-            vec![serde_json::json!({"id": "1", "origin": {"city": "NYC"}})]
-        );
-    }
-
-    #[test]
-    fn headers_are_checked() {
-        let rows = read("x.csv", "\u{feff}id,n\n1,2\n".as_bytes()).unwrap();
-        assert_eq!(rows, vec![serde_json::json!({"id": "1", "n": "2"})]);
-        let err = read("x.csv", b"a,b,a\n1,2,3\n").unwrap_err();
-        assert!(
-            err.to_string().contains("line 1 column 3 (\"a\") repeats"),
-            "{err}"
-        );
-        let err = read("x.csv", b"a.b,a\n1,2\n").unwrap_err();
-        assert!(
-            err.to_string().contains("column 2 (\"a\") and another"),
-            "{err}"
-        );
-        let err = read("x.csv", b"a,,c\n1,2,3\n").unwrap_err();
-        assert!(err.to_string().contains("column 2"), "{err}");
-    }
-
-    #[test]
-    fn errors_name_the_line() {
-        let err = read("x.csv", b"a,b\n1,2\n3\n").unwrap_err();
-        assert!(err.to_string().contains("line 3"), "{err}");
-        let err = read("x.ndjson", b"{\"a\":1}\n\n{\"a\":\n").unwrap_err();
-        assert!(err.to_string().contains("line 3"), "{err}");
-        let err = read("x.json", b"[{\"a\":1}, 2]").unwrap_err();
-        assert!(err.to_string().contains("record 2"), "{err}");
-    }
-
-    #[test]
-    fn json_array_streams() {
-        let rows = read("x.json", b" [ {\"a\": 1}, {\"b\": {\"c\": true}} ] ").unwrap();
-        assert_eq!(rows.len(), 2);
-        assert!(read("x.json", b"{\"a\": 1}").is_err());
-    }
-}
+mod tests;
