@@ -646,6 +646,16 @@ class Ctx:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+async def run_until_stopped(ctx: "Ctx", workers: list) -> None:
+    """Lets `workers` (tasks) run until the attack's time is up, then cancels and awaits them."""
+    try:
+        await ctx.stop.wait()
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
 # -- 1: slow bodies ---------------------------------------------------------------------------
 
 
@@ -718,9 +728,7 @@ async def attack_slow_bodies(ctx: Ctx) -> None:
         await ctx.stop.wait()
     finally:
         f["first_wave_open"] = sum(1 for s in first_wave if s["open"])
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        await run_until_stopped(ctx, workers)
 
 
 # -- 2: stalled readers -----------------------------------------------------------------------
@@ -787,12 +795,7 @@ async def attack_signup(ctx: Ctx) -> None:
 
     workers = [asyncio.create_task(worker(i)) for i in range(min(args.signup_concurrency,
                                                                   args.max_client_connections))]
-    try:
-        await ctx.stop.wait()
-    finally:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+    await run_until_stopped(ctx, workers)
 
 
 # -- 4: export flood --------------------------------------------------------------------------
@@ -831,12 +834,7 @@ async def attack_export(ctx: Ctx) -> None:
                     conn.close()
 
     workers = [asyncio.create_task(worker(i, t)) for i, t in enumerate(tokens)]
-    try:
-        await ctx.stop.wait()
-    finally:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+    await run_until_stopped(ctx, workers)
 
 
 # -- 5: refusal flood -------------------------------------------------------------------------
@@ -883,12 +881,7 @@ async def attack_refusal(ctx: Ctx) -> None:
             conn.close()
 
     workers = [asyncio.create_task(worker(i)) for i in range(args.refusal_connections)]
-    try:
-        await ctx.stop.wait()
-    finally:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+    await run_until_stopped(ctx, workers)
 
 
 # -- 6: heavy requests from one token (rate limit by cost) ------------------------------------
@@ -939,11 +932,8 @@ async def attack_cost(ctx: Ctx) -> None:
 
     workers = [asyncio.create_task(worker(i)) for i in range(args.heavy_concurrency)]
     try:
-        await ctx.stop.wait()
+        await run_until_stopped(ctx, workers)
     finally:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
         f["heavy_p50"] = percentile(lat, 50)
 
 
