@@ -18,7 +18,7 @@
 //!   while anonymous connections hold the slots, and once its first request is answered it
 //!   cannot be pushed out.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -45,11 +45,10 @@ pub struct Seats {
 struct Registry {
     total: usize,
     by_address: HashMap<IpAddr, usize>,
-    /// Anonymous connections per address, by id (ids grow, so the first is the oldest).
-    anonymous: HashMap<IpAddr, BTreeSet<u64>>,
+    /// Anonymous connections per address, by id (ids grow, so the first is the oldest), each
+    /// with its push-out bell.
+    anonymous: HashMap<IpAddr, BTreeMap<u64, Arc<Notify>>>,
     anonymous_total: usize,
-    /// Each open anonymous connection's push-out bell.
-    bells: HashMap<u64, Arc<Notify>>,
     next_id: u64,
 }
 
@@ -83,10 +82,13 @@ impl Seats {
         registry.next_id += 1;
         registry.total += 1;
         *registry.by_address.entry(key).or_insert(0) += 1;
-        registry.anonymous.entry(key).or_default().insert(id);
-        registry.anonymous_total += 1;
         let bell = Arc::new(Notify::new());
-        registry.bells.insert(id, bell.clone());
+        registry
+            .anonymous
+            .entry(key)
+            .or_default()
+            .insert(id, bell.clone());
+        registry.anonymous_total += 1;
         Admission::Seated(Arc::new(Seat {
             seats: self.clone(),
             id,
@@ -132,27 +134,25 @@ impl Registry {
         let Some(id) = self
             .anonymous
             .get(&busiest)
-            .and_then(|ids| ids.first().copied())
+            .and_then(|ids| ids.first_key_value().map(|(id, _)| *id))
         else {
             return false;
         };
-        self.forget_anonymous(busiest, id);
-        if let Some(bell) = self.bells.remove(&id) {
+        if let Some(bell) = self.forget_anonymous(busiest, id) {
             bell.notify_one();
         }
         tracing::debug!(address = %busiest, "connection pushed out to make room for another address");
         true
     }
 
-    fn forget_anonymous(&mut self, key: IpAddr, id: u64) -> bool {
-        let Some(ids) = self.anonymous.get_mut(&key) else {
-            return false;
-        };
+    /// Takes connection `id` of `key` off the anonymous ones; its bell, if it was one.
+    fn forget_anonymous(&mut self, key: IpAddr, id: u64) -> Option<Arc<Notify>> {
+        let ids = self.anonymous.get_mut(&key)?;
         let removed = ids.remove(&id);
         if ids.is_empty() {
             self.anonymous.remove(&key);
         }
-        if removed {
+        if removed.is_some() {
             self.anonymous_total -= 1;
         }
         removed
@@ -177,7 +177,6 @@ impl Seat {
         }
         let mut registry = self.seats.inner.lock().expect("seats lock");
         registry.forget_anonymous(self.key, self.id);
-        registry.bells.remove(&self.id);
     }
 
     /// Resolves when this connection was pushed out to make room.
@@ -190,7 +189,6 @@ impl Drop for Seat {
     fn drop(&mut self) {
         let mut registry = self.seats.inner.lock().expect("seats lock");
         registry.forget_anonymous(self.key, self.id);
-        registry.bells.remove(&self.id);
         registry.total -= 1;
         if let Some(open) = registry.by_address.get_mut(&self.key) {
             *open -= 1;
