@@ -124,7 +124,7 @@ async fn run_mix(
     let data = args.data_dir(root);
     let flights_schema = data.join("flights.schema.json");
     let out_dir = root.join("target").join("bench");
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_odqs"));
+    let bin = args.odqs_bin();
     let seconds = Duration::from_secs_f64(args.seconds);
     let warmup = Duration::from_secs_f64(args.warmup_seconds);
     step(&format!(

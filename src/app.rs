@@ -13,20 +13,20 @@ use axum::{Json, Router};
 use serde_json::json;
 use tokio::net::TcpListener;
 
-use graphql::query::Resolver;
-use graphql::query::memory::IndexPolicy;
-use graphql::schema::OdqsSchema;
+use graphql::OdqsSchema;
+use query::Resolver;
+use query::memory::IndexPolicy;
 
+use crate::api::rest;
 use crate::auth::bearer::TokenUsage;
 use crate::auth::password::Hashing;
 use crate::auth::rate_limit::RateLimits;
 use crate::auth::throttle::Throttles;
 use crate::auth::token_cache::TokenCache;
-use crate::client_addr::TrustedProxies;
 use crate::config::{DEFAULT_ADDRESS_RATE_LIMIT, DEFAULT_API_RATE_LIMIT};
-use crate::error::{ApiError, HttpError};
-use crate::rest;
-use crate::server::{self, ConnLimits};
+use crate::http::client_addr::TrustedProxies;
+use crate::http::error::{ApiError, HttpError};
+use crate::http::server::{self, ConnLimits};
 use crate::store::{Store, gc};
 
 /// What every handler can reach: one shared allocation, so the extractors that take it (the
@@ -62,10 +62,10 @@ pub struct Shared {
     pub conn_limits: ConnLimits,
     /// Set when shutdown begins: `/readyz` answers 503 from then on.
     pub draining: Arc<AtomicBool>,
-    /// Whose `X-Forwarded-For` is believed ([`crate::client_addr`]).
+    /// Whose `X-Forwarded-For` is believed ([`crate::http::client_addr`]).
     pub trusted_proxies: Arc<TrustedProxies>,
     /// Exports running now, bounded per token, per account and in all.
-    pub export_slots: Arc<crate::rest::export::ExportSlots>,
+    pub export_slots: Arc<crate::api::rest::export::ExportSlots>,
     /// The site's and the device flow's throttles, answered from memory.
     pub throttles: Arc<Throttles>,
     /// The bounded line of password hashing.
@@ -89,7 +89,7 @@ impl AppState {
         let public_url: Arc<str> = public_url.trim_end_matches('/').into();
         let resolver = Arc::new(Resolver::new(store.db.clone(), &public_url));
         AppState(Arc::new(Shared {
-            graphql: graphql::schema::build(resolver.clone()),
+            graphql: graphql::build(resolver.clone()),
             resolver,
             store: store.clone(),
             public_url,
@@ -120,12 +120,12 @@ impl AppState {
     }
 
     /// The same state with in-memory query indexes under `policy` (the default: background
-    /// builds within [`graphql::query::memory::DEFAULT_BUDGET_BYTES`]).
+    /// builds within [`query::memory::DEFAULT_BUDGET_BYTES`]).
     pub fn with_index_policy(mut self, policy: IndexPolicy) -> Self {
         let resolver = Resolver::new(self.store.db.clone(), &self.public_url);
         let resolver = Arc::new(resolver.with_index_policy(policy));
         let shared = self.shared_mut();
-        shared.graphql = graphql::schema::build(resolver.clone());
+        shared.graphql = graphql::build(resolver.clone());
         shared.resolver = resolver;
         self
     }
@@ -162,22 +162,26 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .merge(crate::site::routes())
-        .merge(rest::limit_form_bodies(crate::auth::device::routes()))
-        .route("/docs", get(rest::openapi::docs_page))
-        .route("/assets/{version}/{name}", get(rest::graphql::asset))
+        .merge(crate::http::resilience::limit_form_bodies(
+            crate::auth::device::routes(),
+        ))
+        .route("/docs", get(crate::api::openapi::docs_page))
+        .route("/assets/{version}/{name}", get(crate::api::graphql::asset))
         .nest("/api/v1", rest::routes(state.clone()))
         .fallback(not_found)
-        .layer(crate::compression::layer())
+        .layer(crate::http::compression::layer())
         .layer(axum::middleware::map_response(
-            crate::compression::weak_etag_when_encoded,
+            crate::http::compression::weak_etag_when_encoded,
         ))
-        .layer(axum::middleware::from_fn(crate::access_log::access_log))
+        .layer(axum::middleware::from_fn(
+            crate::http::access_log::access_log,
+        ))
         .with_state(state)
 }
 
 /// Process alive.
 #[utoipa::path(get, path = "/healthz", tag = "operations", operation_id = "healthz",
-    responses((status = 200, description = "The process is alive", body = crate::rest::openapi::Health)),
+    responses((status = 200, description = "The process is alive", body = crate::api::openapi::Health)),
     security(())
 )]
 pub(crate) async fn healthz() -> impl IntoResponse {
@@ -187,8 +191,8 @@ pub(crate) async fn healthz() -> impl IntoResponse {
 /// Store reachable, and not shutting down (a load balancer stops sending new requests).
 #[utoipa::path(get, path = "/readyz", tag = "operations", operation_id = "readyz",
     responses(
-        (status = 200, description = "The store answers", body = crate::rest::openapi::Health),
-        (status = 503, description = "`unavailable`: the store cannot be reached, or the process is shutting down", body = crate::rest::openapi::ErrorBody),
+        (status = 200, description = "The store answers", body = crate::api::openapi::Health),
+        (status = 503, description = "`unavailable`: the store cannot be reached, or the process is shutting down", body = crate::api::openapi::ErrorBody),
     ),
     security(())
 )]
@@ -246,7 +250,7 @@ async fn maintain(state: AppState) {
         state.rate_limits.forget_idle();
         state.throttles.forget_idle();
         state.token_cache.forget_stale();
-        let refused = crate::access_log::take_refused();
+        let refused = crate::http::access_log::take_refused();
         if refused > 0 {
             tracing::info!(
                 refused,

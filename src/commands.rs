@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use graphql::query::memory::IndexPolicy;
+use query::memory::IndexPolicy;
 
 use crate::app::{self, AppState};
 use crate::auth::token;
@@ -12,8 +12,8 @@ use crate::config::{
     Cli, Command, ConfigError, DatasetsCommand, ImportArgs, ServeArgs, ServeConfig, StoreArgs,
     StoreUrl, TokenCommand,
 };
+use crate::http::log_writer::BackgroundStderr;
 use crate::import::{self, ImportRequest, reader::Source, schema::SchemaFile};
-use crate::log_writer::BackgroundStderr;
 use crate::store::{Store, catalog};
 
 /// A failed command: what to print, and whether it was the configuration's fault.
@@ -79,7 +79,8 @@ fn init_logging_to<W>(json: bool, default_level: &str, writer: W)
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let filter = crate::mcp::log_filter(std::env::var("ODQS_LOG").ok().as_deref(), default_level);
+    let filter =
+        crate::api::mcp::log_filter(std::env::var("ODQS_LOG").ok().as_deref(), default_level);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer);
@@ -110,7 +111,7 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         log_lines.handle(),
     );
     if config.json_logs {
-        crate::access_log::write_json_to(log_lines.handle());
+        crate::http::access_log::write_json_to(log_lines.handle());
     }
     // Bind and take over the signals first: a taken port fails at once, and a SIGTERM during
     // the start-up work below shuts down cleanly once serving begins.
@@ -193,7 +194,7 @@ async fn datasets(command: DatasetsCommand) -> Result<(), Failure> {
     match command {
         DatasetsCommand::List(args) => {
             let store = open(&args).await?;
-            let resolver = graphql::query::Resolver::new(store.db.clone(), "");
+            let resolver = query::Resolver::new(store.db.clone(), "");
             let datasets = resolver.catalog().await?;
             println!(
                 "{:<32} {:>10} {:>7}  {:<25} TITLE",

@@ -167,7 +167,7 @@ async fn serve_on_an_empty_directory() {
     let requests: Vec<Value> = log
         .iter()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["message"] == odqs::access_log::MESSAGE)
+        .filter(|e| e["message"] == odqs::http::access_log::MESSAGE)
         .collect();
     assert!(
         requests.iter().any(|e| e["method"] == "GET"
@@ -300,7 +300,7 @@ async fn removal_by_another_process_reaches_the_service(store: TestStore) {
         run(odqs(dir).args(["datasets", "remove", "towns", "--database-url", &store.url]));
     assert!(removed.status.success(), "{}", stderr(&removed));
     let since = std::time::Instant::now();
-    let bound = graphql::query::cache::DATASET_FRESH_FOR + Duration::from_secs(2);
+    let bound = query::cache::DATASET_FRESH_FOR + Duration::from_secs(2);
     loop {
         let answer = common::get_with(&router, path, Some(&token), &[]).await;
         match answer.status {

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::Request;
 use common::{TestStore, api_token, get_with, import_file, load_demo, test_data, write_file};
-use graphql::query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use odqs::app::AppState;
+use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
@@ -628,7 +628,7 @@ async fn real_flights(store: TestStore) {
 /// sorted field (the two-part sort: records with the value, then those without), every
 /// record arrives once, in the order `records` pages through and the index gives.
 async fn store_positions_cross_statements(store: TestStore) {
-    let batch = graphql::query::export::POSITION_BATCH as usize;
+    let batch = query::export::POSITION_BATCH as usize;
     let count = batch + 1_234;
     let mut csv = String::from("id,n,k\n");
     for i in 1..=count {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::{TestStore, api_token, get_with, load_demo, post_graphql};
-use graphql::schema::{Batch, MAX_DEPTH, MAX_FETCHES, execute_with};
+use graphql::{Batch, MAX_DEPTH, MAX_FETCHES, execute_with};
 use serde_json::{Value, json};
 
 /// The first error's `extensions.code`.
@@ -473,7 +473,7 @@ async fn graphql_over_http(store: TestStore) {
     let (status, _, body) = send(&router, post(&batch, Some("application/json"))).await;
     assert_eq!(status, 200);
     assert_eq!(body.as_array().map(Vec::len), Some(2), "{body}");
-    let too_many = format!("[{}]", [one; odqs::rest::graphql::MAX_BATCH + 1].join(","));
+    let too_many = format!("[{}]", [one; odqs::api::graphql::MAX_BATCH + 1].join(","));
     let (status, _, body) = send(&router, post(&too_many, Some("application/json"))).await;
     assert_eq!(status, 400, "{body}");
 }

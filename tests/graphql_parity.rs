@@ -20,7 +20,7 @@ mod common;
 
 use cases::{REQUESTS, encode, load};
 use common::{TestStore, get_with, post_graphql};
-use graphql::query::params::split_list;
+use query::params::split_list;
 use serde_json::{Map, Value, json};
 
 const DATASET_FIELDS: &str = "slug title description recordCount updatedAt url license sourceUrl \

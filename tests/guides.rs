@@ -165,7 +165,7 @@ async fn every_curl_example_works(store: TestStore) {
 /// from the store otherwise, and the two agree; text values are shown as the data writes them,
 /// and each field's missing count is what `name[exists]=false` answers.
 async fn facts_agree_from_index_and_store(store: TestStore) {
-    use graphql::query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
+    use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
     odqs::demo::load_if_empty(&store.store).await.unwrap();
     let indexed = store.state_with(IndexPolicy::waiting(DEFAULT_BUDGET_BYTES));
     let plain = store.state_with(IndexPolicy::OFF);

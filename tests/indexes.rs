@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Kind, TestStore, get_with, import_file_with, write_file};
-use graphql::query::memory::IndexPolicy;
+use query::memory::IndexPolicy;
 use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
 use serde_json::json;
 

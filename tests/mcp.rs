@@ -10,9 +10,9 @@ mod py;
 use std::net::SocketAddr;
 
 use common::{TestStore, api_token, load_demo};
-use graphql::query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
+use odqs::api::mcp::tools::{MAX_EXPORT_RECORDS, NAMES};
 use odqs::app::AppState;
-use odqs::mcp::tools::{MAX_EXPORT_RECORDS, NAMES};
+use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -437,8 +437,8 @@ both_stores!(a_clients_text_reaches_the_log_clipped);
 /// a request id or params of that size leave lines of a few hundred bytes; unknown methods
 /// are -32601 and params that do not fit a known method -32602, with short messages.
 async fn a_clients_text_reaches_the_log_clipped(store: TestStore) {
-    use graphql::log_text::MAX_LOGGED_BYTES;
-    use odqs::rest::MAX_BODY_BYTES;
+    use odqs::http::resilience::MAX_BODY_BYTES;
+    use query::log_text::MAX_LOGGED_BYTES;
 
     let token = api_token(&store).await;
     let server = Process::start(&store);

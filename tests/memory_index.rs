@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{TestStore, api_token, get_with, import_file, write_file};
-use graphql::query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
+use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use serde_json::{Value, json};
 
 const SCHEMA: &str = r#"{

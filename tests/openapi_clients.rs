@@ -17,9 +17,9 @@ use std::process::Output;
 use std::time::Instant;
 
 use common::{TestStore, api_token, load_demo};
-use graphql::query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
-use graphql::query::params::{MAX_PAGE, MAX_PER_PAGE};
 use odqs::app::AppState;
+use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
+use query::params::{MAX_PAGE, MAX_PER_PAGE};
 use serde_json::Value;
 use tokio::net::TcpListener;
 

@@ -15,7 +15,7 @@ mod common;
 
 use cases::{REQUESTS, encode, load};
 use common::{Kind, TestStore, get_with};
-use graphql::query::memory::IndexPolicy;
+use query::memory::IndexPolicy;
 use serde_json::Value;
 
 /// Leaves out the timestamps of dataset metadata (they differ by when each store loaded).

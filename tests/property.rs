@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use common::{TestStore, api_token, get_with, import_file, write_file};
-use graphql::query::memory::IndexPolicy;
+use query::memory::IndexPolicy;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};

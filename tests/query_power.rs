@@ -19,8 +19,8 @@ use std::io::Read;
 
 use cases::{MINI_SLUG, encode, load};
 use common::{TestStore, api_token, get_with, import_file, post_graphql, write_file};
-use graphql::query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
-use graphql::query::params::MAX_GROUPS;
+use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
+use query::params::MAX_GROUPS;
 use serde_json::{Value, json};
 
 /// Distinct values in the generated dataset: more than [`MAX_GROUPS`].

@@ -59,7 +59,7 @@ async fn index_answers_as_the_store(
 ) -> serde_json::Value {
     let indexed = common::get_with(&store.router(), path, Some(token), &[]).await;
     let from_store = common::get_with(
-        &store.router_with(graphql::query::memory::IndexPolicy::OFF),
+        &store.router_with(query::memory::IndexPolicy::OFF),
         path,
         Some(token),
         &[],

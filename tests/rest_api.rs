@@ -8,7 +8,7 @@ mod common;
 use std::io::Read;
 
 use common::{Answer, TestStore, api_token, get_with, import_file, load_demo, write_file};
-use graphql::query::params::MAX_PAGE;
+use query::params::MAX_PAGE;
 use serde_json::{Value, json};
 
 const PLACES: &str = r#"{"code":"p1","name":"Denver Central Library","city":"Denver","kind":"library","rating":4.5,"visits":120,"open":true,"since":"2001-05-01","note":"Big reading rooms","geo":{"hash":"9xj6","lat":39.7}}
@@ -1399,8 +1399,8 @@ async fn read_answer(stream: &mut tokio::net::TcpStream) -> (u16, Value) {
 /// connection is answered; the device flow's endpoints refuse a large body early, in OAuth's
 /// JSON shape.
 async fn refusals_at_the_edges_are_json(store: TestStore) {
-    use odqs::request_line::{MAX_HEADERS, MAX_LINE};
-    use odqs::rest::MAX_FORM_BODY_BYTES;
+    use odqs::http::request_line::{MAX_HEADERS, MAX_LINE};
+    use odqs::http::resilience::MAX_FORM_BODY_BYTES;
     use tokio::io::AsyncWriteExt;
     load_demo(&store).await;
     let token = api_token(&store).await;

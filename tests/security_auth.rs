@@ -14,13 +14,13 @@ use common::TestStore;
 use std::sync::{Arc, Mutex};
 
 use entity::{api_token, device_grant, session, throttle_counter, user};
-use graphql::query::memory::IndexPolicy;
 use odqs::app::AppState;
 use odqs::auth::password::{self, Hashing};
 use odqs::auth::purge::{self, GRANT_GRACE, Purged};
 use odqs::auth::throttle::{self, Limit, Throttles, Verdict};
 use odqs::auth::{account, token};
-use odqs::client_addr::TrustedProxies;
+use odqs::http::client_addr::TrustedProxies;
+use query::memory::IndexPolicy;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;

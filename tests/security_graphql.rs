@@ -5,7 +5,7 @@
 mod common;
 
 use common::{TestStore, api_token, load_demo, post_graphql};
-use graphql::schema::{MAX_ALIASES, MAX_DOCUMENT_BYTES, MAX_FRAGMENT_SPREADS, MAX_NESTING};
+use graphql::{MAX_ALIASES, MAX_DOCUMENT_BYTES, MAX_FRAGMENT_SPREADS, MAX_NESTING};
 use serde_json::Value;
 
 fn code(body: &Value) -> &str {

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{TestStore, api_token, get_with, load_demo, post_graphql};
-use graphql::query::memory::IndexPolicy;
 use odqs::app::AppState;
-use odqs::server::ConnLimits;
+use odqs::http::server::ConnLimits;
+use query::memory::IndexPolicy;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
@@ -306,7 +306,7 @@ async fn odd_requests_get_json_errors(store: TestStore) {
         .unwrap();
     let body: serde_json::Value = serde_json::from_slice(&body).expect("a JSON body");
     assert_eq!(body["error"], "payload_too_large");
-    assert_eq!(body["limit_bytes"], odqs::rest::MAX_BODY_BYTES);
+    assert_eq!(body["limit_bytes"], odqs::http::resilience::MAX_BODY_BYTES);
 }
 
 /// Every API answer announces its budget, and CORS lets a browser read it.
@@ -357,9 +357,7 @@ async fn token_flood_stays_cheap(store: TestStore) {
     let token = api_token(&store).await;
     let per_address = 100;
     let state = AppState::new(store.store.clone(), "http://odqs.test")
-        .with_index_policy(IndexPolicy::waiting(
-            graphql::query::memory::DEFAULT_BUDGET_BYTES,
-        ))
+        .with_index_policy(IndexPolicy::waiting(query::memory::DEFAULT_BUDGET_BYTES))
         .with_rate_limits(1_000_000, per_address);
     let router = odqs::app::router(state.clone());
     let path = "/api/v1/datasets/flights/records?per_page=5";
@@ -664,7 +662,7 @@ async fn exports_and_heavy_requests_are_bounded(store: TestStore) {
     };
     use tower::ServiceExt;
     let mut held = Vec::new();
-    for _ in 0..odqs::rest::export::EXPORTS_PER_TOKEN {
+    for _ in 0..odqs::api::rest::export::EXPORTS_PER_TOKEN {
         let response = router.clone().oneshot(export(&token)).await.unwrap();
         assert_eq!(response.status(), 200);
         held.push(response);
@@ -706,7 +704,7 @@ async fn exports_and_heavy_requests_are_bounded(store: TestStore) {
         let r = header.split(";r=").nth(1).unwrap();
         r.split(';').next().unwrap().parse().unwrap()
     };
-    let extra = graphql::query::cost::scan_extra(100_001) as i64;
+    let extra = query::cost::scan_extra(100_001) as i64;
     assert_eq!(extra, 11);
     // The budget is read when a request is charged, at its start: refills count from there.
     let mut charged_at = Instant::now();

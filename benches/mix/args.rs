@@ -58,6 +58,11 @@ pub struct Args {
     #[arg(long)]
     pub data: Option<PathBuf>,
 
+    /// The odqs binary to import with and serve (default: the one `cargo bench` built beside
+    /// this bench), so the same mix can run against two builds back to back.
+    #[arg(long, value_name = "PATH")]
+    pub odqs_bin: Option<PathBuf>,
+
     /// The Python interpreter that creates Datasette's virtualenv.
     #[arg(long, default_value = "python3")]
     pub python: String,
@@ -78,5 +83,12 @@ pub struct Args {
 impl Args {
     pub fn data_dir(&self, root: &Path) -> PathBuf {
         self.data.clone().unwrap_or_else(|| root.join("testdata"))
+    }
+
+    /// `--odqs-bin`, or the odqs binary this bench was built with.
+    pub fn odqs_bin(&self) -> PathBuf {
+        self.odqs_bin
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_odqs")))
     }
 }

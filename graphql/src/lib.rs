@@ -1,8 +1,59 @@
-//! The layer both APIs share. [`query`] turns request parameters into one validated, typed
-//! request checked against the dataset's schema, plans it and runs it on the store; the REST
-//! routes in the `odqs` crate and the GraphQL [`schema`] are thin calls into it, so no
-//! validation rule is written twice.
+//! The GraphQL schema (contract §10, async-graphql): the REST API's questions as typed fields,
+//! each a thin call into [`query`], so both APIs validate, answer and refuse alike.
+//!
+//! - [`root`]: the `Query` type (`datasets`, `dataset`, `records`, `record`, `agg`).
+//! - [`inputs`]: typed arguments turned into the query layer's parameters.
+//! - [`objects`]: the answers as typed objects; records are a `JSON` scalar.
+//! - [`errors`]: rejections with the REST code in `extensions.code`.
+//! - [`limits`]: size, nesting, depth, complexity, spread, alias and fetch-count limits.
+//! - [`batch`]: the per-request memo that runs identical sub-requests once.
 
-pub mod log_text;
-pub mod query;
-pub mod schema;
+pub mod batch;
+pub mod errors;
+pub mod inputs;
+pub mod limits;
+pub mod objects;
+pub mod root;
+
+use std::sync::Arc;
+
+use async_graphql::{EmptyMutation, EmptySubscription, Request, Response, Schema};
+
+pub use batch::Batch;
+pub use limits::{
+    MAX_ALIASES, MAX_COMPLEXITY, MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_FETCHES, MAX_FRAGMENT_SPREADS,
+    MAX_NESTING,
+};
+pub use root::QueryRoot;
+
+use query::Resolver;
+
+/// The schema type the server holds.
+pub type OdqsSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
+
+fn builder() -> async_graphql::SchemaBuilder<QueryRoot, EmptyMutation, EmptySubscription> {
+    Schema::build(QueryRoot, EmptyMutation, EmptySubscription)
+        .limit_depth(MAX_DEPTH)
+        .limit_complexity(MAX_COMPLEXITY)
+        .extension(limits::Limits)
+}
+
+/// The schema over `resolver`, with its limits. Build once; it is cheap to clone.
+pub fn build(resolver: Arc<Resolver>) -> OdqsSchema {
+    builder().data(resolver).finish()
+}
+
+/// The schema in SDL, as checked in at `graphql/schema.graphql`.
+pub fn sdl() -> String {
+    builder().finish().sdl()
+}
+
+/// Runs one request with a fresh per-request memo.
+pub async fn execute(schema: &OdqsSchema, request: Request) -> Response {
+    execute_with(schema, request, Arc::default()).await
+}
+
+/// Runs one request with the given memo (tests read its counters afterwards).
+pub async fn execute_with(schema: &OdqsSchema, request: Request, batch: Arc<Batch>) -> Response {
+    schema.execute(request.data(batch)).await
+}

@@ -18,7 +18,7 @@ use time::OffsetDateTime;
 
 use super::token;
 use crate::app::AppState;
-use crate::error::{ApiError, HttpError};
+use crate::http::error::{ApiError, HttpError};
 use crate::store::Store;
 
 /// How stale "last used" may be.

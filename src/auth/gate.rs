@@ -26,9 +26,9 @@ use super::rate_limit::{Charge, WINDOW_SECS};
 use super::token;
 use super::token_cache::Known;
 use crate::app::AppState;
-use crate::client_addr;
-use crate::error::{ApiError, HttpError};
-use crate::server::Seat;
+use crate::http::client_addr;
+use crate::http::error::{ApiError, HttpError};
+use crate::http::server::Seat;
 
 /// `RateLimit-Policy`: the budget's name, size and window.
 pub static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");

@@ -194,7 +194,7 @@ impl RateLimits {
     }
 
     /// Charges token `token_id` `extra` requests beyond the one the gate charged (a heavy
-    /// request, `graphql::query::cost`; an export's records), all or none: `Ok(Some(charge))`
+    /// request, `query::cost`; an export's records), all or none: `Ok(Some(charge))`
     /// for the answer's extensions (the gate announces it), `Ok(None)` when nothing was
     /// charged, `Err(refused)` when the budget cannot pay. Every front end charges through
     /// this, so REST and MCP refuse alike.

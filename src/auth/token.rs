@@ -46,7 +46,7 @@ pub fn random_secret(prefix: &str) -> Secret {
 /// Lower-case hex SHA-256: what the store keeps instead of a token or device code.
 pub fn hash(secret: &str) -> String {
     let digest = Sha256::digest(secret.as_bytes());
-    graphql::query::hex(&digest)
+    query::hex(&digest)
 }
 
 fn last4(secret: &str) -> &str {

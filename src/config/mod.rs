@@ -15,8 +15,8 @@ mod mistakes;
 pub use mistakes::GivenFlags;
 use mistakes::clap_mistake;
 
-use crate::client_addr::TrustedProxies;
-use crate::server::{self, ConnLimits};
+use crate::http::client_addr::TrustedProxies;
+use crate::http::server::{self, ConnLimits};
 
 /// Open Dataset Query Service: a read-only REST API over published open datasets.
 #[derive(Debug, Parser)]

@@ -85,6 +85,6 @@ pub async fn activate(
         }
     }
     txn.commit().await?;
-    graphql::query::cache::catalog_changed();
+    query::cache::catalog_changed();
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! thread (issue 13: no argument encoding and hand-off to sqlx's worker thread per statement;
 //! the load now waits on the reader thread, not on the store). One cached single-row insert a
 //! record, committed every few batches so other writers of the file are not locked out for a
-//! whole import; bodies packed without their keys where they can be (`graphql::query::packed`);
+//! whole import; bodies packed without their keys where they can be (`query::packed`);
 //! indexes built after the load, when it is cheapest. Text values go into an
 //! FTS5 table with the trigram tokenizer, which finds substrings in any script, Chinese
 //! included.
@@ -11,7 +11,7 @@ use std::path::Path;
 
 use entity::FieldType;
 use entity::record::{column_index, records_table, text_table};
-use graphql::query::packed::Layout;
+use query::packed::Layout;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Statement};
 use sqlx::SqlitePool;
 use tokio::sync::mpsc;

@@ -13,7 +13,7 @@ use super::pages::{page, store_failed, when};
 use super::visitor::{Visitor, see_other};
 use crate::app::AppState;
 use crate::auth::account;
-use graphql::schema::MAX_FETCHES;
+use graphql::MAX_FETCHES;
 
 /// `GET /explore`: signed-in people only (others go to log in and come back).
 pub async fn show(State(state): State<AppState>, visitor: Visitor) -> Response {

@@ -20,7 +20,7 @@ use super::pages::{message_page, page, read_failed};
 use super::skill;
 use super::visitor::Visitor;
 use crate::app::AppState;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Everything but RFC 3986's unreserved characters is percent-encoded (as UTF-8).
 const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC

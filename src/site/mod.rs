@@ -15,7 +15,6 @@ pub mod explore;
 pub mod guides;
 pub mod pages;
 pub mod skill;
-pub mod templates;
 pub mod visitor;
 
 use axum::Router;

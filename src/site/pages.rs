@@ -11,13 +11,13 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::macros::format_description;
 
-use super::templates::render;
 use super::visitor::{Posted, SESSION_COOKIE, Visitor, see_other, unavailable};
 use crate::app::AppState;
 use crate::auth::account::{self, SigninError, SignupError};
 use crate::auth::throttle::Verdict;
 use crate::auth::{password, session, throttle, token};
 use crate::store::StoreError;
+use crate::templates::render;
 
 /// Renders `template` for `visitor` with `status`; the header's context (who is signed in,
 /// the CSRF token) is added to `ctx`.
@@ -59,7 +59,7 @@ pub fn store_failed(e: StoreError) -> Response {
 }
 
 /// A read through the resolver layer failed (the store is down): the 503 page.
-pub fn read_failed(e: crate::error::ApiError) -> Response {
+pub fn read_failed(e: crate::http::error::ApiError) -> Response {
     tracing::error!(error = %e, "site: read failure");
     unavailable()
 }

@@ -2,18 +2,18 @@
 //! dataset to a person or a program that has never seen it: its fields, how to filter on each,
 //! and worked `curl` examples built from the dataset's real values, each of which works as
 //! written once `$ODQS_TOKEN` holds a token. Pure text building from the facts the resolver
-//! layer computes ([`graphql::query::facts`]).
+//! layer computes ([`query::facts`]).
 
 use std::fmt::Write;
 
 use entity::FieldType;
 use serde_json::Value;
 
-use graphql::query::operators::Op;
-use graphql::query::params::{MAX_GROUPS, MAX_PERCENTILES};
-use graphql::query::views::json_number;
+use query::operators::Op;
+use query::params::{MAX_GROUPS, MAX_PERCENTILES};
+use query::views::json_number;
 
-pub use graphql::query::facts::{DatasetFacts as Guide, FieldFacts, Range};
+pub use query::facts::{DatasetFacts as Guide, FieldFacts, Range};
 
 use super::guides::encode;
 
@@ -627,8 +627,8 @@ fn values_seen(f: &FieldFacts, guide: &Guide) -> String {
 
 /// `skill.md` for one dataset, from `templates/skill.md`.
 pub fn skill_md(guide: &Guide, site_url: &str) -> String {
-    use graphql::query::params::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
     use minijinja::context;
+    use query::params::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
 
     let d = &guide.dataset;
     let base_url = format!("{site_url}/api/v1");
@@ -700,7 +700,7 @@ pub fn skill_md(guide: &Guide, site_url: &str) -> String {
         "Errors are JSON `{\"error\": \"<code>\", \"message\": \"…\"}`; an unknown field name is 400 `unknown_field`, a missing or bad token 401.".to_string(),
         "The data changes only when the dataset is re-imported; answers carry an `ETag`.".to_string(),
     ];
-    super::templates::render(
+    crate::templates::render(
         "skill.md",
         context! {
             title => cell(&d.title),
@@ -743,18 +743,18 @@ pub fn catalog_md(datasets: &[entity::dataset::Model], site_url: &str) -> String
             }
         })
         .collect();
-    let formats: Vec<_> = graphql::query::ExportFormat::ALL
+    let formats: Vec<_> = query::ExportFormat::ALL
         .iter()
         .map(|f| f.as_str())
         .collect();
-    super::templates::render(
+    crate::templates::render(
         "catalog.md",
         minijinja::context! {
             datasets,
             site_url,
             base_url => format!("{site_url}/api/v1"),
             metadata_path => crate::auth::discovery::METADATA_PATH,
-            tools => crate::mcp::tools::NAMES,
+            tools => crate::api::mcp::tools::NAMES,
             formats,
         },
     )

@@ -1,5 +1,5 @@
 //! Who is asking, for the site's pages: the session cookie, the CSRF token forms must echo,
-//! and the client address that throttling counts ([`crate::client_addr`]).
+//! and the client address that throttling counts ([`crate::http::client_addr`]).
 //!
 //! CSRF protection (contract §9) has three layers: cookies are `SameSite=Lax`, so a
 //! cross-site POST carries none; every POST must carry a `csrf` field equal to the session's
@@ -17,7 +17,7 @@ use super::pages::message_page;
 use crate::app::AppState;
 use crate::auth::session::{self, SignedIn};
 use crate::auth::token::random_secret;
-use crate::client_addr;
+use crate::http::client_addr;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "odqs_session";

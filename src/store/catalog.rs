@@ -1,5 +1,5 @@
 //! Changes to the catalog: unpublishing a dataset and retiring a version. Reading it (which
-//! datasets are published, their schema) is the resolver layer's (`graphql::query::catalog`).
+//! datasets are published, their schema) is the resolver layer's (`query::catalog`).
 
 use entity::{dataset, dataset_version};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set, TransactionTrait};
@@ -21,7 +21,7 @@ pub async fn remove(store: &Store, slug: &str) -> Result<bool, StoreError> {
     retire_version(&txn, found.version_id).await?;
     dataset::Entity::delete_by_id(found.id).exec(&txn).await?;
     txn.commit().await?;
-    graphql::query::cache::catalog_changed();
+    query::cache::catalog_changed();
     Ok(true)
 }
 

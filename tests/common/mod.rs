@@ -12,10 +12,10 @@ pub mod stored;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use graphql::query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use odqs::config::StoreUrl;
 use odqs::import::{self, ImportRequest, ImportSummary, reader::Source, schema::SchemaFile};
 use odqs::store::Store;
+use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use sqlx::Connection;
 
 /// The two stores every behaviour is tested on.

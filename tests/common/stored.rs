@@ -5,7 +5,7 @@
 
 use entity::record::{self, records_table};
 use entity::{dataset, dataset_field};
-use graphql::query::packed::Layout;
+use query::packed::Layout;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, FromQueryResult,
     QueryFilter, QueryOrder, Statement,

@@ -1,0 +1,262 @@
+//! Typed GraphQL arguments turned into the query layer's parameters ([`RecordParams`],
+//! [`AggParams`]). This is only a change of shape: every rule (bounds, names, types, the
+//! `_ids` and `fields` lists, repeated sort keys) is checked by `query`, the code REST
+//! uses, so both APIs refuse the same requests with the same codes and messages.
+
+use async_graphql::{Enum, InputObject};
+
+use query::operators::Op;
+use query::params::{self, GroupByParam, OpParam, parse_count};
+use query::{AggParams, ApiError, FilterParams, RecordParams, SortParam};
+
+/// Full-text search in one text field (REST `q[field]=terms`).
+#[derive(InputObject, Clone, Debug)]
+pub struct FieldSearch {
+    /// A `text` field.
+    pub field: String,
+    /// Whitespace-separated terms, all required, case-insensitive.
+    pub q: String,
+}
+
+/// A condition on one field: an exact match (REST `field=value`; several on one field are
+/// OR) or an operator of contract §12.1 (REST `field[op]=value`); conditions on different
+/// fields, or with different operators, are AND. Which operators a field takes is in its
+/// schema entry (`filter.operators`).
+#[derive(InputObject, Clone, Debug)]
+pub struct FieldFilter {
+    /// A field name; dotted names reach nested fields.
+    pub field: String,
+    /// The operator; `EQ` (an exact match) when absent.
+    #[graphql(default_with = "FilterOp::Eq")]
+    pub op: FilterOp,
+    /// The value, written as in a REST query string (`5`, `5.0`, `true`, `EWR`,
+    /// `2013-01-31T05:00:00Z`); for `EXISTS`, `true` or `false` (default `true`).
+    pub value: Option<String>,
+    /// The values of `IN` (any of them); with another operator, give `value`.
+    pub values: Option<Vec<String>>,
+}
+
+/// The operators of a [`FieldFilter`] (REST `field[op]=value`, contract §12.1).
+#[derive(Enum, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FilterOp {
+    /// Equal (REST `field=value`).
+    Eq,
+    /// Greater than: numbers as numbers, dates as instants, keywords in byte order.
+    Gt,
+    /// Greater than or equal.
+    Gte,
+    /// Less than.
+    Lt,
+    /// Less than or equal.
+    Lte,
+    /// Not equal; records without a value match.
+    Ne,
+    /// Any of `values`.
+    In,
+    /// Has a value (`value` `true`, the default) or has none (`false`).
+    Exists,
+    /// Starts with `value`, case-sensitive (keywords).
+    Prefix,
+}
+
+impl FilterOp {
+    /// The query layer's operator; `None` for an exact match.
+    fn op(self) -> Option<Op> {
+        match self {
+            FilterOp::Eq => None,
+            FilterOp::Gt => Some(Op::Gt),
+            FilterOp::Gte => Some(Op::Gte),
+            FilterOp::Lt => Some(Op::Lt),
+            FilterOp::Lte => Some(Op::Lte),
+            FilterOp::Ne => Some(Op::Ne),
+            FilterOp::In => Some(Op::In),
+            FilterOp::Exists => Some(Op::Exists),
+            FilterOp::Prefix => Some(Op::Prefix),
+        }
+    }
+}
+
+/// Sort direction.
+#[derive(Enum, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SortOrder {
+    /// Ascending (REST `name>`).
+    Asc,
+    /// Descending (REST `name<`).
+    Desc,
+}
+
+/// One sort key; records without the value come last, ties keep file order.
+#[derive(InputObject, Clone, Debug)]
+pub struct SortKey {
+    pub field: String,
+    #[graphql(default_with = "SortOrder::Asc")]
+    pub order: SortOrder,
+}
+
+/// The conditions `records` and `agg` share (contract §5, §6).
+#[derive(Clone, Debug, Default)]
+pub struct Conditions {
+    pub q: Option<String>,
+    pub search: Option<Vec<FieldSearch>>,
+    pub filters: Option<Vec<FieldFilter>>,
+    pub ids: Option<Vec<String>>,
+}
+
+impl Conditions {
+    /// The REST filter parameters these arguments mean.
+    pub fn filter_params(self) -> Result<FilterParams, ApiError> {
+        let mut exact = Vec::new();
+        let mut ops = Vec::new();
+        for f in self.filters.unwrap_or_default() {
+            let values: Vec<String> = f
+                .value
+                .into_iter()
+                .chain(f.values.unwrap_or_default())
+                .collect();
+            match f.op.op() {
+                None => {
+                    let [value] = <[String; 1]>::try_from(values).map_err(|_| {
+                        ApiError::invalid(
+                            f.field.as_str(),
+                            format!(
+                                "The filter on {} needs one value (or op: IN with values).",
+                                f.field
+                            ),
+                        )
+                    })?;
+                    exact.push((f.field, value));
+                }
+                Some(Op::Exists) if values.is_empty() => ops.push(OpParam {
+                    name: f.field,
+                    op: Op::Exists,
+                    values: vec!["true".into()],
+                }),
+                Some(op) => ops.push(OpParam {
+                    name: f.field,
+                    op,
+                    values,
+                }),
+            }
+        }
+        Ok(FilterParams {
+            q: self.q.into_iter().collect(),
+            q_fields: self
+                .search
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| (s.field, s.q))
+                .collect(),
+            exact,
+            ops,
+            ids: self.ids,
+        })
+    }
+}
+
+/// A whole-number argument: GraphQL's `Int` may be negative, which REST's rule refuses.
+pub fn count(name: &str, value: Option<i64>) -> Result<Option<u64>, ApiError> {
+    value
+        .map(|n| u64::try_from(n).or_else(|_| parse_count(name, &n.to_string())))
+        .transpose()
+}
+
+/// `records` arguments as REST parameters.
+pub fn record_params(
+    conditions: Conditions,
+    page: Option<i64>,
+    per_page: Option<i64>,
+    sort: Option<Vec<SortKey>>,
+    fields: Option<Vec<String>>,
+) -> Result<RecordParams, ApiError> {
+    let sort: Vec<SortParam> = sort
+        .unwrap_or_default()
+        .into_iter()
+        .map(|k| SortParam::new(k.field, k.order == SortOrder::Desc))
+        .collect();
+    let params = RecordParams {
+        filter: conditions.filter_params()?,
+        page: count("page", page)?,
+        per_page: count("per_page", per_page)?,
+        sort,
+        fields,
+    };
+    params::check(&params)?;
+    Ok(params)
+}
+
+/// The order of an agg answer's groups (REST `sort=count<`, contract §12.2).
+#[derive(InputObject, Clone, Debug)]
+pub struct GroupSort {
+    /// `count`, `key`, or with `field`: `sum`, `avg`, `min`, `max`, `p<label>` (`p95`).
+    pub by: String,
+    #[graphql(default_with = "SortOrder::Desc")]
+    pub order: SortOrder,
+}
+
+/// The arguments of `agg` beyond its conditions.
+#[derive(Clone, Debug, Default)]
+pub struct Grouping {
+    pub group_by: Vec<String>,
+    pub field: Option<String>,
+    pub percentiles: Option<Vec<f64>>,
+    pub sort: Option<GroupSort>,
+    pub limit: Option<i64>,
+}
+
+/// `agg` arguments as REST parameters.
+pub fn agg_params(conditions: Conditions, grouping: Grouping) -> Result<AggParams, ApiError> {
+    let params = AggParams {
+        filter: conditions.filter_params()?,
+        group_by: grouping
+            .group_by
+            .iter()
+            .map(|item| GroupByParam::parse(item.trim()))
+            .collect(),
+        field: grouping.field,
+        percentiles: grouping.percentiles,
+        sort: grouping
+            .sort
+            .map(|s| SortParam::new(s.by, s.order == SortOrder::Desc)),
+        limit: count("limit", grouping.limit)?,
+    };
+    params::check(&params)?;
+    Ok(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negative_counts_are_refused_as_rest_refuses_them() {
+        let graphql = count("page", Some(-1)).unwrap_err();
+        let rest = parse_count("page", "-1").unwrap_err();
+        assert_eq!(graphql, rest);
+        assert_eq!(count("page", Some(3)).unwrap(), Some(3));
+        assert_eq!(count("page", None).unwrap(), None);
+    }
+
+    #[test]
+    fn repeated_sort_keys_and_empty_lists_are_refused() {
+        let key = |f: &str| SortKey {
+            field: f.into(),
+            order: SortOrder::Desc,
+        };
+        let twice = record_params(
+            Conditions::default(),
+            None,
+            None,
+            Some(vec![key("a"), key("a")]),
+            None,
+        );
+        assert_eq!(twice.unwrap_err().code(), "invalid_parameter");
+        let no_ids = Conditions {
+            ids: Some(vec![]),
+            ..Conditions::default()
+        };
+        let no_ids = record_params(no_ids, None, None, None, None);
+        assert_eq!(no_ids.unwrap_err().code(), "invalid_parameter");
+        let no_fields = record_params(Conditions::default(), None, None, None, Some(vec![]));
+        assert_eq!(no_fields.unwrap_err().code(), "invalid_parameter");
+    }
+}

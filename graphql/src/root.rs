@@ -1,0 +1,178 @@
+//! The root `Query`: each field is a thin call into the query layer, in the order the REST
+//! handlers call it (syntax of the arguments, then the dataset, then the checks against its
+//! schema, then the fetch), so a request refused by one API is refused the same way by the
+//! other.
+
+use std::sync::Arc;
+
+use async_graphql::{Context, Json, Object, Result};
+use serde_json::Value;
+
+use crate::batch::Batch;
+use crate::errors::OrGraphql;
+use crate::inputs::{self, Conditions, FieldFilter, FieldSearch, GroupSort, SortKey};
+use crate::objects::{AggResult, Dataset, DatasetList, RecordPage};
+use query::cost::{self, CostMeter};
+use query::{self, Paging, Resolver, request};
+
+/// The read API as a GraphQL schema (contract §10).
+pub struct QueryRoot;
+
+/// The shared resolver and this request's memo (a private one when the caller gave none).
+fn parts<'a>(ctx: &Context<'a>) -> (&'a Resolver, Arc<Batch>) {
+    let resolver = ctx.data_unchecked::<Arc<Resolver>>().as_ref();
+    let batch = ctx.data_opt::<Arc<Batch>>().cloned().unwrap_or_default();
+    (resolver, batch)
+}
+
+/// The dataset published under `slug`, looked up once per request.
+async fn dataset(resolver: &Resolver, batch: &Batch, slug: &str) -> Result<query::Dataset> {
+    batch.dataset(slug, resolver.dataset(slug)).await.gql()
+}
+
+#[Object]
+impl QueryRoot {
+    /// The published datasets, by slug (REST `GET /datasets`).
+    async fn datasets(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "Page number, from 1")] page: Option<i64>,
+        #[graphql(desc = "Datasets per page, 1..=100, default 20")] per_page: Option<i64>,
+    ) -> Result<DatasetList> {
+        let (resolver, _) = parts(ctx);
+        let paging = Paging::new(
+            inputs::count("page", page).gql()?,
+            inputs::count("per_page", per_page).gql()?,
+        )
+        .gql()?;
+        Ok(resolver.list_datasets(paging).await.gql()?.into())
+    }
+
+    /// One dataset's metadata with its schema entries (REST `GET /datasets/{slug}`).
+    async fn dataset(&self, ctx: &Context<'_>, slug: String) -> Result<Dataset> {
+        let (resolver, batch) = parts(ctx);
+        let found = dataset(resolver, &batch, &slug).await?;
+        Ok(resolver.detail(&found).into())
+    }
+
+    /// Search, filter, sort and page through a dataset's records (REST
+    /// `GET /datasets/{slug}/records`, contract §5). Costs its page size in complexity. To
+    /// download every matching record in one streamed answer, use the REST export
+    /// (`GET /api/v1/datasets/{slug}/export?format=ndjson|csv`, contract §12.3) with the same
+    /// conditions; GraphQL answers pages only.
+    #[graphql(complexity = "child_complexity + per_page.map_or(20, |n| n.clamp(1, 100)) as usize")]
+    #[allow(clippy::too_many_arguments)]
+    async fn records(
+        &self,
+        ctx: &Context<'_>,
+        slug: String,
+        #[graphql(desc = "Full text: every term must occur in some text field")] q: Option<String>,
+        #[graphql(desc = "Full text in one text field each (REST q[field])")] search: Option<
+            Vec<FieldSearch>,
+        >,
+        #[graphql(desc = "Exact matches (REST field=value)")] filters: Option<Vec<FieldFilter>>,
+        #[graphql(desc = "Only these record identifiers (REST _ids)")] ids: Option<Vec<String>>,
+        #[graphql(desc = "Page number, from 1")] page: Option<i64>,
+        #[graphql(desc = "Records per page, 1..=100, default 20")] per_page: Option<i64>,
+        #[graphql(desc = "Sort keys, first one first")] sort: Option<Vec<SortKey>>,
+        #[graphql(desc = "Fields to return; _id always comes back")] fields: Option<Vec<String>>,
+    ) -> Result<RecordPage> {
+        let (resolver, batch) = parts(ctx);
+        let conditions = Conditions {
+            q,
+            search,
+            filters,
+            ids,
+        };
+        let params = inputs::record_params(conditions, page, per_page, sort, fields).gql()?;
+        let found = dataset(resolver, &batch, &slug).await?;
+        let query = request::record_query(&params, &found.schema).gql()?;
+        if !query.filter.terms.is_empty() || !query.filter.field_terms.is_empty() {
+            weigh(ctx, &found);
+        }
+        let etag = resolver.etag(&found, "records", &query);
+        let page = batch
+            .page(etag, resolver.records(&found, &query))
+            .await
+            .gql()?;
+        Ok(RecordPage::from(page.as_ref()))
+    }
+
+    /// One record by its `_id` (REST `GET /datasets/{slug}/records/{id}`).
+    async fn record(
+        &self,
+        ctx: &Context<'_>,
+        slug: String,
+        id: String,
+        #[graphql(desc = "Fields to return; _id always comes back")] fields: Option<Vec<String>>,
+    ) -> Result<Json<Value>> {
+        let (resolver, batch) = parts(ctx);
+        let found = dataset(resolver, &batch, &slug).await?;
+        let fields = request::projection(fields.as_deref(), &found.schema).gql()?;
+        let etag = resolver.etag(&found, "record", &(&id, &fields));
+        let record = batch
+            .record(etag, resolver.record(&found, &id, fields.as_deref()))
+            .await
+            .gql()?;
+        Ok(Json(record.as_ref().clone()))
+    }
+
+    /// Grouped statistics (REST `GET /datasets/{slug}/agg`, contract §6, §12.2): groups by
+    /// count descending then key unless `sort` says otherwise; with `field`, sum, avg, min,
+    /// max, missing and percentiles. More than 10,000 groups need `limit`.
+    #[allow(clippy::too_many_arguments)]
+    async fn agg(
+        &self,
+        ctx: &Context<'_>,
+        slug: String,
+        #[graphql(
+            desc = "Keyword fields (dotted paths allowed); a date field in buckets (`time_hour[month]`: year, month, day, hour, UTC) or a number field in bins (`distance[500]`)"
+        )]
+        group_by: Vec<String>,
+        #[graphql(desc = "A number field to compute statistics of")] field: Option<String>,
+        #[graphql(desc = "Percentile labels, 0 to 100, at most 10 (default 25, 50, 75)")]
+        percentiles: Option<Vec<f64>>,
+        #[graphql(desc = "The groups' order (default: count descending, then key)")] sort: Option<
+            GroupSort,
+        >,
+        #[graphql(desc = "Keep the first N groups (1 to 10,000)")] limit: Option<i64>,
+        #[graphql(desc = "Full text: every term must occur in some text field")] q: Option<String>,
+        #[graphql(desc = "Full text in one text field each (REST q[field])")] search: Option<
+            Vec<FieldSearch>,
+        >,
+        #[graphql(desc = "Exact matches (REST field=value)")] filters: Option<Vec<FieldFilter>>,
+        #[graphql(desc = "Only these record identifiers (REST _ids)")] ids: Option<Vec<String>>,
+    ) -> Result<AggResult> {
+        let (resolver, batch) = parts(ctx);
+        let conditions = Conditions {
+            q,
+            search,
+            filters,
+            ids,
+        };
+        let grouping = inputs::Grouping {
+            group_by,
+            field,
+            percentiles,
+            sort,
+            limit,
+        };
+        let params = inputs::agg_params(conditions, grouping).gql()?;
+        let found = dataset(resolver, &batch, &slug).await?;
+        let query = request::agg_query(&params, &found.schema).gql()?;
+        weigh(ctx, &found);
+        let etag = resolver.etag(&found, "agg", &query);
+        let result = batch.agg(etag, resolver.agg(&found, &query)).await.gql()?;
+        Ok(AggResult::from(result.as_ref()))
+    }
+}
+
+/// Counts a scan of `found`'s columns (grouped statistics, full text) on the request's
+/// [`CostMeter`], which the HTTP front end charges to the token once the document is answered.
+fn weigh(ctx: &Context<'_>, found: &query::Dataset) {
+    if let Some(meter) = ctx.data_opt::<CostMeter>() {
+        meter.add(cost::scan_extra(
+            u64::try_from(found.meta.record_count).unwrap_or(0),
+        ));
+    }
+}

@@ -1,0 +1,348 @@
+//! The API's one error type (contract §7). Each variant carries one of the contract's codes;
+//! REST answers, GraphQL `extensions.code` and MCP tool errors all come from here, so a client
+//! sees the same code whichever interface it uses. The HTTP status of each code is the HTTP
+//! front end's business (`src/error.rs`): this layer knows no protocol. Store failures are logged in full and answered
+//! generically: nothing about SQL, files or the code reaches a client.
+
+use entity::FieldType;
+use sea_orm::{DbErr, RuntimeErr};
+use serde_json::{Value, json};
+
+use crate::log_text::clip_display;
+
+/// Every way a request can fail.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiError {
+    /// A malformed or out-of-range parameter (page, per_page, sort syntax, a value of the wrong
+    /// type, …).
+    InvalidParameter {
+        parameter: String,
+        message: String,
+    },
+    /// A required parameter is absent (`group_by`).
+    MissingParameter {
+        parameter: &'static str,
+    },
+    /// A filter, sort, fields or group_by name the dataset does not have.
+    UnknownField {
+        field: String,
+    },
+    /// `<text field>=value`: text is searched with `q[<field>]`, never matched exactly.
+    TextFieldExactMatch {
+        field: String,
+    },
+    /// `group_by` on a field that is not `keyword`.
+    InvalidGroupBy {
+        field: String,
+        field_type: FieldType,
+    },
+    /// `field` (agg) on a field that is not `number`.
+    InvalidField {
+        field: String,
+        field_type: FieldType,
+    },
+    /// `name[op]=value` with an operator the field's type does not take, or no such operator
+    /// (contract §12.1).
+    InvalidOperator {
+        field: String,
+        field_type: FieldType,
+        operator: String,
+        allowed: Vec<&'static str>,
+    },
+    /// An agg answer of more groups than [`crate::params::MAX_GROUPS`] without `limit`
+    /// (contract §12.2).
+    TooManyGroups {
+        groups: u64,
+        max: u64,
+    },
+    /// No bearer token.
+    MissingToken,
+    /// An unknown, revoked or expired token.
+    InvalidToken,
+    DatasetNotFound {
+        slug: String,
+    },
+    RecordNotFound {
+        id: String,
+    },
+    /// A path nothing answers.
+    NotFound,
+    /// A write method on the read API.
+    MethodNotAllowed,
+    /// A request body over the limit (bytes).
+    PayloadTooLarge {
+        limit_bytes: usize,
+    },
+    /// A request body that arrived slower than the server's floor (the connection closes).
+    RequestTimeout,
+    /// Too many requests; retry after this many seconds.
+    RateLimited {
+        retry_after: u64,
+    },
+    /// An export whose cost (contract §12.3: one request plus one per
+    /// [`RECORDS_PER_REQUEST`](crate::cost::RECORDS_PER_REQUEST) records) is more than the
+    /// whole budget of `limit` requests, so no wait can make it fit; `retry_after` is a full
+    /// refill, as every 429 carries one.
+    ExportOverBudget {
+        records: u64,
+        limit: u32,
+        retry_after: u64,
+    },
+    /// The store cannot be reached; the process keeps running and recovers when it returns.
+    Unavailable,
+    /// A bug or an unexpected store error, logged where it happened.
+    Internal,
+}
+
+impl ApiError {
+    /// Shorthand for [`ApiError::InvalidParameter`].
+    pub fn invalid(parameter: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::InvalidParameter {
+            parameter: parameter.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The contract's code (`unknown_field`, …).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::InvalidParameter { .. } => "invalid_parameter",
+            ApiError::MissingParameter { .. } => "missing_parameter",
+            ApiError::UnknownField { .. } => "unknown_field",
+            ApiError::TextFieldExactMatch { .. } => "text_field_exact_match",
+            ApiError::InvalidGroupBy { .. } => "invalid_group_by",
+            ApiError::InvalidField { .. } => "invalid_field",
+            ApiError::InvalidOperator { .. } => "invalid_operator",
+            ApiError::TooManyGroups { .. } => "too_many_groups",
+            ApiError::MissingToken => "missing_token",
+            ApiError::InvalidToken => "invalid_token",
+            ApiError::DatasetNotFound { .. } => "dataset_not_found",
+            ApiError::RecordNotFound { .. } => "record_not_found",
+            ApiError::NotFound => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::PayloadTooLarge { .. } => "payload_too_large",
+            ApiError::RequestTimeout => "request_timeout",
+            ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => "rate_limited",
+            ApiError::Unavailable => "unavailable",
+            ApiError::Internal => "internal",
+        }
+    }
+
+    /// One sentence a person can act on.
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::InvalidParameter { message, .. } => message.clone(),
+            ApiError::MissingParameter { parameter } => {
+                format!("The parameter {parameter} is required.")
+            }
+            ApiError::UnknownField { field } => format!(
+                "This dataset has no field {field:?}; the dataset's metadata lists its fields."
+            ),
+            ApiError::TextFieldExactMatch { field } => format!(
+                "{field} is a text field and cannot be matched exactly; search it with q[{field}]=… instead."
+            ),
+            ApiError::InvalidGroupBy { field, .. } if field == "_id" => {
+                "_id identifies single records and cannot be grouped by; group by a keyword field."
+                    .into()
+            }
+            ApiError::InvalidGroupBy { field, field_type } => match field_type {
+                FieldType::Date => format!(
+                    "{field} is a date field: group it into buckets with {field}[year], [month], [day] or [hour]."
+                ),
+                FieldType::Number => format!(
+                    "{field} is a number field: group it into bins with {field}[<width>], such as {field}[100]."
+                ),
+                _ => {
+                    format!("group_by needs a keyword field, and {field} is a {field_type} field.")
+                }
+            },
+            ApiError::InvalidField { field, field_type } => {
+                format!("field needs a number field, and {field} is a {field_type} field.")
+            }
+            ApiError::InvalidOperator {
+                field,
+                field_type,
+                operator,
+                allowed,
+            } => {
+                let known = crate::operators::Op::parse(operator).is_some();
+                let allowed = if allowed.is_empty() {
+                    format!("{field} takes no operator")
+                } else {
+                    format!("{field} takes {}", allowed.join(", "))
+                };
+                if known {
+                    format!(
+                        "{field} is a {field_type} field and does not take [{operator}]; {allowed}."
+                    )
+                } else {
+                    format!(
+                        "There is no operator [{operator}]; the operators are {}, and {allowed}.",
+                        crate::operators::names(&crate::operators::ALL).join(", ")
+                    )
+                }
+            }
+            ApiError::TooManyGroups { groups, max } => format!(
+                "This answer would hold {groups} groups, more than {max}; add limit=N (at most {max}) to keep the first groups in sort order, or a filter to narrow the records."
+            ),
+            ApiError::MissingToken => {
+                "Send an API token in the header Authorization: Bearer <token>.".into()
+            }
+            ApiError::InvalidToken => {
+                "The API token is unknown, revoked or expired; get a new one on the account page."
+                    .into()
+            }
+            ApiError::DatasetNotFound { slug } => {
+                format!("There is no dataset {slug:?}; GET /api/v1/datasets lists them.")
+            }
+            ApiError::RecordNotFound { id } => {
+                format!("This dataset has no record with _id {id:?}.")
+            }
+            ApiError::NotFound => {
+                "No such resource; see /api/v1/openapi.json for the API's paths.".into()
+            }
+            ApiError::MethodNotAllowed => {
+                "The API is read-only: use GET (POST only for the device flow and GraphQL).".into()
+            }
+            ApiError::PayloadTooLarge { limit_bytes } => {
+                format!("The request body is larger than {limit_bytes} bytes; send a smaller one.")
+            }
+            ApiError::RequestTimeout => {
+                "The request body arrived too slowly; send it at once on a new connection.".into()
+            }
+            ApiError::RateLimited { retry_after } => {
+                format!("Too many requests; try again in {retry_after} seconds.")
+            }
+            ApiError::ExportOverBudget { records, limit, .. } => {
+                let per = crate::cost::RECORDS_PER_REQUEST;
+                let most = u64::from(limit.saturating_sub(1)) * per;
+                format!(
+                    "This export would send {records} records, which counts as {} requests (one plus one per {per} records): more than the whole budget of {limit} requests a minute. Narrow it with filters to at most {most} records.",
+                    1 + crate::cost::extra_requests(*records)
+                )
+            }
+            ApiError::Unavailable => {
+                "The data store cannot be reached right now; try again shortly.".into()
+            }
+            ApiError::Internal => {
+                "Something went wrong on our side; it has been logged. Try again later.".into()
+            }
+        }
+    }
+
+    /// Members added to the JSON body beside `error` and `message`.
+    pub fn extra(&self) -> Vec<(&'static str, Value)> {
+        match self {
+            ApiError::InvalidParameter { parameter, .. } => vec![("parameter", json!(parameter))],
+            ApiError::MissingParameter { parameter } => vec![("parameter", json!(parameter))],
+            ApiError::UnknownField { field } | ApiError::TextFieldExactMatch { field } => {
+                vec![("field", json!(field))]
+            }
+            ApiError::InvalidGroupBy { field, field_type } => vec![
+                ("field", json!(field)),
+                ("type", json!(field_type.as_str())),
+                ("allowed", json!(["keyword"])),
+            ],
+            ApiError::InvalidField { field, field_type } => vec![
+                ("field", json!(field)),
+                ("type", json!(field_type.as_str())),
+                ("allowed", json!(["number"])),
+            ],
+            ApiError::InvalidOperator {
+                field,
+                field_type,
+                operator,
+                allowed,
+            } => vec![
+                ("field", json!(field)),
+                ("type", json!(field_type.as_str())),
+                ("operator", json!(operator)),
+                ("allowed", json!(allowed)),
+            ],
+            ApiError::TooManyGroups { groups, max } => {
+                vec![("groups", json!(groups)), ("max", json!(max))]
+            }
+            ApiError::PayloadTooLarge { limit_bytes } => vec![("limit_bytes", json!(limit_bytes))],
+            ApiError::RateLimited { retry_after }
+            | ApiError::ExportOverBudget { retry_after, .. } => {
+                vec![("retry_after", json!(retry_after))]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The JSON body of contract §7.
+    pub fn body(&self) -> Value {
+        let mut body = serde_json::Map::new();
+        body.insert("error".into(), json!(self.code()));
+        body.insert("message".into(), json!(self.message()));
+        for (key, value) in self.extra() {
+            body.insert(key.into(), value);
+        }
+        Value::Object(body)
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code(), self.message())
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl From<DbErr> for ApiError {
+    fn from(error: DbErr) -> Self {
+        if unreachable(&error) {
+            // A store's message may quote a value the client sent: clipped.
+            tracing::warn!(error = %clip_display(&error), "store unreachable");
+            ApiError::Unavailable
+        } else {
+            tracing::error!(error = %clip_display(&error), "store error");
+            ApiError::Internal
+        }
+    }
+}
+
+/// A direct read of the SQLite file (`query::direct`) that failed: its callers read through
+/// sqlx instead, so this only notes it.
+impl From<rusqlite::Error> for ApiError {
+    fn from(error: rusqlite::Error) -> Self {
+        tracing::debug!(error = %clip_display(&error), "direct SQLite read");
+        ApiError::Internal
+    }
+}
+
+/// Whether a store error means "cannot reach the store" (503) rather than a bug (500): the
+/// connection broke, the pool has none to give, or the server is shutting down, restarting or
+/// refusing connections — all things a retry later can cure.
+pub fn unreachable(error: &DbErr) -> bool {
+    match error {
+        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
+        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => {
+            sqlx_unreachable(e.as_ref())
+        }
+        _ => false,
+    }
+}
+
+/// [`unreachable`] for sqlx's own errors.
+pub fn sqlx_unreachable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| unavailable_sqlstate(&code)),
+        _ => false,
+    }
+}
+
+/// PostgreSQL SQLSTATEs that mean the connection or the server is going away, not that the
+/// statement is wrong: class 08 (connection exception), 57P01–57P05 (admin or crash shutdown,
+/// cannot connect now, idle session timeout), 53300 (too many connections).
+fn unavailable_sqlstate(code: &str) -> bool {
+    code.starts_with("08") || code.starts_with("57P") || code == "53300"
+}

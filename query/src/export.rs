@@ -1,0 +1,373 @@
+//! Export (contract §12.3): every record a request matches, in its order, as NDJSON or CSV,
+//! produced batch by batch so memory stays flat whatever the dataset's size.
+//!
+//! Planning happens once, before the first byte: the ordered positions of the matching
+//! records are computed (from the in-memory index: its filter and the sort walk of
+//! [`MemIndex::page`](crate::memory::MemIndex::page) without a limit; from the store: `SELECT
+//! pos … ORDER BY …` with the same two-part sort as a records page, in statements of
+//! [`POSITION_BATCH`] rows), so the total is
+//! known up front and the order is the one `records` pages through. That list is what an
+//! export holds: **4 bytes a matching record** (flights whole: 1.3 MB), plus one batch of
+//! [`BATCH_RECORDS`] bodies read by primary key ([`Resolver::at_positions`]) and encoded
+//! before the next is read. Each batch is one chunk of the response; a caller that stops
+//! asking for chunks (a client that hung up) stops the reads.
+//!
+//! - NDJSON: one record a line, exactly as `records` shows it (schema key order, `_id` first,
+//!   the projection applied).
+//! - CSV (RFC 4180 quoting, CRLF line ends): a header of `_id` and the selected fields in
+//!   schema order, nested fields under their dotted names (which `odqs import` turns back into
+//!   nested objects), missing and null values as empty cells, `json` values as their JSON text.
+//!
+//! The positions are read at the start; the bodies after, from the same immutable version.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use sea_orm::ConnectionTrait;
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::params::ExportFormat;
+use crate::records::{Part, order_by};
+use crate::request::ExportQuery;
+use crate::schema::Column;
+use crate::sql::{Access, Sql, from_where};
+use crate::{Dataset, Resolver};
+
+/// Records read from the store per statement and written per response chunk.
+pub const BATCH_RECORDS: usize = 1000;
+
+/// Positions read from the store per statement while planning: the rows of one statement are
+/// held at once (about 150 bytes each in the driver), so this bounds the planning's transient
+/// memory at a few MB; the order (`pos` breaks every tie) is the same in every statement.
+pub const POSITION_BATCH: u64 = 50_000;
+
+/// Store reads exports may run at once in this process (a batch of bodies, or a statement of
+/// positions while planning); an export's next read waits for a turn. Two of the SQLite
+/// pool's 8 connections and of PostgreSQL's 16, so ordinary requests always keep the rest:
+/// 20 full exports at once had a page wait 31 s for a store connection.
+pub const EXPORT_READS_AT_ONCE: usize = 2;
+
+/// What exports have done in this process, for tests and logs: how many run now and how many
+/// record bodies they have read; and their share of the store.
+#[derive(Debug)]
+pub struct ExportCounters {
+    running: AtomicU64,
+    records_read: AtomicU64,
+    /// Turns at the store ([`EXPORT_READS_AT_ONCE`]).
+    reads: tokio::sync::Semaphore,
+}
+
+impl Default for ExportCounters {
+    fn default() -> Self {
+        ExportCounters {
+            running: AtomicU64::new(0),
+            records_read: AtomicU64::new(0),
+            reads: tokio::sync::Semaphore::new(EXPORT_READS_AT_ONCE),
+        }
+    }
+}
+
+impl ExportCounters {
+    /// Exports whose stream is still alive.
+    pub fn running(&self) -> u64 {
+        self.running.load(Ordering::SeqCst)
+    }
+
+    /// Record bodies read by all exports so far.
+    pub fn records_read(&self) -> u64 {
+        self.records_read.load(Ordering::SeqCst)
+    }
+}
+
+/// One CSV column: its header (the field's dotted name) and the path to its value.
+#[derive(Debug)]
+struct CsvColumn {
+    name: String,
+    path: Vec<String>,
+}
+
+/// An export under way: the ordered positions of its records and how far it got. Dropping it
+/// ends the export (and logs how far it got).
+#[derive(Debug)]
+pub struct Export {
+    resolver: Arc<Resolver>,
+    dataset: Dataset,
+    query: ExportQuery,
+    /// In-memory row numbers (position − 1) of the matches, in the export's order.
+    rows: Vec<u32>,
+    /// Rows already written.
+    next: usize,
+    /// CSV: the columns, and whether the header went out.
+    columns: Vec<CsvColumn>,
+    header_sent: bool,
+    started: Instant,
+}
+
+impl Resolver {
+    /// Plans an export: validates nothing more (the query is valid), computes the ordered
+    /// positions of the matches, and returns the export ready to write its first batch.
+    pub async fn export(
+        self: &Arc<Self>,
+        dataset: Dataset,
+        query: ExportQuery,
+    ) -> Result<Export, ApiError> {
+        let rows = match self.memory_index(&dataset).await {
+            Some(index) => {
+                let matches = index.matches(&query.filter);
+                let total = index.total(matches.as_ref());
+                index.page(matches.as_ref(), &query.sort, 0, total)
+            }
+            None => self.export_positions(&dataset, &query).await?,
+        };
+        let columns = match query.format {
+            ExportFormat::Csv => csv_columns(&dataset, query.fields.as_deref()),
+            ExportFormat::Ndjson => Vec::new(),
+        };
+        self.exports.running.fetch_add(1, Ordering::SeqCst);
+        Ok(Export {
+            resolver: self.clone(),
+            dataset,
+            query,
+            rows,
+            next: 0,
+            columns,
+            header_sent: false,
+            started: Instant::now(),
+        })
+    }
+
+    /// What exports have done in this process.
+    pub fn export_counters(&self) -> &ExportCounters {
+        &self.exports
+    }
+
+    /// A turn for one export read at the store (see [`EXPORT_READS_AT_ONCE`]).
+    async fn export_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ApiError> {
+        self.exports
+            .reads
+            .acquire()
+            .await
+            .map_err(|_| ApiError::Internal)
+    }
+
+    /// The ordered row numbers of the matches, from the store: the same two-part sort as a
+    /// records page (records with the first key's value, then those without it), read
+    /// [`POSITION_BATCH`] positions a statement, so only the 4-byte list is kept.
+    async fn export_positions(
+        &self,
+        dataset: &Dataset,
+        query: &ExportQuery,
+    ) -> Result<Vec<u32>, ApiError> {
+        let schema = &dataset.schema;
+        let resolved = self.resolve(schema, &query.filter).await?;
+        if resolved.matches_nothing() {
+            return Ok(Vec::new());
+        }
+        let parts: &[Part] = match query.sort.first() {
+            Some(&(first, _)) if first != Column::Id => &[Part::HasValue, Part::Missing],
+            _ => &[Part::All],
+        };
+        let mut rows = Vec::new();
+        for &part in parts {
+            let mut offset = 0u64;
+            loop {
+                let mut sql = Sql::new(self.backend());
+                sql.push("SELECT \"pos\"");
+                from_where(&mut sql, schema, &resolved, Access::Planner);
+                order_by(&mut sql, schema, &query.sort, part);
+                sql.push(" LIMIT ")
+                    .bind(POSITION_BATCH as i64)
+                    .push(" OFFSET ")
+                    .bind(offset as i64);
+                let found = {
+                    let _turn = self.export_turn().await?;
+                    self.db.query_all_raw(sql.build()).await?
+                };
+                let n = found.len() as u64;
+                for row in found {
+                    let pos: i64 = row.try_get_by_index(0)?;
+                    rows.push(u32::try_from(pos - 1).map_err(|_| ApiError::Internal)?);
+                }
+                if n < POSITION_BATCH {
+                    break;
+                }
+                offset += n;
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// `_id` and the fields a projection selects (all without one), in schema order.
+fn csv_columns(dataset: &Dataset, projection: Option<&[String]>) -> Vec<CsvColumn> {
+    let selected = |name: &str| {
+        projection.is_none_or(|paths| {
+            paths.iter().any(|p| {
+                name == p || (name.starts_with(p.as_str()) && name[p.len()..].starts_with('.'))
+            })
+        })
+    };
+    std::iter::once("_id")
+        .chain(dataset.schema.fields.iter().map(|f| f.name.as_str()))
+        .filter(|name| *name == "_id" || selected(name))
+        .map(|name| CsvColumn {
+            name: name.to_string(),
+            path: name.split('.').map(str::to_string).collect(),
+        })
+        .collect()
+}
+
+impl Export {
+    /// Records the export sends, known before the first byte (`X-Total-Count`).
+    pub fn total(&self) -> u64 {
+        self.rows.len() as u64
+    }
+
+    /// The format being written.
+    pub fn format(&self) -> ExportFormat {
+        self.query.format
+    }
+
+    /// The dataset's slug.
+    pub fn slug(&self) -> &str {
+        &self.dataset.meta.slug
+    }
+
+    /// The next chunk of the body: the CSV header with the first batch, then one batch of
+    /// [`BATCH_RECORDS`] records a call; `None` when everything was written. A store error
+    /// ends the export (the body is then cut short: the status went out with the first byte).
+    pub async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, ApiError> {
+        let mut out = Vec::new();
+        if self.query.format == ExportFormat::Csv && !self.header_sent {
+            self.header_sent = true;
+            let header: Vec<&str> = self.columns.iter().map(|c| c.name.as_str()).collect();
+            write_csv_record(&mut out, &header)?;
+        }
+        if self.next >= self.rows.len() {
+            return Ok((!out.is_empty()).then_some(out));
+        }
+        let end = (self.next + BATCH_RECORDS).min(self.rows.len());
+        let docs = {
+            let _turn = self.resolver.export_turn().await?;
+            self.resolver
+                .export_batch(&self.dataset.schema, &self.rows[self.next..end])
+                .await?
+        };
+        self.resolver
+            .exports
+            .records_read
+            .fetch_add(docs.len() as u64, Ordering::SeqCst);
+        self.next = end;
+        out.reserve(docs.len() * 256);
+        match self.query.format {
+            ExportFormat::Ndjson => {
+                let projection = self.query.fields.as_deref();
+                for doc in docs {
+                    let record = self.dataset.schema.shape(doc, projection);
+                    serde_json::to_writer(&mut out, &record).map_err(|_| ApiError::Internal)?;
+                    out.push(b'\n');
+                }
+            }
+            ExportFormat::Csv => {
+                let mut writer = csv_writer(&mut out);
+                let mut cells: Vec<String> = Vec::with_capacity(self.columns.len());
+                for doc in &docs {
+                    cells.clear();
+                    cells.extend(self.columns.iter().map(|c| cell(doc, c)));
+                    writer
+                        .write_record(&cells)
+                        .map_err(|_| ApiError::Internal)?;
+                }
+                writer.flush().map_err(|_| ApiError::Internal)?;
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+impl Drop for Export {
+    fn drop(&mut self) {
+        self.resolver.exports.running.fetch_sub(1, Ordering::SeqCst);
+        let (sent, total) = (self.next, self.rows.len());
+        let seconds = self.started.elapsed().as_secs_f64();
+        if sent == 0 && !self.header_sent && total > 0 {
+            // Planned but never started (refused by the rate limit).
+            tracing::debug!(slug = %self.dataset.meta.slug, total, "export not started");
+        } else if sent >= total {
+            tracing::info!(slug = %self.dataset.meta.slug, format = self.query.format.as_str(),
+                records = total, seconds, "export finished");
+        } else {
+            tracing::info!(slug = %self.dataset.meta.slug, format = self.query.format.as_str(),
+                records_read = sent, total, seconds, "export stopped before its end (the client went away or a read failed)");
+        }
+    }
+}
+
+/// A CSV writer with RFC 4180 quoting (fields with a comma, quote or line break are quoted,
+/// quotes doubled) and CRLF line ends.
+fn csv_writer(out: &mut Vec<u8>) -> csv::Writer<&mut Vec<u8>> {
+    csv::WriterBuilder::new()
+        .terminator(csv::Terminator::CRLF)
+        .from_writer(out)
+}
+
+fn write_csv_record(out: &mut Vec<u8>, record: &[&str]) -> Result<(), ApiError> {
+    let mut writer = csv_writer(out);
+    writer
+        .write_record(record)
+        .and_then(|()| writer.flush().map_err(csv::Error::from))
+        .map_err(|_| ApiError::Internal)
+}
+
+/// The CSV cell of `column` in `doc`: empty when missing or null, strings as they are,
+/// numbers and booleans as JSON writes them (which `odqs import` reads back to the same
+/// value), lists and objects of `json` fields as their JSON text.
+fn cell(doc: &Value, column: &CsvColumn) -> String {
+    let value = match doc.get(&column.name) {
+        Some(value) => Some(value),
+        None => column
+            .path
+            .iter()
+            .try_fold(doc, |value, key| value.as_object()?.get(key)),
+    };
+    match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(other) => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cells_and_quoting() {
+        let column = |name: &str| CsvColumn {
+            name: name.into(),
+            path: name.split('.').map(str::to_string).collect(),
+        };
+        let doc = json!({"a": "x, \"y\"\nz", "n": 2.5, "i": 7, "b": true, "p": {"q": "deep"},
+                         "l": [1, 2], "nil": null});
+        let cells: Vec<String> = ["a", "n", "i", "b", "p.q", "l", "nil", "gone"]
+            .iter()
+            .map(|n| cell(&doc, &column(n)))
+            .collect();
+        assert_eq!(
+            cells,
+            ["x, \"y\"\nz", "2.5", "7", "true", "deep", "[1,2]", "", ""]
+        );
+        let mut out = Vec::new();
+        let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
+        write_csv_record(&mut out, &refs).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"x, \"\"y\"\"\nz\",2.5,7,true,deep,\"[1,2]\",,\r\n"
+        );
+    }
+}

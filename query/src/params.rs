@@ -1,0 +1,852 @@
+//! Request parameters before they meet a dataset: what a REST query string or GraphQL arguments
+//! say, with the syntax checked (numbers are numbers, sort keys are well formed, limits hold)
+//! but no name looked up yet. [`crate::request`] checks them against the dataset's schema.
+
+use validator::{Validate, ValidationErrors, ValidationErrorsKind};
+
+use crate::error::ApiError;
+use crate::operators::Op;
+
+/// Records per page when the client does not say (spec §8).
+pub const DEFAULT_PER_PAGE: u64 = 20;
+/// The largest page (spec §8).
+pub const MAX_PER_PAGE: u64 = 100;
+/// The most identifiers one `_ids` may list.
+pub const MAX_IDS: u64 = 1000;
+/// The largest page number: SQL's `OFFSET` and GraphQL's `Int` arguments are signed 64-bit, so
+/// REST takes what GraphQL takes (a page past the end is still an empty page, not an error).
+pub const MAX_PAGE: u64 = i64::MAX as u64;
+
+/// The query parameters of `GET /datasets/{slug}/records` that mean something of their own:
+/// no filter can be written on a field of one of these names (contract §5).
+pub const RECORD_PARAMETERS: &[&str] = &["q", "_ids", "page", "per_page", "sort", "fields"];
+/// The same for `GET /datasets/{slug}/agg` (contract §6, §12.2); the paging and projection
+/// names are refused there rather than read as filters.
+pub const AGG_PARAMETERS: &[&str] = &[
+    "q",
+    "_ids",
+    "group_by",
+    "field",
+    "percentiles",
+    "sort",
+    "limit",
+    "page",
+    "per_page",
+    "fields",
+];
+
+/// The same for `GET /datasets/{slug}/export` (contract §12.3); `page` and `per_page` are
+/// refused there (an export is every match), not read as filters.
+pub const EXPORT_PARAMETERS: &[&str] =
+    &["q", "_ids", "format", "sort", "fields", "page", "per_page"];
+/// The most groups an answer may hold without `limit` (contract §12.2), and the largest
+/// `limit`: no request builds an unbounded answer.
+pub const MAX_GROUPS: u64 = 10_000;
+/// The most percentile labels one request may ask for (contract §12.2).
+pub const MAX_PERCENTILES: u64 = 10;
+/// The percentiles an agg answer holds when the request does not choose (contract §6).
+pub const DEFAULT_PERCENTILES: [f64; 3] = [25.0, 50.0, 75.0];
+/// The most fields one `group_by` may list: each multiplies the groups an answer can have.
+pub const MAX_GROUP_BY_FIELDS: u64 = 4;
+
+/// Conditions shared by records and agg (contract §5, §6: "all filters of §5 apply").
+#[derive(Clone, Debug, Default, PartialEq, Validate)]
+pub struct FilterParams {
+    /// Each `q` value; its whitespace-separated terms are all required.
+    pub q: Vec<String>,
+    /// `q[name]=terms`.
+    pub q_fields: Vec<(String, String)>,
+    /// `name=value`; the same name repeated is OR. A REST `name[op]=value` arrives here too,
+    /// with its bracketed name: only the schema can tell it from a field called `name[op]`.
+    pub exact: Vec<(String, String)>,
+    /// `name[op]` conditions as a typed front end (GraphQL) gives them (contract §12.1).
+    pub ops: Vec<OpParam>,
+    /// `_ids=a,b,c`: 1..=[`MAX_IDS`] identifiers.
+    #[validate(length(min = 1, max = MAX_IDS, message = "identifier"))]
+    pub ids: Option<Vec<String>>,
+}
+
+/// One `name[op]` condition: `in` takes its values as a list, every other operator one value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpParam {
+    pub name: String,
+    pub op: Op,
+    pub values: Vec<String>,
+}
+
+/// One sort key: a field and its direction.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SortParam {
+    pub name: String,
+    pub descending: bool,
+    /// The `<` or `>` a `sort` text's key ended with, read as its direction and left out of
+    /// `name`. When `name` is not a field of the dataset, `name` followed by this mark is tried
+    /// as the field's whole name, ascending (see [`parse_sort`]). `None` for typed keys
+    /// (GraphQL), whose name is always the whole name.
+    #[serde(skip)]
+    pub mark: Option<char>,
+}
+
+impl SortParam {
+    /// A key naming `name` exactly, as typed arguments give it.
+    pub fn new(name: impl Into<String>, descending: bool) -> Self {
+        SortParam {
+            name: name.into(),
+            descending,
+            mark: None,
+        }
+    }
+
+    /// The field name this key names in a schema, and its direction: `name` if `has_field`
+    /// says it is one; otherwise, for a key written with a trailing mark, the whole text
+    /// (`name` and the mark) ascending, if that is a field; otherwise `None`.
+    pub fn resolve(&self, has_field: impl Fn(&str) -> bool) -> Option<(String, bool)> {
+        if has_field(&self.name) {
+            return Some((self.name.clone(), self.descending));
+        }
+        let whole = format!("{}{}", self.name, self.mark?);
+        has_field(&whole).then_some((whole, false))
+    }
+}
+
+/// Parameters of `GET /datasets/{slug}/records`. `page` and `per_page` are checked by
+/// [`Paging::new`], which the dataset list shares.
+#[derive(Clone, Debug, Default, PartialEq, Validate)]
+pub struct RecordParams {
+    #[validate(nested)]
+    pub filter: FilterParams,
+    pub page: Option<u64>,
+    pub per_page: Option<u64>,
+    #[validate(custom(function = "each_key_once"))]
+    pub sort: Vec<SortParam>,
+    /// At least one name.
+    #[validate(length(min = 1, message = "field name"))]
+    pub fields: Option<Vec<String>>,
+}
+
+/// Parameters of `GET /datasets/{slug}/agg` (contract §6, §12.2).
+#[derive(Clone, Debug, Default, PartialEq, Validate)]
+pub struct AggParams {
+    #[validate(nested)]
+    pub filter: FilterParams,
+    /// The fields to group by, each possibly with a bucket; empty when absent (which
+    /// [`crate::request`] refuses as `missing_parameter`).
+    #[validate(length(max = MAX_GROUP_BY_FIELDS, message = "field"))]
+    pub group_by: Vec<GroupByParam>,
+    pub field: Option<String>,
+    /// Percentile labels, 1..=[`MAX_PERCENTILES`] of them, each 0..=100; `None`:
+    /// [`DEFAULT_PERCENTILES`].
+    #[validate(
+        length(min = 1, max = MAX_PERCENTILES, message = "label"),
+        custom(function = "labels_in_range")
+    )]
+    pub percentiles: Option<Vec<f64>>,
+    /// The order of the groups; `None`: count descending, then key.
+    pub sort: Option<SortParam>,
+    /// Keep the first N groups, 1..=[`MAX_GROUPS`].
+    #[validate(range(min = 1, max = MAX_GROUPS))]
+    pub limit: Option<u64>,
+}
+
+/// The `fields` of a single-record request (`GET /datasets/{slug}/records/{id}`).
+#[derive(Clone, Debug, Default, PartialEq, Validate)]
+pub struct ProjectionParams {
+    /// At least one name.
+    #[validate(length(min = 1, message = "field name"))]
+    pub fields: Option<Vec<String>>,
+}
+
+impl ProjectionParams {
+    /// Reads a `fields` value (comma-separated names) and checks its rules.
+    pub fn parse(value: Option<&str>) -> Result<Self, ApiError> {
+        let projection = ProjectionParams {
+            fields: value.map(split_list),
+        };
+        check(&projection)?;
+        Ok(projection)
+    }
+}
+
+/// The bounds of [`Paging`], declared as the other parameters' are.
+#[derive(Validate)]
+struct PagingBounds {
+    #[validate(range(min = 1, max = MAX_PAGE))]
+    page: u64,
+    #[validate(range(min = 1, max = MAX_PER_PAGE))]
+    per_page: u64,
+}
+
+/// Checks the syntax rules declared on a parameter type (ranges, list lengths): the first
+/// broken one as the contract's `invalid_parameter`, named as REST names the parameter.
+pub fn check(params: &impl Validate) -> Result<(), ApiError> {
+    match params.validate() {
+        Ok(()) => Ok(()),
+        Err(errors) => Err(first_error(&errors).unwrap_or(ApiError::Internal)),
+    }
+}
+
+/// The first error of a validation, as a message a person can act on.
+fn first_error(errors: &ValidationErrors) -> Option<ApiError> {
+    if let Some((field, kind)) = errors.errors().iter().next() {
+        let name = match field.as_ref() {
+            "ids" => "_ids",
+            other => other,
+        };
+        match kind {
+            ValidationErrorsKind::Field(list) => {
+                let error = list.first()?;
+                let param = |key: &str| error.params.get(key).map(|v| v.to_string());
+                let noun = error.message.as_deref().unwrap_or("item");
+                let message = match error.code.as_ref() {
+                    "range" => format!(
+                        "{name} must be between {} and {}.",
+                        param("min").unwrap_or_default(),
+                        param("max").unwrap_or_default()
+                    ),
+                    "length"
+                        if param("min").is_some_and(|min| {
+                            error
+                                .params
+                                .get("value")
+                                .and_then(|v| v.as_array())
+                                .is_some_and(|v| (v.len() as u64) < min.parse::<u64>().unwrap_or(0))
+                        }) =>
+                    {
+                        format!("{name} needs at least one {noun} (comma-separated).")
+                    }
+                    "length" => format!(
+                        "{name} can list at most {} {noun}s.",
+                        param("max").unwrap_or_default()
+                    ),
+                    _ => error
+                        .message
+                        .as_deref()
+                        .unwrap_or("This parameter is not valid.")
+                        .to_string(),
+                };
+                return Some(ApiError::invalid(name, message));
+            }
+            ValidationErrorsKind::Struct(inner) => return first_error(inner),
+            ValidationErrorsKind::List(items) => {
+                return items.values().next().and_then(|inner| first_error(inner));
+            }
+        }
+    }
+    None
+}
+
+/// Percentile labels are 0..=100.
+fn labels_in_range(labels: &[f64]) -> Result<(), validator::ValidationError> {
+    match labels.iter().find(|p| !(0.0..=100.0).contains(*p)) {
+        None => Ok(()),
+        Some(bad) => Err(validator::ValidationError::new("percentile")
+            .with_message(format!("A percentile is between 0 and 100; {bad} is not.").into())),
+    }
+}
+
+/// Each sort key names its field once.
+fn each_key_once(keys: &[SortParam]) -> Result<(), validator::ValidationError> {
+    check_sort_keys(keys).map_err(|error| {
+        validator::ValidationError::new("sort").with_message(error.message().into())
+    })
+}
+
+/// One item of `group_by`: `origin`, `time_hour[month]`, `distance[500]`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GroupByParam {
+    pub name: String,
+    /// The bracketed part: a date bucket name or a number bin width, checked against the
+    /// field's type by [`crate::request`].
+    pub bucket: Option<String>,
+}
+
+impl GroupByParam {
+    /// Reads one item; a field whose own name ends in `]` is found by [`crate::request`],
+    /// which tries the whole text as a name first.
+    pub fn parse(item: &str) -> Self {
+        match crate::operators::split(item) {
+            Some((name, bucket)) => GroupByParam {
+                name: name.to_string(),
+                bucket: Some(bucket.to_string()),
+            },
+            None => GroupByParam {
+                name: item.to_string(),
+                bucket: None,
+            },
+        }
+    }
+
+    /// The item as the client wrote it (a group's `keys` member is named so).
+    pub fn label(&self) -> String {
+        match &self.bucket {
+            Some(bucket) => format!("{}[{bucket}]", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// The formats of an export (contract §12.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    /// One record a line, exactly as `records` shows it (the default).
+    #[default]
+    Ndjson,
+    /// A header of the selected fields, nested ones as dotted names; RFC 4180 quoting.
+    Csv,
+}
+
+impl ExportFormat {
+    /// Every format, in the order the documentation lists them.
+    pub const ALL: [ExportFormat; 2] = [ExportFormat::Ndjson, ExportFormat::Csv];
+
+    /// The name a client writes in `format=`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportFormat::Ndjson => "ndjson",
+            ExportFormat::Csv => "csv",
+        }
+    }
+
+    /// Reads `format=` (names are matched without regard to case).
+    pub fn parse(value: &str) -> Result<Self, ApiError> {
+        let value = value.trim();
+        Self::ALL
+            .into_iter()
+            .find(|f| f.as_str().eq_ignore_ascii_case(value))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|f| f.as_str()).collect();
+                ApiError::invalid(
+                    "format",
+                    format!(
+                        "format must be one of {}, not {value:?}.",
+                        names.join(" or ")
+                    ),
+                )
+            })
+    }
+}
+
+/// Parameters of `GET /datasets/{slug}/export` (contract §12.3): the conditions, sort and
+/// projection of records, without paging.
+#[derive(Clone, Debug, Default, PartialEq, Validate)]
+pub struct ExportParams {
+    #[validate(nested)]
+    pub filter: FilterParams,
+    #[validate(custom(function = "each_key_once"))]
+    pub sort: Vec<SortParam>,
+    /// At least one name.
+    #[validate(length(min = 1, message = "field name"))]
+    pub fields: Option<Vec<String>>,
+    pub format: ExportFormat,
+}
+
+/// Paging of lists (`page`, `per_page`), validated: page 1..=[`MAX_PAGE`], per_page
+/// 1..=[`MAX_PER_PAGE`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Paging {
+    pub page: u64,
+    pub per_page: u64,
+}
+
+impl Paging {
+    /// Checks the bounds of spec §8 and contract §5 (and [`MAX_PAGE`]).
+    pub fn new(page: Option<u64>, per_page: Option<u64>) -> Result<Self, ApiError> {
+        let page = page.unwrap_or(1);
+        let per_page = per_page.unwrap_or(DEFAULT_PER_PAGE);
+        check(&PagingBounds { page, per_page })?;
+        Ok(Paging { page, per_page })
+    }
+
+    /// Records before this page.
+    pub fn offset(&self) -> u64 {
+        (self.page - 1).saturating_mul(self.per_page)
+    }
+}
+
+/// Parses a `sort` value: keys separated by commas, each a name followed by `<` (descending),
+/// `>` (ascending) or nothing (ascending).
+///
+/// Field names may contain `<` and `>` themselves. The rule: a key's last character, when it is
+/// `<` or `>` and something comes before it, is its direction if the rest names a field of the
+/// dataset; otherwise the whole key is the field's name, ascending ([`SortParam::resolve`],
+/// applied against the schema). So with fields `a` and `a<`, `a<` sorts `a` descending, `a<>`
+/// sorts `a<` ascending and `a<<` sorts `a<` descending; with only `a<`, `a<` sorts it
+/// ascending too. A key with nothing but a mark, or nothing at all, is refused.
+pub fn parse_sort(value: &str) -> Result<Vec<SortParam>, ApiError> {
+    let mut keys = Vec::new();
+    for raw in value.split(',') {
+        let raw = raw.trim();
+        let mark = raw.chars().last().filter(|c| matches!(c, '<' | '>'));
+        let name = match mark {
+            Some(mark) if raw.len() > 1 => &raw[..raw.len() - mark.len_utf8()],
+            _ => raw,
+        };
+        if name.is_empty() || raw == "<" || raw == ">" {
+            return Err(ApiError::invalid(
+                "sort",
+                format!(
+                    "Cannot read the sort key {raw:?}: write a field name followed by < (descending) or > (ascending), keys separated by commas."
+                ),
+            ));
+        }
+        let mark = mark.filter(|_| name.len() < raw.len());
+        keys.push(SortParam {
+            name: name.to_string(),
+            descending: mark == Some('<'),
+            mark,
+        });
+    }
+    check_sort_keys(&keys)?;
+    Ok(keys)
+}
+
+/// The rule on a list of sort keys however it was written (a REST `sort` value or GraphQL's
+/// typed keys): each field at most once.
+pub fn check_sort_keys(keys: &[SortParam]) -> Result<(), ApiError> {
+    for (i, key) in keys.iter().enumerate() {
+        if keys[..i].iter().any(|k| k.name == key.name) {
+            return Err(ApiError::invalid(
+                "sort",
+                format!("The sort key {} is given twice.", key.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Splits a comma-separated list (`fields`, `_ids`), trimming items and dropping empty ones.
+pub fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Splits an `in` list of values (`carrier[in]=UA,AA`) on its commas, dropping empty items but
+/// keeping every other item exactly as given: a value is matched as `carrier=value` matches
+/// it, spaces included (`carrier[in]=%20UA` does not match `UA`, as `carrier=%20UA` does not).
+pub fn split_values(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Parses a whole-number parameter (`page`, `per_page`).
+pub fn parse_count(name: &str, value: &str) -> Result<u64, ApiError> {
+    value.trim().parse::<u64>().map_err(|_| {
+        ApiError::invalid(
+            name,
+            format!("{name} must be a whole number, not {value:?}."),
+        )
+    })
+}
+
+/// What a query-string pair is, for both endpoints.
+enum Pair<'a> {
+    Q(&'a str),
+    QField(&'a str, &'a str),
+    Ids(&'a str),
+    Other(&'a str, &'a str),
+}
+
+fn classify<'a>(name: &'a str, value: &'a str) -> Result<Pair<'a>, ApiError> {
+    if name == "q" {
+        return Ok(Pair::Q(value));
+    }
+    if let Some(rest) = name.strip_prefix("q[") {
+        return match rest.strip_suffix(']') {
+            Some(field) if !field.is_empty() => Ok(Pair::QField(field, value)),
+            _ => Err(ApiError::invalid(
+                name,
+                format!("Cannot read the parameter {name:?}: write q[<field>]=terms."),
+            )),
+        };
+    }
+    if name == "_ids" {
+        return Ok(Pair::Ids(value));
+    }
+    Ok(Pair::Other(name, value))
+}
+
+fn add_filter(filter: &mut FilterParams, pair: Pair<'_>) -> Result<(), ApiError> {
+    match pair {
+        Pair::Q(value) => filter.q.push(value.to_string()),
+        Pair::QField(field, value) => filter.q_fields.push((field.into(), value.into())),
+        Pair::Ids(value) => filter
+            .ids
+            .get_or_insert_with(Vec::new)
+            .extend(split_list(value)),
+        Pair::Other(name, value) => filter.exact.push((name.into(), value.into())),
+    }
+    Ok(())
+}
+
+/// Takes a parameter that may be given once.
+fn once(slot: &mut Option<String>, name: &str, value: &str) -> Result<(), ApiError> {
+    if slot.is_some() {
+        return Err(ApiError::invalid(
+            name,
+            format!("The parameter {name} is given more than once."),
+        ));
+    }
+    *slot = Some(value.to_string());
+    Ok(())
+}
+
+impl RecordParams {
+    /// Reads decoded query-string pairs (contract §5).
+    pub fn from_pairs(pairs: &[(String, String)]) -> Result<Self, ApiError> {
+        let mut params = RecordParams::default();
+        let (mut page, mut per_page, mut sort, mut fields) = (None, None, None, None);
+        for (name, value) in pairs {
+            match name.as_str() {
+                "page" => once(&mut page, name, value)?,
+                "per_page" => once(&mut per_page, name, value)?,
+                "sort" => once(&mut sort, name, value)?,
+                "fields" => once(&mut fields, name, value)?,
+                _ => add_filter(&mut params.filter, classify(name, value)?)?,
+            }
+        }
+        params.page = page.map(|v| parse_count("page", &v)).transpose()?;
+        params.per_page = per_page.map(|v| parse_count("per_page", &v)).transpose()?;
+        if let Some(sort) = sort {
+            params.sort = parse_sort(&sort)?;
+        }
+        params.fields = fields.map(|f| split_list(&f));
+        check(&params)?;
+        Ok(params)
+    }
+}
+
+impl AggParams {
+    /// Reads decoded query-string pairs (contract §6, §12.2).
+    pub fn from_pairs(pairs: &[(String, String)]) -> Result<Self, ApiError> {
+        let mut params = AggParams::default();
+        let (mut group_by, mut field, mut percentiles, mut sort, mut limit) =
+            (None, None, None, None, None);
+        for (name, value) in pairs {
+            match name.as_str() {
+                "group_by" => once(&mut group_by, name, value)?,
+                "field" => once(&mut field, name, value)?,
+                "percentiles" => once(&mut percentiles, name, value)?,
+                "sort" => once(&mut sort, name, value)?,
+                "limit" => once(&mut limit, name, value)?,
+                "page" | "per_page" | "fields" => {
+                    return Err(ApiError::invalid(
+                        name.as_str(),
+                        format!(
+                            "{name} does not apply to agg: it answers groups, not records; use limit and sort to choose groups."
+                        ),
+                    ));
+                }
+                _ => add_filter(&mut params.filter, classify(name, value)?)?,
+            }
+        }
+        params.group_by = group_by
+            .map(|g| {
+                split_list(&g)
+                    .iter()
+                    .map(|item| GroupByParam::parse(item))
+                    .collect()
+            })
+            .unwrap_or_default();
+        params.field = field;
+        params.percentiles = percentiles.map(|p| parse_percentiles(&p)).transpose()?;
+        params.sort = sort.map(|s| parse_group_sort(&s)).transpose()?;
+        params.limit = limit.map(|l| parse_count("limit", &l)).transpose()?;
+        check(&params)?;
+        Ok(params)
+    }
+}
+
+impl ExportParams {
+    /// Reads decoded query-string pairs (contract §12.3): `page` and `per_page` are refused,
+    /// since an export is every matching record.
+    pub fn from_pairs(pairs: &[(String, String)]) -> Result<Self, ApiError> {
+        let mut params = ExportParams::default();
+        let (mut sort, mut fields, mut format) = (None, None, None);
+        for (name, value) in pairs {
+            match name.as_str() {
+                "sort" => once(&mut sort, name, value)?,
+                "fields" => once(&mut fields, name, value)?,
+                "format" => once(&mut format, name, value)?,
+                "page" | "per_page" => {
+                    return Err(ApiError::invalid(
+                        name.as_str(),
+                        format!(
+                            "{name} does not apply to export: it sends every matching record; narrow it with filters."
+                        ),
+                    ));
+                }
+                _ => add_filter(&mut params.filter, classify(name, value)?)?,
+            }
+        }
+        if let Some(sort) = sort {
+            params.sort = parse_sort(&sort)?;
+        }
+        params.fields = fields.map(|f| split_list(&f));
+        if let Some(format) = format {
+            params.format = ExportFormat::parse(&format)?;
+        }
+        check(&params)?;
+        Ok(params)
+    }
+}
+
+/// Parses `percentiles=5,50,95.5`: plain decimal numbers (no sign, no exponent).
+pub fn parse_percentiles(value: &str) -> Result<Vec<f64>, ApiError> {
+    value
+        .split(',')
+        .map(|item| {
+            let item = item.trim();
+            let (whole, fraction) = item.split_once('.').unwrap_or((item, "0"));
+            let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+            let plain = digits(whole) && digits(fraction);
+            plain.then(|| item.parse::<f64>().ok()).flatten().ok_or_else(|| {
+                ApiError::invalid(
+                    "percentiles",
+                    format!(
+                        "Cannot read the percentile {item:?}: give numbers from 0 to 100, comma-separated (percentiles=5,50,95)."
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Parses an agg `sort`: one key (`count<`, `key>`, `avg<`, `p95<`, …); its name is checked by
+/// [`crate::request`].
+pub fn parse_group_sort(value: &str) -> Result<SortParam, ApiError> {
+    let mut keys = parse_sort(value)?;
+    if keys.len() != 1 {
+        return Err(ApiError::invalid(
+            "sort",
+            "An agg sort takes one key (count<, count>, key>, key<, or a statistic of field such as avg< or p95<); ties follow the key.",
+        ));
+    }
+    Ok(keys.remove(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn sort_syntax() {
+        let keys = parse_sort("dep_delay<,carrier>,origin").unwrap();
+        assert_eq!(
+            keys,
+            vec![
+                SortParam {
+                    name: "dep_delay".into(),
+                    descending: true,
+                    mark: Some('<'),
+                },
+                SortParam {
+                    name: "carrier".into(),
+                    descending: false,
+                    mark: Some('>'),
+                },
+                SortParam::new("origin", false),
+            ]
+        );
+        for bad in ["", "<", ">", " > ", "a,,b", "a<,a>"] {
+            assert_eq!(
+                parse_sort(bad).unwrap_err().code(),
+                "invalid_parameter",
+                "{bad}"
+            );
+        }
+    }
+
+    /// Field names with `<` and `>` (issue 33): a trailing mark is the direction when the rest
+    /// names a field, else part of the name.
+    #[test]
+    fn sort_keys_with_marks_in_names() {
+        let fields = ["a", "a<", "<b>", "<"];
+        let has = |name: &str| fields.contains(&name);
+        let resolved = |text: &str| -> Vec<Option<(String, bool)>> {
+            parse_sort(text)
+                .unwrap()
+                .iter()
+                .map(|k| k.resolve(has))
+                .collect()
+        };
+        let key = |name: &str, descending| Some((name.to_string(), descending));
+        assert_eq!(resolved("a<"), [key("a", true)]);
+        assert_eq!(resolved("a<>"), [key("a<", false)]);
+        assert_eq!(resolved("a<<"), [key("a<", true)]);
+        assert_eq!(resolved("<b>"), [key("<b>", false)]);
+        assert_eq!(resolved("<b><"), [key("<b>", true)]);
+        assert_eq!(resolved("<b>>"), [key("<b>", false)]);
+        assert_eq!(resolved("<<"), [key("<", true)]);
+        assert_eq!(resolved("<>"), [key("<", false)]);
+        assert_eq!(resolved("b>"), [None]);
+        // Only `a<` exists: the whole key names it.
+        let only = |name: &str| name == "a<";
+        assert_eq!(parse_sort("a<").unwrap()[0].resolve(only), key("a<", false));
+        assert_eq!(parse_sort("a").unwrap()[0].resolve(only), None);
+    }
+
+    #[test]
+    fn record_pairs() {
+        let p = RecordParams::from_pairs(&pairs(&[
+            ("q", "denver airport"),
+            ("q[name]", "x"),
+            ("carrier", "UA"),
+            ("carrier", "AA"),
+            ("_ids", "1, 2,"),
+            ("page", "3"),
+        ]))
+        .unwrap();
+        assert_eq!(p.filter.q, vec!["denver airport"]);
+        assert_eq!(p.filter.exact.len(), 2);
+        assert_eq!(p.filter.ids, Some(vec!["1".into(), "2".into()]));
+        assert_eq!(p.page, Some(3));
+        for bad in [
+            ("page", "x"),
+            ("per_page", "-1"),
+            ("q[", "x"),
+            ("q[]", "x"),
+            ("_ids", ","),
+            ("fields", ""),
+        ] {
+            assert!(RecordParams::from_pairs(&pairs(&[bad])).is_err(), "{bad:?}");
+        }
+        assert!(RecordParams::from_pairs(&pairs(&[("page", "1"), ("page", "2")])).is_err());
+    }
+
+    #[test]
+    fn paging_bounds() {
+        assert!(Paging::new(Some(0), None).is_err());
+        assert!(Paging::new(None, Some(0)).is_err());
+        assert!(Paging::new(None, Some(101)).is_err());
+        assert_eq!(Paging::new(None, Some(100)).unwrap().per_page, 100);
+        assert_eq!(Paging::new(Some(3), Some(10)).unwrap().offset(), 20);
+        assert!(Paging::new(Some(MAX_PAGE + 1), None).is_err());
+        assert_eq!(
+            Paging::new(Some(MAX_PAGE), Some(100)).unwrap().offset(),
+            u64::MAX
+        );
+    }
+
+    #[test]
+    fn export_pairs() {
+        let p = ExportParams::from_pairs(&pairs(&[
+            ("carrier", "UA"),
+            ("format", "CSV"),
+            ("sort", "dep_delay<"),
+            ("fields", "carrier"),
+        ]))
+        .unwrap();
+        assert_eq!(p.format, ExportFormat::Csv);
+        assert_eq!(p.filter.exact.len(), 1);
+        assert_eq!(p.sort.len(), 1);
+        assert_eq!(
+            ExportParams::from_pairs(&[]).unwrap().format,
+            ExportFormat::Ndjson
+        );
+        for bad in [
+            ("page", "1"),
+            ("per_page", "10"),
+            ("format", "xml"),
+            ("format", ""),
+            ("fields", ","),
+            ("sort", "a,<"),
+        ] {
+            let error = ExportParams::from_pairs(&pairs(&[bad])).unwrap_err();
+            assert_eq!(error.code(), "invalid_parameter", "{bad:?}");
+        }
+        assert!(ExportParams::from_pairs(&pairs(&[("format", "csv"), ("format", "csv")])).is_err());
+        for name in EXPORT_PARAMETERS {
+            if let Ok(p) = ExportParams::from_pairs(&pairs(&[(name, value(name))])) {
+                assert!(p.filter.exact.is_empty(), "{name}");
+            }
+        }
+    }
+
+    fn value(name: &str) -> &'static str {
+        match name {
+            "page" | "per_page" => "1",
+            "format" => "csv",
+            "sort" | "fields" | "group_by" | "field" => "x",
+            _ => "a",
+        }
+    }
+
+    #[test]
+    fn percentile_labels_are_plain_numbers() {
+        assert_eq!(
+            parse_percentiles(" 5, 99.9 ,100").unwrap(),
+            [5.0, 99.9, 100.0]
+        );
+        for bad in [
+            "", "5,", "-1", "+5", "1e2", ".5", "5.", "inf", "NaN", "5..1", "x",
+        ] {
+            assert!(parse_percentiles(bad).is_err(), "{bad}");
+        }
+        let labels = |p: Vec<f64>| AggParams {
+            percentiles: Some(p),
+            ..AggParams::default()
+        };
+        assert_eq!(
+            check(&labels(vec![100.5])).unwrap_err().message(),
+            "A percentile is between 0 and 100; 100.5 is not."
+        );
+        assert_eq!(
+            check(&labels(vec![])).unwrap_err().message(),
+            "percentiles needs at least one label (comma-separated)."
+        );
+        assert_eq!(
+            check(&labels(vec![1.0; MAX_PERCENTILES as usize + 1]))
+                .unwrap_err()
+                .message(),
+            format!("percentiles can list at most {MAX_PERCENTILES} labels.")
+        );
+        let ids = FilterParams {
+            ids: Some(vec!["x".into(); MAX_IDS as usize + 1]),
+            ..FilterParams::default()
+        };
+        assert_eq!(
+            check(&ids).unwrap_err(),
+            ApiError::invalid(
+                "_ids",
+                format!("_ids can list at most {MAX_IDS} identifiers.")
+            )
+        );
+    }
+
+    /// The reserved names are exactly those `from_pairs` does not read as a filter.
+    #[test]
+    fn reserved_names_are_not_filters() {
+        let value = |name: &str| match name {
+            "page" | "per_page" => "1",
+            "sort" | "fields" | "group_by" | "field" => "x",
+            _ => "a",
+        };
+        for name in RECORD_PARAMETERS {
+            let p = RecordParams::from_pairs(&pairs(&[(name, value(name))])).unwrap();
+            assert!(p.filter.exact.is_empty(), "{name}");
+        }
+        let p = RecordParams::from_pairs(&pairs(&[("carrier", "UA")])).unwrap();
+        assert_eq!(p.filter.exact.len(), 1);
+        for name in AGG_PARAMETERS {
+            if let Ok(p) = AggParams::from_pairs(&pairs(&[(name, value(name))])) {
+                assert!(p.filter.exact.is_empty(), "{name}");
+            }
+        }
+        let p = AggParams::from_pairs(&pairs(&[("carrier", "UA")])).unwrap();
+        assert_eq!(p.filter.exact.len(), 1);
+    }
+}

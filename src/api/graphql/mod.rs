@@ -1,0 +1,417 @@
+//! `GET` and `POST /api/v1/graphql` (contract §10, §12.5), as the GraphQL-over-HTTP
+//! specification says:
+//!
+//! - `POST` with a JSON body (`query`, `variables`, `operationName`, or a batch of at most
+//!   [`MAX_BATCH`] of them), and `GET` with the same as query parameters; `async-graphql-axum`
+//!   extracts both. A `POST` whose `Content-Type` is not JSON is 415.
+//! - The answer is `application/graphql-response+json` when the client's `Accept` asks for it:
+//!   a request error (the document does not parse or validate, a limit refuses it: no `data`)
+//!   is 400, anything that ran is 200. Otherwise (`application/json`, `*/*`, no `Accept`) it is
+//!   `application/json` and 200 for every well-formed request, as older clients expect. An
+//!   `Accept` that allows neither is 406.
+//! - A browser (`GET` whose `Accept` prefers `text/html`) gets the GraphiQL IDE.
+//! - A body that is not a GraphQL request is 400 with a GraphQL-shaped `errors` list; a body
+//!   over the API's limit is 413 in the contract's shape. Tokens and the rate limit are the
+//!   REST API's (the gate runs before this handler), so a missing or bad token is 401 and a
+//!   spent budget 429, in the contract's shape, because no GraphQL ran.
+//!
+//! What `async-graphql-axum` does not do here, and why, is in ARCHITECTURE.md: its response
+//! type always answers `application/graphql-response+json` with 200 and no negotiation.
+
+use async_graphql::{BatchRequest, BatchResponse, ParseRequestError, ServerError};
+use async_graphql_axum::GraphQLBatchRequest;
+use axum::body::Body;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use serde_json::json;
+
+use crate::app::AppState;
+use crate::auth::bearer::Principal;
+use crate::http::error::{ApiError, HttpError};
+use crate::http::resilience::MAX_BODY_BYTES;
+use query::cost::CostMeter;
+
+/// The most operations one batch (a JSON array body) may carry; each counts its own fetches.
+pub const MAX_BATCH: usize = 10;
+
+/// The GraphQL-over-HTTP media type.
+pub const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
+
+/// The answer's media type, from the client's `Accept`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Media {
+    /// `application/graphql-response+json`: statuses follow the kind of error.
+    GraphqlResponse,
+    /// `application/json`: 200 for every well-formed request.
+    Json,
+    /// The GraphiQL page.
+    Html,
+}
+
+/// The media type the client prefers among those we answer (`q` values honoured, ties going
+/// to the GraphQL media type); `None` when `Accept` allows none of them.
+fn negotiate(headers: &HeaderMap) -> Option<Media> {
+    let accept: Vec<&str> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    if accept.is_empty() {
+        return Some(Media::Json);
+    }
+    let mut best: Option<(f32, u8, Media)> = None;
+    for range in accept.iter().flat_map(|v| v.split(',')) {
+        let mut parts = range.split(';');
+        let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        // Among equal q, the more specific choice wins (GraphQL media type first).
+        let (rank, media) = match name.as_str() {
+            GRAPHQL_RESPONSE => (3, Media::GraphqlResponse),
+            "application/json" => (2, Media::Json),
+            "text/html" => (1, Media::Html),
+            "application/*" | "*/*" => (0, Media::Json),
+            _ => continue,
+        };
+        if q <= 0.0 {
+            continue;
+        }
+        if best.is_none_or(|(bq, br, _)| q > bq || (q == bq && rank > br)) {
+            best = Some((q, rank, media));
+        }
+    }
+    best.map(|(_, _, media)| media)
+}
+
+/// Runs one GraphQL-over-HTTP request, or serves the IDE to a browser.
+pub async fn endpoint(
+    State(state): State<AppState>,
+    principal: Result<Principal, HttpError>,
+    request: Request,
+) -> Result<Response, HttpError> {
+    let media = negotiate(request.headers());
+    let is_get = request.method() == Method::GET;
+    if is_get && (media == Some(Media::Html) || (media.is_none() && accepts_html(&request))) {
+        return Ok(ide(&state));
+    }
+    let principal = principal?;
+    let Some(media) = media.filter(|m| *m != Media::Html) else {
+        return Ok(request_error(
+            StatusCode::NOT_ACCEPTABLE,
+            Media::Json,
+            format!("This endpoint answers {GRAPHQL_RESPONSE} or application/json."),
+        ));
+    };
+    if is_get && !has_query(&request) {
+        return Ok(request_error(
+            StatusCode::BAD_REQUEST,
+            media,
+            "A GraphQL GET needs ?query=… (a browser asking for text/html gets the IDE).".into(),
+        ));
+    }
+    if !is_get && !is_json(request.headers()) {
+        return Ok(request_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            media,
+            "A GraphQL POST needs Content-Type: application/json.".into(),
+        ));
+    }
+    // The body under the API's limit, then handed to async-graphql-axum's extractor (which
+    // reads the body stream itself, past axum's body limit).
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge {
+            limit_bytes: MAX_BODY_BYTES,
+        })?;
+    // GraphQL over HTTP names it `operationName` in a GET's query string too; async-graphql
+    // reads `operation_name` there, so it is taken here.
+    let get_operation = is_get
+        .then(|| {
+            form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
+                .find(|(name, _)| name == "operationName")
+                .map(|(_, value)| value.into_owned())
+        })
+        .flatten();
+    let request = Request::from_parts(parts, Body::from(body));
+    let batch = match GraphQLBatchRequest::<Unreadable>::from_request(request, &()).await {
+        Ok(batch) => match (batch.into_inner(), get_operation) {
+            (BatchRequest::Single(one), Some(name)) if one.operation_name.is_none() => {
+                BatchRequest::Single(one.operation_name(name))
+            }
+            (batch, _) => batch,
+        },
+        Err(Unreadable(error)) => {
+            return Ok(request_error(
+                StatusCode::BAD_REQUEST,
+                media,
+                format!(
+                    "The request is not a GraphQL request: send {{\"query\": \"{{ datasets {{ total }} }}\"}} \
+                     as JSON, or ?query=… with GET ({error})."
+                ),
+            ));
+        }
+    };
+    if let BatchRequest::Batch(list) = &batch
+        && (list.is_empty() || list.len() > MAX_BATCH)
+    {
+        return Ok(request_error(
+            StatusCode::BAD_REQUEST,
+            media,
+            format!(
+                "A batch holds 1 to {MAX_BATCH} operations; this one holds {}.",
+                list.len()
+            ),
+        ));
+    }
+    let meter = CostMeter::default();
+    let answer = run(&state, batch, &meter).await;
+    let mut response = respond(media, answer);
+    // Heavy fields (grouped statistics, full text) weigh what they read, charged now that the
+    // document ran; the gate announces this later charge.
+    let extra = u32::try_from(meter.total()).unwrap_or(u32::MAX);
+    if let Some(charge) = state
+        .rate_limits
+        .tokens
+        .charge_up_to(&principal.token_id, extra)
+    {
+        response.extensions_mut().insert(charge);
+    }
+    Ok(response)
+}
+
+/// Runs a single request or a batch. A store fault answers `unavailable` inside the result; a
+/// read is safe to run once more, on a fresh connection (as REST does in `resilience`).
+async fn run(state: &AppState, batch: BatchRequest, meter: &CostMeter) -> BatchResponse {
+    match batch {
+        BatchRequest::Single(request) => {
+            BatchResponse::Single(run_one(state, request, meter).await)
+        }
+        BatchRequest::Batch(requests) => {
+            let mut answers = Vec::with_capacity(requests.len());
+            for request in requests {
+                answers.push(run_one(state, request, meter).await);
+            }
+            BatchResponse::Batch(answers)
+        }
+    }
+}
+
+async fn run_one(
+    state: &AppState,
+    request: async_graphql::Request,
+    meter: &CostMeter,
+) -> async_graphql::Response {
+    let request = request.data(meter.clone());
+    let again = async_graphql::Request::new(request.query.clone())
+        .variables(request.variables.clone())
+        .operation_name_opt(request.operation_name.clone())
+        .data(meter.clone());
+    let response = graphql::execute(&state.graphql, request).await;
+    if response.errors.iter().any(is_unavailable) {
+        tracing::info!("a store fault cut a GraphQL read; running it once more");
+        return graphql::execute(&state.graphql, again).await;
+    }
+    response
+}
+
+/// `operation_name` taking an `Option`, for copying a request.
+trait OperationNameOpt {
+    fn operation_name_opt(self, name: Option<String>) -> Self;
+}
+
+impl OperationNameOpt for async_graphql::Request {
+    fn operation_name_opt(self, name: Option<String>) -> Self {
+        match name {
+            Some(name) => self.operation_name(name),
+            None => self,
+        }
+    }
+}
+
+/// A request error: no operation ran (nothing executed, so no field has a path).
+fn is_request_error(response: &async_graphql::Response) -> bool {
+    response.data == async_graphql::Value::Null
+        && !response.errors.is_empty()
+        && response.errors.iter().all(|e| e.path.is_empty())
+}
+
+/// One answer as JSON: a request error carries no `data` member (GraphQL-over-HTTP §6.4).
+fn answer_json(response: &async_graphql::Response) -> serde_json::Value {
+    let mut value = serde_json::to_value(response).unwrap_or_else(|_| json!({}));
+    if is_request_error(response)
+        && let Some(map) = value.as_object_mut()
+    {
+        map.remove("data");
+    }
+    value
+}
+
+fn respond(media: Media, answer: BatchResponse) -> Response {
+    let (body, request_error) = match &answer {
+        BatchResponse::Single(one) => (answer_json(one), is_request_error(one)),
+        BatchResponse::Batch(all) => (
+            serde_json::Value::Array(all.iter().map(answer_json).collect()),
+            false,
+        ),
+    };
+    let status = if media == Media::GraphqlResponse && request_error {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    with_media(status, media, body)
+}
+
+/// A request refused before GraphQL ran, as a GraphQL error list.
+fn request_error(status: StatusCode, media: Media, message: String) -> Response {
+    let code = match status {
+        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        _ => "invalid_request",
+    };
+    let body = json!({"errors": [{"message": message, "extensions": {"code": code}}]});
+    with_media(status, media, body)
+}
+
+fn with_media(status: StatusCode, media: Media, body: serde_json::Value) -> Response {
+    let content_type = match media {
+        Media::GraphqlResponse => GRAPHQL_RESPONSE,
+        _ => "application/json",
+    };
+    let mut response = (status, body.to_string()).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// async-graphql-axum's refusal of a body or query string, kept for our own answer.
+struct Unreadable(ParseRequestError);
+
+impl From<ParseRequestError> for Unreadable {
+    fn from(error: ParseRequestError) -> Self {
+        Unreadable(error)
+    }
+}
+
+impl IntoResponse for Unreadable {
+    fn into_response(self) -> Response {
+        request_error(StatusCode::BAD_REQUEST, Media::Json, self.0.to_string())
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .is_some_and(|v| v == "application/json" || v == GRAPHQL_RESPONSE)
+}
+
+/// Whether a GET carries a non-empty `query` parameter.
+fn has_query(request: &Request) -> bool {
+    form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
+        .any(|(name, value)| name == "query" && !value.trim().is_empty())
+}
+
+fn accepts_html(request: &Request) -> bool {
+    request
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/html"))
+}
+
+fn is_unavailable(error: &ServerError) -> bool {
+    let code = ApiError::Unavailable.code();
+    error
+        .extensions
+        .as_ref()
+        .and_then(|e| e.get("code"))
+        .is_some_and(|c| *c == async_graphql::Value::from(code))
+}
+
+/// The GraphiQL version vendored in `src/rest/graphiql/` (see its `LICENSES.md`); it is part of
+/// the assets' path, so they can be cached for good.
+pub const GRAPHIQL_VERSION: &str = "3.8.3";
+
+/// The Content-Security-Policy of the IDE page: scripts and styles from this site only (the
+/// page is where people paste tokens); GraphiQL sets some styles inline.
+const IDE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+    img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
+    base-uri 'none'; form-action 'none'";
+
+/// The GraphiQL IDE, served with its vendored assets, so it works without internet access.
+/// Paste a token into the Headers tab.
+fn ide(state: &AppState) -> Response {
+    let context = minijinja::context! {
+        endpoint => format!("{}/graphql", state.resolver.base_url()),
+        assets => format!("/assets/graphiql-{GRAPHIQL_VERSION}"),
+    };
+    let html = match crate::templates::render("graphiql.html", context) {
+        Ok(html) => html,
+        Err(status) => return status.into_response(),
+    };
+    let mut response = Html(html).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(IDE_CSP),
+    );
+    response
+}
+
+/// The vendored files, by name.
+const ASSETS: [(&str, &str, &[u8]); 6] = [
+    (
+        "graphiql.min.js",
+        "text/javascript",
+        include_bytes!("graphiql/graphiql.min.js"),
+    ),
+    (
+        "graphiql.min.css",
+        "text/css",
+        include_bytes!("graphiql/graphiql.min.css"),
+    ),
+    (
+        "react.production.min.js",
+        "text/javascript",
+        include_bytes!("graphiql/react.production.min.js"),
+    ),
+    (
+        "react-dom.production.min.js",
+        "text/javascript",
+        include_bytes!("graphiql/react-dom.production.min.js"),
+    ),
+    (
+        "init.js",
+        "text/javascript",
+        include_bytes!("graphiql/init.js"),
+    ),
+    ("page.css", "text/css", include_bytes!("graphiql/page.css")),
+];
+
+/// `GET /assets/graphiql-{version}/{name}`: one vendored file, cached for a year (the version
+/// is in the path).
+pub async fn asset(
+    axum::extract::Path((version, name)): axum::extract::Path<(String, String)>,
+) -> Response {
+    let found = ASSETS.iter().find(|(file, _, _)| *file == name);
+    match found {
+        Some((_, media, bytes)) if version == format!("graphiql-{GRAPHIQL_VERSION}") => (
+            [
+                (header::CONTENT_TYPE, *media),
+                (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+            ],
+            *bytes,
+        )
+            .into_response(),
+        _ => HttpError(ApiError::NotFound).into_response(),
+    }
+}

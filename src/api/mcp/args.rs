@@ -1,0 +1,267 @@
+//! The tools' arguments: the JSON face of the REST query strings. Each argument type turns
+//! into the same `(name, value)` pairs a query string decodes to, and those go through the
+//! query layer's `from_pairs` and `request` functions like a REST request: every rule (names,
+//! operators, bounds, limits) is checked there, once, and a broken one is the same error
+//! with the same code. The bounds written here only describe those rules to the client, from
+//! the same constants.
+
+use std::collections::BTreeMap;
+
+use query::ApiError;
+use query::params::{
+    AGG_PARAMETERS, EXPORT_PARAMETERS, MAX_GROUPS, MAX_PAGE, MAX_PER_PAGE, RECORD_PARAMETERS,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Decoded query-string pairs, as `query` reads them.
+pub type Pairs = Vec<(String, String)>;
+
+/// A filter's value: text, a number, `true`/`false`, or a list for `in`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum FilterValue {
+    Text(String),
+    Number(serde_json::Number),
+    Bool(bool),
+    List(Vec<Scalar>),
+}
+
+/// One item of a list.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Scalar {
+    Text(String),
+    Number(serde_json::Number),
+    Bool(bool),
+}
+
+impl Scalar {
+    fn text(&self) -> String {
+        match self {
+            Scalar::Text(text) => text.clone(),
+            Scalar::Number(number) => number.to_string(),
+            Scalar::Bool(flag) => flag.to_string(),
+        }
+    }
+}
+
+impl FilterValue {
+    /// The value as a query string carries it (a list joined by commas, as `in` reads it).
+    fn text(&self) -> String {
+        match self {
+            FilterValue::Text(text) => text.clone(),
+            FilterValue::Number(number) => number.to_string(),
+            FilterValue::Bool(flag) => flag.to_string(),
+            FilterValue::List(items) => {
+                items.iter().map(Scalar::text).collect::<Vec<_>>().join(",")
+            }
+        }
+    }
+}
+
+/// A list given as a JSON array or as the comma-separated text REST takes.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum List {
+    Items(Vec<String>),
+    Text(String),
+}
+
+impl List {
+    fn text(&self) -> String {
+        match self {
+            List::Items(items) => items.join(","),
+            List::Text(text) => text.clone(),
+        }
+    }
+}
+
+/// Filters as REST writes them: `{"carrier": "UA", "dep_delay[gte]": 60,
+/// "origin[in]": ["EWR", "JFK"], "dep_time[exists]": false}`.
+pub type Filters = BTreeMap<String, FilterValue>;
+
+/// Adds `filters` to `pairs`, refusing a name that is one of the tool's own arguments (it
+/// would be read as that argument, not as a filter).
+fn push_filters(
+    pairs: &mut Pairs,
+    filters: &Option<Filters>,
+    reserved: &[&str],
+) -> Result<(), ApiError> {
+    for (name, value) in filters.iter().flatten() {
+        if reserved.contains(&name.as_str()) && name != "q" && name != "_ids" {
+            return Err(ApiError::invalid(
+                name.as_str(),
+                format!("{name} is an argument of its own, not a filter: pass it beside filters."),
+            ));
+        }
+        pairs.push((name.clone(), value.text()));
+    }
+    Ok(())
+}
+
+fn push(pairs: &mut Pairs, name: &str, value: Option<String>) {
+    if let Some(value) = value {
+        pairs.push((name.to_string(), value));
+    }
+}
+
+/// `list_datasets`: `GET /datasets`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDatasets {
+    /// The page, from 1.
+    #[schemars(range(min = 1, max = MAX_PAGE))]
+    pub page: Option<u64>,
+    /// Datasets per page.
+    #[schemars(range(min = 1, max = MAX_PER_PAGE))]
+    pub per_page: Option<u64>,
+}
+
+/// `describe_dataset`: `GET /datasets/{slug}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Describe {
+    /// The dataset's slug, as `list_datasets` gives it.
+    pub dataset: String,
+}
+
+/// `search_records`: `GET /datasets/{slug}/records`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRecords {
+    /// The dataset's slug.
+    pub dataset: String,
+    /// Full-text search over the dataset's text fields.
+    pub q: Option<String>,
+    /// Filters: `field` for an exact match, `field[op]` for an operator (see the schema
+    /// entries' `filter.operators`), `_ids` for a list of ids.
+    pub filters: Option<Filters>,
+    /// Sort keys, each a field name followed by `<` (descending) or `>` (ascending), e.g.
+    /// `["dep_delay<", "_id"]`.
+    pub sort: Option<List>,
+    /// Only these fields in each record (`_id` always comes).
+    pub fields: Option<List>,
+    /// The page, from 1.
+    #[schemars(range(min = 1, max = MAX_PAGE))]
+    pub page: Option<u64>,
+    /// Records per page.
+    #[schemars(range(min = 1, max = MAX_PER_PAGE))]
+    pub per_page: Option<u64>,
+}
+
+impl SearchRecords {
+    /// The pairs of the records query string.
+    pub fn pairs(&self) -> Result<Pairs, ApiError> {
+        let mut pairs = Pairs::new();
+        push(&mut pairs, "q", self.q.clone());
+        push_filters(&mut pairs, &self.filters, RECORD_PARAMETERS)?;
+        push(&mut pairs, "sort", self.sort.as_ref().map(List::text));
+        push(&mut pairs, "fields", self.fields.as_ref().map(List::text));
+        push(&mut pairs, "page", self.page.map(|p| p.to_string()));
+        push(&mut pairs, "per_page", self.per_page.map(|p| p.to_string()));
+        Ok(pairs)
+    }
+}
+
+/// `get_record`: `GET /datasets/{slug}/records/{id}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetRecord {
+    /// The dataset's slug.
+    pub dataset: String,
+    /// The record's `_id`.
+    pub id: String,
+    /// Only these fields (`_id` always comes).
+    pub fields: Option<List>,
+}
+
+impl GetRecord {
+    /// The `fields` list, split as REST splits it.
+    pub fn fields(&self) -> Option<String> {
+        self.fields.as_ref().map(List::text)
+    }
+}
+
+/// `aggregate`: `GET /datasets/{slug}/agg`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Aggregate {
+    /// The dataset's slug.
+    pub dataset: String,
+    /// Group keys: keyword fields, `date_field[year|month|day|hour]`, `number_field[width]`.
+    pub group_by: Option<List>,
+    /// The number field to compute statistics of, per group.
+    pub field: Option<String>,
+    /// Percentile labels, 0 to 100, e.g. `[5, 50, 95]`.
+    pub percentiles: Option<Vec<serde_json::Number>>,
+    /// Order of groups, one key: `count<` (default), `count>`, `key>`, `key<`, or a statistic of
+    /// `field` (`avg<`, `p95>`, …); `<` is descending.
+    pub sort: Option<String>,
+    /// At most this many groups.
+    #[schemars(range(min = 1, max = MAX_GROUPS))]
+    pub limit: Option<u64>,
+    /// Full-text search over the text fields.
+    pub q: Option<String>,
+    /// Filters, as for `search_records`.
+    pub filters: Option<Filters>,
+}
+
+impl Aggregate {
+    /// The pairs of the agg query string.
+    pub fn pairs(&self) -> Result<Pairs, ApiError> {
+        let mut pairs = Pairs::new();
+        push(&mut pairs, "q", self.q.clone());
+        push_filters(&mut pairs, &self.filters, AGG_PARAMETERS)?;
+        push(
+            &mut pairs,
+            "group_by",
+            self.group_by.as_ref().map(List::text),
+        );
+        push(&mut pairs, "field", self.field.clone());
+        push(
+            &mut pairs,
+            "percentiles",
+            self.percentiles.as_ref().map(|p| {
+                p.iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+        );
+        push(&mut pairs, "sort", self.sort.clone());
+        push(&mut pairs, "limit", self.limit.map(|l| l.to_string()));
+        Ok(pairs)
+    }
+}
+
+/// `export_records`: `GET /datasets/{slug}/export`, for a small slice.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExportRecords {
+    /// The dataset's slug.
+    pub dataset: String,
+    /// `ndjson` (default) or `csv`.
+    pub format: Option<String>,
+    /// Full-text search over the text fields.
+    pub q: Option<String>,
+    /// Filters, as for `search_records`.
+    pub filters: Option<Filters>,
+    /// Sort keys, as for `search_records`.
+    pub sort: Option<List>,
+    /// Only these fields.
+    pub fields: Option<List>,
+}
+
+impl ExportRecords {
+    /// The pairs of the export query string.
+    pub fn pairs(&self) -> Result<Pairs, ApiError> {
+        let mut pairs = Pairs::new();
+        push(&mut pairs, "q", self.q.clone());
+        push_filters(&mut pairs, &self.filters, EXPORT_PARAMETERS)?;
+        push(&mut pairs, "sort", self.sort.as_ref().map(List::text));
+        push(&mut pairs, "fields", self.fields.as_ref().map(List::text));
+        push(&mut pairs, "format", self.format.clone());
+        Ok(pairs)
+    }
+}

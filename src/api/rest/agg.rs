@@ -1,0 +1,54 @@
+//! `GET /datasets/{slug}/agg` (contract §6).
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use query::{AggParams, cost, request};
+
+use super::query_string::pairs;
+use crate::app::AppState;
+use crate::auth::bearer::Principal;
+use crate::http::caching::conditional;
+use crate::http::error::HttpError;
+
+/// Grouped statistics: every group in one answer, by count descending then key.
+#[utoipa::path(get, path = "/datasets/{slug}/agg", tag = "agg", operation_id = "aggregate",
+    params(
+        ("slug" = String, Path, description = "The dataset's slug", example = "flights"),
+        crate::api::openapi::AggQuery,
+    ),
+    responses(
+        (status = 200, description = "The groups, by count descending then key; records without a `group_by` value count in `total_records` but in no group", body = query::views::AggResult,
+            headers(("ETag" = String, description = "The answer's tag, for `If-None-Match`"))),
+        (status = 304, response = crate::api::openapi::NotModified),
+        (status = 400, response = crate::api::openapi::BadRequest),
+        (status = 401, response = crate::api::openapi::Unauthorized),
+        (status = 404, response = crate::api::openapi::NotFound),
+        (status = 413, response = crate::api::openapi::PayloadTooLarge),
+        (status = 429, response = crate::api::openapi::TooManyRequests),
+        (status = 503, response = crate::api::openapi::Unavailable),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn aggregate(
+    principal: Principal,
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, HttpError> {
+    let params = AggParams::from_pairs(&pairs(query.as_deref()))?;
+    let dataset = state.resolver.dataset(&slug).await?;
+    let query = request::agg_query(&params, &dataset.schema)?;
+    let extra = cost::scan_extra(u64::try_from(dataset.meta.record_count).unwrap_or(0));
+    let charge = match state.rate_limits.weigh(principal.token_id, extra) {
+        Ok(charge) => charge,
+        Err(refused) => return Ok(super::refusal(refused)),
+    };
+    let etag = state.resolver.etag(&dataset, "agg", &query);
+    let mut response = conditional(&headers, etag, state.resolver.agg(&dataset, &query)).await?;
+    if let Some(charge) = charge {
+        response.extensions_mut().insert(charge);
+    }
+    Ok(response)
+}

@@ -1,0 +1,83 @@
+//! `GET /datasets` and `GET /datasets/{slug}` (contract §3).
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
+use query::Paging;
+use query::params::parse_count;
+
+use super::query_string::pairs;
+use crate::app::AppState;
+use crate::auth::bearer::Principal;
+use crate::http::error::{ApiError, HttpError};
+
+/// Lists the datasets, by slug; `page` and `per_page` as for records.
+#[utoipa::path(get, path = "/datasets", tag = "datasets", operation_id = "list_datasets",
+    params(crate::api::openapi::DatasetsQuery),
+    responses(
+        (status = 200, description = "One page of the datasets", body = query::views::DatasetList),
+        (status = 400, response = crate::api::openapi::BadRequest),
+        (status = 401, response = crate::api::openapi::Unauthorized),
+        (status = 413, response = crate::api::openapi::PayloadTooLarge),
+        (status = 429, response = crate::api::openapi::TooManyRequests),
+        (status = 503, response = crate::api::openapi::Unavailable),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_datasets(
+    _: Principal,
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, HttpError> {
+    let (mut page, mut per_page) = (None, None);
+    for (name, value) in pairs(query.as_deref()) {
+        match name.as_str() {
+            "page" => page = Some(parse_count("page", &value)?),
+            "per_page" => per_page = Some(parse_count("per_page", &value)?),
+            _ => {
+                return Err(ApiError::invalid(
+                    name.clone(),
+                    format!("The dataset list takes only page and per_page, not {name}."),
+                )
+                .into());
+            }
+        }
+    }
+    let list = state
+        .resolver
+        .list_datasets(Paging::new(page, per_page)?)
+        .await?;
+    Ok(crate::http::caching::json_response(&list))
+}
+
+/// One dataset's metadata: the list item plus licence, source, schema entries and links.
+#[utoipa::path(get, path = "/datasets/{slug}", tag = "datasets", operation_id = "get_dataset",
+    params(("slug" = String, Path, description = "The dataset's slug (may contain dots and tildes)", example = "flights")),
+    responses(
+        (status = 200, description = "The dataset's metadata", body = query::views::DatasetDetail),
+        (status = 400, response = crate::api::openapi::BadRequest),
+        (status = 401, response = crate::api::openapi::Unauthorized),
+        (status = 404, response = crate::api::openapi::NotFound),
+        (status = 413, response = crate::api::openapi::PayloadTooLarge),
+        (status = 429, response = crate::api::openapi::TooManyRequests),
+        (status = 503, response = crate::api::openapi::Unavailable),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_dataset(
+    _: Principal,
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, HttpError> {
+    if let Some((name, _)) = pairs(query.as_deref()).into_iter().next() {
+        return Err(ApiError::invalid(
+            name.clone(),
+            format!("A dataset's metadata takes no parameters, not {name}."),
+        )
+        .into());
+    }
+    let dataset = state.resolver.dataset(&slug).await?;
+    Ok(crate::http::caching::json_response(
+        &state.resolver.detail(&dataset),
+    ))
+}

@@ -1,0 +1,180 @@
+//! One log line per answered request (a refusal, 429, is counted instead and logged at debug
+//! level): method, path (never the query string, which may carry
+//! search text; clipped to [`MAX_LOGGED_BYTES`] like every client-supplied text in a log
+//! line), status and latency.
+//!
+//! tower-http's `TraceLayer` did this through an info-level span per request, and its JSON
+//! line carried that span twice (`span` and `spans`), each time parsed back from the text
+//! stored when the span was made; the JSON formatter then took most of what was left. At 16
+//! connections the line cost a third of a small page's throughput (issue 13: flights' first
+//! page 25,500 req/s with it, 38,100 without). So:
+//!
+//! - the span is at debug level: off by default, where it costs a level check; with
+//!   `ODQS_LOG=debug`, events logged while a request runs carry its method and path again;
+//! - with JSON logs (`odqs serve` calls [`write_json_to`]), the line is written straight into
+//!   the log writer's buffer, in the shape `tracing`'s JSON formatter gives an event, so every
+//!   line of the log reads alike; `ODQS_LOG` still decides whether it is written;
+//! - otherwise (text logs, tests) it is an ordinary `tracing` event.
+
+use std::io::Write;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime};
+
+use axum::extract::Request;
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::Response;
+use query::log_text::{MAX_LOGGED_BYTES, clip};
+use time::OffsetDateTime;
+use tracing::{Instrument, Level};
+
+use crate::http::log_writer::LogLines;
+
+/// The `message` of the line (`"message":"request"`).
+pub const MESSAGE: &str = "request";
+
+/// The `target` of the line: this module's, which is what `ODQS_LOG` filters it by.
+const TARGET: &str = module_path!();
+
+/// Requests answered 429 since the last [`take_refused`].
+static REFUSED: AtomicU64 = AtomicU64::new(0);
+
+/// Requests answered 429 since the last call (the maintenance tick logs the count).
+pub fn take_refused() -> u64 {
+    REFUSED.swap(0, Ordering::Relaxed)
+}
+
+/// Where JSON lines go, once [`write_json_to`] is called.
+static JSON_LINES: OnceLock<LogLines> = OnceLock::new();
+
+/// Writes the lines as JSON straight to `lines` from now on (the writer the JSON subscriber
+/// was given). Called once, by `odqs serve`; a second call changes nothing.
+pub fn write_json_to(lines: LogLines) {
+    let _ = JSON_LINES.set(lines);
+}
+
+/// The middleware (install with `axum::middleware::from_fn`, outermost).
+pub async fn access_log(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    // A clone of the parsed URI shares its bytes: no copy of the path.
+    let uri = request.uri().clone();
+    let span =
+        tracing::debug_span!("request", method = %clip(method.as_str()), path = %clip(uri.path()));
+    let response = next.run(request).instrument(span).await;
+    let status = response.status().as_u16();
+    if status == 429 {
+        // A refusal is a flood's echo: counted, summed up on the maintenance tick
+        // ([`take_refused`]), and written one by one only at debug level (a flood of refused
+        // device starts wrote 242,484 lines in 20 s).
+        REFUSED.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(method = %clip(method.as_str()), path = %clip(uri.path()), "request refused (429)");
+        return response;
+    }
+    if !tracing::enabled!(Level::INFO) {
+        return response;
+    }
+    let latency_ms = started.elapsed().as_micros() as f64 / 1000.0;
+    match JSON_LINES.get() {
+        Some(lines) => {
+            let line = json_line(SystemTime::now(), &method, uri.path(), status, latency_ms);
+            let _ = (&*lines).write_all(&line);
+        }
+        None => tracing::info!(
+            method = %clip(method.as_str()),
+            path = %clip(uri.path()),
+            status,
+            latency_ms,
+            "{MESSAGE}"
+        ),
+    }
+    response
+}
+
+/// The line as `tracing`'s JSON formatter writes an event with these fields (flattened), with
+/// its newline.
+fn json_line(at: SystemTime, method: &Method, path: &str, status: u16, latency_ms: f64) -> Vec<u8> {
+    let at = OffsetDateTime::from(at);
+    let mut line = Vec::with_capacity(160 + path.len());
+    let _ = write!(
+        line,
+        "{{\"timestamp\":\"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z\",\"level\":\"INFO\",\
+         \"message\":\"{MESSAGE}\",\"method\":",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.microsecond(),
+    );
+    let _ = serde_json::to_writer(&mut line, &logged(method.as_str()));
+    line.extend_from_slice(b",\"path\":");
+    let _ = serde_json::to_writer(&mut line, &logged(path));
+    let _ = writeln!(
+        line,
+        ",\"status\":{status},\"latency_ms\":{latency_ms},\"target\":\"{TARGET}\"}}"
+    );
+    line
+}
+
+/// A client's text as the line carries it: as it came, or clipped when longer than
+/// [`MAX_LOGGED_BYTES`] (the common case copies nothing).
+fn logged(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_LOGGED_BYTES {
+        text.into()
+    } else {
+        clip(text).to_string().into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line is one JSON object per line, with the fields and values `tracing` would give,
+    /// a path that needs escaping kept exactly.
+    #[test]
+    fn json_lines_read_as_tracing_events() {
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(1_764_057_600_123_456);
+        let path = "/api/v1/datasets/caf\u{e9}/records/\"q\\u\"";
+        let line = json_line(at, &Method::GET, path, 404, 0.012);
+        let text = String::from_utf8(line).unwrap();
+        assert!(
+            text.ends_with("}\n") && text.matches('\n').count() == 1,
+            "{text}"
+        );
+        let event: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            event,
+            serde_json::json!({
+                "timestamp": "2025-11-25T08:00:00.123456Z",
+                "level": "INFO",
+                "message": "request",
+                "method": "GET",
+                "path": path,
+                "status": 404,
+                "latency_ms": 0.012,
+                "target": "odqs::http::access_log",
+            })
+        );
+    }
+
+    /// A path of a megabyte is logged as its first bytes and a count of the rest.
+    #[test]
+    fn long_paths_are_clipped() {
+        let path = format!("/{}", "p".repeat(1 << 20));
+        let method = Method::from_bytes(&[b'M'; 4096]).unwrap();
+        let line = json_line(SystemTime::UNIX_EPOCH, &method, &path, 404, 0.1);
+        assert!(line.len() < 2 * MAX_LOGGED_BYTES + 200, "{}", line.len());
+        let event: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(event["path"], clip(&path).to_string());
+        assert!(
+            event["method"]
+                .as_str()
+                .unwrap()
+                .ends_with("…(+3896 bytes)")
+        );
+    }
+}

@@ -1,0 +1,13 @@
+//! HTTP plumbing under every front end: how connections are served, how a request line is
+//! read, who the client is, what is logged, how answers are compressed and cached, and how the
+//! contract's errors become HTTP answers.
+
+pub mod access_log;
+pub mod caching;
+pub mod client_addr;
+pub mod compression;
+pub mod error;
+pub mod log_writer;
+pub mod request_line;
+pub mod resilience;
+pub mod server;
