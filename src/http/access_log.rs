@@ -3,11 +3,10 @@
 //! search text; clipped to [`MAX_LOGGED_BYTES`] like every client-supplied text in a log
 //! line), status and latency.
 //!
-//! tower-http's `TraceLayer` did this through an info-level span per request, and its JSON
-//! line carried that span twice (`span` and `spans`), each time parsed back from the text
-//! stored when the span was made; the JSON formatter then took most of what was left. At 16
-//! connections the line cost a third of a small page's throughput (issue 13: flights' first
-//! page 25,500 req/s with it, 38,100 without). So:
+//! tower-http's `TraceLayer` would do this through an info-level span per request, and its
+//! JSON line carries that span twice (`span` and `spans`), each time parsed back from the text
+//! stored when the span was made; the JSON formatter then takes most of what is left (a third
+//! of a small page's throughput at 16 connections: ARCHITECTURE.md, "Measurements"). So:
 //!
 //! - the span is at debug level: off by default, where it costs a level check; with
 //!   `ODQS_LOG=debug`, events logged while a request runs carry its method and path again;

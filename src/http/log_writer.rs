@@ -1,7 +1,6 @@
-//! `odqs serve`'s log lines, written to standard error by a thread of their own (issue 13).
-//! Every answered request logs one line; written from the request's thread, each line was a
-//! `write` system call on the path of the answer (a sixth of a small page's CPU at 16
-//! connections). Here a request only appends its formatted line to a shared buffer; the writer
+//! `odqs serve`'s log lines, written to standard error by a thread of their own.
+//! Every answered request logs one line; written from the request's thread, each line would be
+//! a `write` system call on the path of the answer (ARCHITECTURE.md, "Measurements"). Here a request only appends its formatted line to a shared buffer; the writer
 //! thread takes everything pending at once and writes it in one call. Nothing is dropped: when
 //! standard error does not keep up and [`MAX_PENDING_BYTES`] are waiting, a request waits for
 //! the writer as it waited for `write` before. A line appears on standard error within

@@ -139,7 +139,7 @@ async fn bare_line_feeds_end_lines() {
     .await;
 }
 
-/// Chunked bodies are followed (issue 33: a raw `<` after one got no answer): chunk data
+/// Chunked bodies are followed (a raw `<` after one must get an answer): chunk data
 /// and trailers pass untouched, the next request line is rewritten.
 #[tokio::test]
 async fn chunked_bodies_are_followed() {
@@ -308,7 +308,7 @@ async fn writes_pass_through_over_a_duplex() {
     assert_eq!(answer, b"HTTP/1.1 200 OK <>\r\n");
 }
 
-/// Property-based fuzzing (issue 11): arbitrary bytes and generated request sequences, in
+/// Property-based fuzzing: arbitrary bytes and generated request sequences, in
 /// arbitrary splits: 2,000 cases each, about a second, in every `cargo test`.
 mod fuzz {
     use super::*;
