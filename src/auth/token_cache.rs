@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use time::OffsetDateTime;
 
-use super::bearer::Principal;
+use super::principal::Principal;
 
 /// How long a confirmed token is believed without asking the store again.
 pub const FRESH_FOR: Duration = Duration::from_secs(1);

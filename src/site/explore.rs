@@ -9,10 +9,11 @@ use axum::response::{IntoResponse, Response};
 use minijinja::context;
 use time::OffsetDateTime;
 
-use super::pages::{page, store_failed, when};
+use super::pages::{page, store_failed};
 use super::visitor::{Visitor, see_other};
-use crate::app::AppState;
 use crate::auth::account;
+use crate::guides::when;
+use crate::state::AppState;
 use graphql::MAX_FETCHES;
 
 /// `GET /explore`: signed-in people only (others go to log in and come back).
