@@ -25,7 +25,9 @@ use time::OffsetDateTime;
 use crate::store::{Store, StoreError, gc};
 pub use progress::Progress;
 use reader::{Format, Source};
-use schema::{Inference, Plan, SchemaFile};
+use schema::SchemaFile;
+use schema::infer::Inference;
+use schema::plan::Plan;
 
 /// Where in the file something went wrong.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -279,7 +281,7 @@ async fn infer(
                 location: record.location,
                 message,
             };
-            schema::check_reserved_id(&record.object, own_id).map_err(malformed)?;
+            schema::plan::check_reserved_id(&record.object, own_id).map_err(malformed)?;
             inference
                 .observe(&record.object, record.untyped)
                 .map_err(malformed)?;

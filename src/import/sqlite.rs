@@ -17,7 +17,7 @@ use sqlx::SqlitePool;
 use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
-use super::schema::{Cell, Plan};
+use super::schema::plan::{Cell, Plan};
 use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
 use crate::store::{SQLITE_BUSY_TIMEOUT, SQLITE_CACHE_KIB, WAL_LIMIT_BYTES};
 
