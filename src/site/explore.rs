@@ -1,4 +1,4 @@
-//! `/explore` (issue 5): a dataset explorer for signed-in people that is itself a GraphQL
+//! `/explore`: a dataset explorer for signed-in people that is itself a GraphQL
 //! client. The page carries a short-lived token minted for the signed-in account
 //! ([`account::explorer_token`]); its script (`explore.js`, served by the binary, no build
 //! step) uses only `POST /api/v1/graphql` with it.

@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 use super::values::{is_iso_date, parse_bool, parse_number};
 use super::{MAX_FIELDS, SchemaFile};
 
+/// Type inference over a whole file, one record at a time, in bounded memory: at most
+/// [`MAX_FIELDS`] fields are tracked, each with at most [`DISTINCT_CAP`] short values.
 #[derive(Default)]
 pub struct Inference {
     order: Vec<String>,

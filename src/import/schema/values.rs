@@ -51,9 +51,6 @@ pub fn is_iso_date(s: &str) -> bool {
             .all(|c| c.is_ascii_digit() || matches!(c, b':' | b'.' | b'+' | b'-' | b'Z'))
 }
 
-/// Type inference over a whole file, one record at a time, in bounded memory: at most
-/// [`MAX_FIELDS`] fields are tracked, each with at most [`DISTINCT_CAP`] short values.
-
 #[cfg(test)]
 mod tests {
     use super::*;
