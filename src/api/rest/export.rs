@@ -8,8 +8,9 @@
 //! a client that hangs up drops the stream, and with it the export, so reading stops.
 //!
 //! Exports are the heaviest requests, so how many run at once is bounded besides the rate
-//! limit ([`ExportSlots`](crate::auth::export_slots::ExportSlots)): per token, per account and in all. Over a bound the answer is 429
-//! `rate_limited` with a short `Retry-After`, before any work is done.
+//! limit ([`ExportSlots`](crate::auth::export_slots::ExportSlots)): per token, per account and
+//! in all. Over a bound the answer is 429 `rate_limited` with a short `Retry-After`, before any
+//! work is done.
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, RawQuery, State};
