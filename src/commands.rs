@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use query::memory::IndexPolicy;
 
-use crate::app::{self, AppState};
+use crate::app;
 use crate::auth::token;
 use crate::config::{
     Cli, Command, ConfigError, DatasetsCommand, ImportArgs, ServeArgs, ServeConfig, StoreArgs,
@@ -14,6 +14,7 @@ use crate::config::{
 };
 use crate::http::log_writer::BackgroundStderr;
 use crate::import::{self, ImportRequest, reader::Source, schema::SchemaFile};
+use crate::state::AppState;
 use crate::store::{Store, catalog};
 
 /// A failed command: what to print, and whether it was the configuration's fault.

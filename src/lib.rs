@@ -4,21 +4,25 @@
 //! Module map (ARCHITECTURE.md draws the floors):
 //! - [`config`]: the command line and its environment variables, validated into one struct.
 //! - [`commands`]: one function per sub-command.
-//! - [`app`]: the HTTP application: state, router, layers, maintenance.
+//! - [`state`]: the application's state, a leaf every floor above takes.
+//! - [`app`]: serving, the graceful shutdown and the maintenance tick.
 //! - [`http`]: HTTP plumbing under every front end: the server's accept loop, the request
 //!   line, the client address, the access log, compression, caching headers, the contract's
-//!   errors as HTTP answers.
+//!   errors as HTTP answers, the percent-encoder of URLs.
 //! - [`api`]: the front ends side by side: REST under `/api/v1`, the GraphQL endpoint, MCP,
 //!   and the OpenAPI document.
+//! - [`guides`]: the Markdown guides (`catalog.md`, `skill.md`), a service the site and MCP
+//!   both call.
 //! - [`site`]: the HTML pages (sign-up, login, account, device approval, explorer) and the
-//!   Markdown guides (`catalog.md`, `skill.md`).
+//!   handlers that serve the guides.
 //! - [`templates`]: every text the service writes from a template (pages, guides, IDE page).
-//! - [`auth`]: API tokens, the API's bearer check, the device authorization grant, accounts,
-//!   passwords, sessions and throttling.
+//! - [`auth`]: API tokens, the device authorization grant, accounts, passwords, sessions,
+//!   throttles and budgets; its HTTP side (the API gate, the bearer extractor, the device-flow
+//!   endpoints) in `auth::http`.
 //! - [`store`]: connecting to SQLite or PostgreSQL, migrations under a cross-instance lock, the
 //!   catalog of datasets, and the garbage collection of retired dataset versions.
-//! - [`import`]: reading CSV/JSON/NDJSON (gzip too), schema files and inference, and the bulk
-//!   load that publishes a dataset version atomically.
+//! - [`import`]: reading CSV/JSON/NDJSON (gzip too), schema files, inference and the row plan,
+//!   and the bulk load that publishes a dataset version atomically.
 //! - [`demo`]: the slices of real open data bundled into the binary for a first start.
 
 pub mod api;
@@ -27,8 +31,10 @@ pub mod auth;
 pub mod commands;
 pub mod config;
 pub mod demo;
+pub mod guides;
 pub mod http;
 pub mod import;
 pub mod site;
+pub mod state;
 pub mod store;
 pub mod templates;

@@ -349,7 +349,7 @@ async fn every_error_code(store: TestStore) {
             post_json(
                 &router,
                 DEVICE,
-                json!({"client": format!(" {} ", "x".repeat(odqs::auth::device::MAX_LABEL - 1))}),
+                json!({"client": format!(" {} ", "x".repeat(odqs::auth::grant::MAX_LABEL - 1))}),
             )
             .await,
             "invalid_request",

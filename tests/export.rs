@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::Request;
 use common::{TestStore, api_token, get_with, import_file, load_demo, test_data, write_file};
-use odqs::app::AppState;
+use odqs::state::AppState;
 use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

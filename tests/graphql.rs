@@ -206,7 +206,7 @@ async fn limits_are_enforced_with_codes(store: TestStore) {
     let fetches: String = (0..=MAX_FETCHES)
         .map(|i| format!("a{i}: agg(slug: \"flights\", groupBy: \"carrier\") {{ totalGroups }} "))
         .collect();
-    let state = odqs::app::AppState::new(store.store.clone(), "http://odqs.test");
+    let state = odqs::state::AppState::new(store.store.clone(), "http://odqs.test");
     let batch = Arc::new(Batch::default());
     let response = execute_with(
         &state.graphql,
@@ -230,7 +230,7 @@ async fn limits_are_enforced_with_codes(store: TestStore) {
 
 async fn identical_sub_requests_run_once(store: TestStore) {
     load_demo(&store).await;
-    let state = odqs::app::AppState::new(store.store.clone(), "http://odqs.test");
+    let state = odqs::state::AppState::new(store.store.clone(), "http://odqs.test");
     let query = r#"{
       a: records(slug: "flights", filters: [{field: "carrier", value: "UA"}, {field: "origin", value: "EWR"}]) { total records }
       b: records(slug: "flights", filters: [{field: "origin", value: "EWR"}, {field: "carrier", value: "UA"}]) { total }
@@ -339,7 +339,7 @@ async fn example_operations_run(store: TestStore) {
 async fn rest_limits_apply_to_graphql(store: TestStore) {
     // The REST rate limit and the token are shared: an exhausted budget stops GraphQL too.
     let state =
-        odqs::app::AppState::new(store.store.clone(), "http://odqs.test").with_api_rate_limit(2);
+        odqs::state::AppState::new(store.store.clone(), "http://odqs.test").with_api_rate_limit(2);
     let router = odqs::app::router(state);
     let token = api_token(&store).await;
     assert_eq!(

@@ -11,7 +11,7 @@ use common::{TestStore, api_token, load_demo};
 async fn graphql_http_audits_pass(store: TestStore) {
     load_demo(&store).await;
     let token = api_token(&store).await;
-    let state = odqs::app::AppState::new(store.store.clone(), "http://127.0.0.1");
+    let state = odqs::state::AppState::new(store.store.clone(), "http://127.0.0.1");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

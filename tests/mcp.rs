@@ -10,8 +10,9 @@ mod py;
 use std::net::SocketAddr;
 
 use common::{TestStore, api_token, load_demo};
-use odqs::api::mcp::tools::{MAX_EXPORT_RECORDS, NAMES};
-use odqs::app::AppState;
+use odqs::api::mcp::tools::MAX_EXPORT_RECORDS;
+use odqs::guides::tools::NAMES;
+use odqs::state::AppState;
 use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;

@@ -17,7 +17,7 @@ use std::process::Output;
 use std::time::Instant;
 
 use common::{TestStore, api_token, load_demo};
-use odqs::app::AppState;
+use odqs::state::AppState;
 use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use query::params::{MAX_PAGE, MAX_PER_PAGE};
 use serde_json::Value;

@@ -135,7 +135,7 @@ async fn raw_sort_operators_on_one_connection(store: TestStore) {
 
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let state = odqs::app::AppState::new(store.store.clone(), "http://odqs.test");
+    let state = odqs::state::AppState::new(store.store.clone(), "http://odqs.test");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(odqs::app::serve(state, listener, async move {
         let _ = stopped.await;

@@ -889,7 +889,7 @@ async fn authentication(store: TestStore) {
 async fn rate_limits(store: TestStore) {
     let api = Api::new(store).await;
     let router = odqs::app::router(
-        odqs::app::AppState::new(api.store.store.clone(), "http://odqs.test")
+        odqs::state::AppState::new(api.store.store.clone(), "http://odqs.test")
             .with_api_rate_limit(3),
     );
     let path = "/api/v1/datasets/places/records?per_page=1";

@@ -14,12 +14,12 @@ use common::TestStore;
 use std::sync::{Arc, Mutex};
 
 use entity::{api_token, device_grant, session, throttle_counter, user};
-use odqs::app::AppState;
 use odqs::auth::password::{self, Hashing};
 use odqs::auth::purge::{self, GRANT_GRACE, Purged};
 use odqs::auth::throttle::{self, Limit, Throttles, Verdict};
 use odqs::auth::{account, token};
 use odqs::http::client_addr::TrustedProxies;
+use odqs::state::AppState;
 use query::memory::IndexPolicy;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};

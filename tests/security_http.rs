@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{TestStore, api_token, get_with, load_demo, post_graphql};
-use odqs::app::AppState;
 use odqs::http::server::ConnLimits;
+use odqs::state::AppState;
 use query::memory::IndexPolicy;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -662,7 +662,7 @@ async fn exports_and_heavy_requests_are_bounded(store: TestStore) {
     };
     use tower::ServiceExt;
     let mut held = Vec::new();
-    for _ in 0..odqs::api::rest::export::EXPORTS_PER_TOKEN {
+    for _ in 0..odqs::auth::export_slots::EXPORTS_PER_TOKEN {
         let response = router.clone().oneshot(export(&token)).await.unwrap();
         assert_eq!(response.status(), 200);
         held.push(response);

@@ -12,7 +12,7 @@ use time::{Duration, OffsetDateTime};
 use web::{Browser, PASSWORD, post_json};
 
 fn https_router(store: &TestStore) -> axum::Router {
-    odqs::app::router(odqs::app::AppState::new(
+    odqs::app::router(odqs::state::AppState::new(
         store.store.clone(),
         "https://odqs.example.org",
     ))

@@ -36,9 +36,9 @@ use utoipa::openapi::server::Server;
 use utoipa::openapi::{ContentBuilder, KnownFormat, RefOr, Required};
 use utoipa::{IntoParams, Modify, OpenApi, ToResponse, ToSchema};
 
-use crate::app::AppState;
-use crate::auth::device::{GRANT_TYPE_URN, MAX_LABEL};
+use crate::auth::grant::{GRANT_TYPE_URN, MAX_LABEL};
 use crate::http::resilience::MAX_BODY_BYTES;
+use crate::state::AppState;
 
 /// The JSON body of every API error (contract §7): `error` and `message` always, and the
 /// members [`ApiError::extra`] adds for some codes.
@@ -245,8 +245,8 @@ pub struct Health {
         crate::api::rest::agg::aggregate,
         graphql_get,
         graphql_post,
-        crate::auth::device::start,
-        crate::auth::device::token,
+        crate::auth::http::device::start,
+        crate::auth::http::device::token,
         crate::app::healthz,
         crate::app::readyz,
     ),

@@ -20,6 +20,20 @@ use time::{Duration, OffsetDateTime};
 use super::token::{self, Secret, hash, random_secret};
 use crate::store::{Store, StoreError};
 
+/// The grant type RFC 8628 §3.4 registers; the spec's short `device_code` is accepted too.
+pub const GRANT_TYPE_URN: &str = "urn:ietf:params:oauth:grant-type:device_code";
+/// Longest `device_name` / `client` label accepted.
+pub const MAX_LABEL: usize = 200;
+
+/// Where a device authorization starts (RFC 8628 §3.1).
+pub const DEVICE_PATH: &str = "/api/v1/auth/device";
+/// Where a device code is exchanged for a token (RFC 8628 §3.4).
+pub const TOKEN_PATH: &str = "/api/v1/auth/token";
+
+/// Where the authorization server's metadata is served (RFC 8414 §3: the well-known suffix
+/// after the issuer), announcing the two paths above.
+pub const METADATA_PATH: &str = "/.well-known/oauth-authorization-server";
+
 /// Prefix of every device code; 43 random base62 characters follow (256 bits, contract §8).
 pub const DEVICE_CODE_PREFIX: &str = "odqs_dc_";
 /// Lifetime of a pending request, in seconds (contract §8 `expires_in`).

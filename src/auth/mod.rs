@@ -1,22 +1,25 @@
-//! Authentication: API tokens, the device authorization grant, and the site's accounts.
+//! Authentication's domain: API tokens, the device authorization grant, the site's accounts and
+//! every budget a request is counted against. Nothing here is an HTTP handler; those are in
+//! [`http`].
 //!
-//! - [`token`]: minting and hashing API tokens; [`bearer`]: the API's `Authorization: Bearer`
-//!   check; [`gate`]: the API's door (who asks, within which budget); [`rate_limit`]: request
-//!   budgets per token and per client address; [`token_cache`]: live tokens without a query.
-//! - [`grant`]: the device grant's states in the store; [`device`]: its two HTTP endpoints;
-//!   [`discovery`]: the RFC 8414 metadata that announces them.
+//! - [`token`]: minting and hashing API tokens; [`principal`]: who a token acts for, and its
+//!   "last used" writes; [`rate_limit`]: request budgets per token and per client address;
+//!   [`export_slots`]: how many exports run at once; [`token_cache`]: live tokens without a
+//!   query.
+//! - [`grant`]: the device grant's states in the store, its paths and limits.
 //! - [`account`], [`password`], [`session`], [`throttle`]: sign-up and sign-in, Argon2id on
 //!   bounded workers, server-side sessions, and the counters for logins, user codes, sign-ups and
 //!   the device flow (kept in memory, shared through the store at most once a second a key).
 //! - [`purge`]: expired grants, sessions, explorer tokens and counters, on the maintenance tick.
+//! - [`http`]: the API gate, the bearer extractor, the device-flow endpoints and the OAuth
+//!   discovery document.
 
 pub mod account;
-pub mod bearer;
-pub mod device;
-pub mod discovery;
-pub mod gate;
+pub mod export_slots;
 pub mod grant;
+pub mod http;
 pub mod password;
+pub mod principal;
 pub mod purge;
 pub mod rate_limit;
 pub mod session;

@@ -6,8 +6,9 @@
 //! Hashing is slow and memory-hungry by design, so it runs on the blocking pool, never on the
 //! request threads, and only through [`Hashing`]: a fixed number of hashes at a time (sized to
 //! the machine), a short bounded line of requests waiting for one, and a refusal beyond it.
-//! 250 sign-ups hashing at once took 2.5 GB and 261 threads; through [`Hashing`] a flood costs
-//! at most [`Hashing::workers`] × 19 MiB and that many blocking threads, whatever arrives.
+//! Unbounded, a flood of sign-ups would take gigabytes and hundreds of threads; through
+//! [`Hashing`] it costs at most [`Hashing::workers`] × 19 MiB and that many blocking threads,
+//! whatever arrives.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};

@@ -1,4 +1,4 @@
-//! Tokens known to be live, so that a known token costs no store query (issue 11): an entry is
+//! Tokens known to be live, so that a known token costs no store query: an entry is
 //! trusted for [`FRESH_FOR`], then checked against the store again on its next use. A token
 //! revoked on another instance therefore stops working everywhere within [`FRESH_FOR`]; one
 //! revoked through this instance (the account page, log-out) is forgotten at once.
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use time::OffsetDateTime;
 
-use super::bearer::Principal;
+use super::principal::Principal;
 
 /// How long a confirmed token is believed without asking the store again.
 pub const FRESH_FOR: Duration = Duration::from_secs(1);

@@ -14,7 +14,7 @@ use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// The address requests count against when the server recorded no peer (a router driven
 /// in-process without `ConnectInfo`): they all share one budget.

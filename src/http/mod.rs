@@ -11,3 +11,4 @@ pub mod log_writer;
 pub mod request_line;
 pub mod resilience;
 pub mod server;
+pub mod url;

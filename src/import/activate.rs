@@ -6,7 +6,8 @@ use entity::{dataset, dataset_field, dataset_version};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set, TransactionTrait};
 use time::OffsetDateTime;
 
-use super::schema::{ID, IdSource, Plan};
+use super::schema::ID;
+use super::schema::plan::{IdSource, Plan};
 use super::{ImportError, ImportRequest};
 use crate::store::catalog;
 

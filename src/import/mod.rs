@@ -25,7 +25,9 @@ use time::OffsetDateTime;
 use crate::store::{Store, StoreError, gc};
 pub use progress::Progress;
 use reader::{Format, Source};
-use schema::{Inference, Plan, SchemaFile};
+use schema::SchemaFile;
+use schema::infer::Inference;
+use schema::plan::Plan;
 
 /// Where in the file something went wrong.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -130,7 +132,7 @@ pub struct ImportRequest {
     pub max_record_bytes: u64,
     /// Whether the store also gets one index per typed column (`--store-indexes`). The
     /// in-memory index answers filters and sorts, so by default the store keeps only its
-    /// primary key and the `_id` index (issue 13: the column indexes were a third of the file);
+    /// primary key and the `_id` index (the column indexes are a large share of the file);
     /// a dataset the store answers itself (`ODQS_INDEX_MEMORY_MB=0`, or beyond the budget)
     /// scans its table without them.
     pub store_indexes: bool,
@@ -279,7 +281,7 @@ async fn infer(
                 location: record.location,
                 message,
             };
-            schema::check_reserved_id(&record.object, own_id).map_err(malformed)?;
+            schema::plan::check_reserved_id(&record.object, own_id).map_err(malformed)?;
             inference
                 .observe(&record.object, record.untyped)
                 .map_err(malformed)?;

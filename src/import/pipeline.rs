@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::reader::{self, Format, Source};
-use super::schema::{Cell, Plan, Row};
+use super::schema::plan::{Cell, Plan, Row};
 use super::{ImportError, Progress};
 
 /// Rows per batch handed to the loader.

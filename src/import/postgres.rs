@@ -11,7 +11,7 @@ use sqlx::PgPool;
 use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
-use super::schema::{Cell, Plan};
+use super::schema::plan::{Cell, Plan};
 use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
 
 /// Strings compare byte-wise (`COLLATE "C"`, code-point order), as SQLite's default does, so

@@ -1,6 +1,6 @@
 //! Bulk loading into SQLite on a connection of the import's own, through rusqlite on a blocking
-//! thread (issue 13: no argument encoding and hand-off to sqlx's worker thread per statement;
-//! the load now waits on the reader thread, not on the store). One cached single-row insert a
+//! thread (no argument encoding and hand-off to sqlx's worker thread per statement, so the
+//! load waits on the reader thread, not on the store). One cached single-row insert a
 //! record, committed every few batches so other writers of the file are not locked out for a
 //! whole import; bodies packed without their keys where they can be (`query::packed`);
 //! indexes built after the load, when it is cheapest. Text values go into an
@@ -17,7 +17,7 @@ use sqlx::SqlitePool;
 use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
-use super::schema::{Cell, Plan};
+use super::schema::plan::{Cell, Plan};
 use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
 use crate::store::{SQLITE_BUSY_TIMEOUT, SQLITE_CACHE_KIB, WAL_LIMIT_BYTES};
 
@@ -135,7 +135,7 @@ fn build_indexes_blocking(
     columns: bool,
 ) -> Result<(), ImportError> {
     let records = records_table(version_id);
-    // Index builds sort on helper threads too (issue 13: 30% faster a column on 2 cores).
+    // Index builds sort on helper threads too.
     conn.pragma_update(None, "threads", sort_threads())?;
     conn.execute_batch("BEGIN IMMEDIATE")?;
     for field in plan.columns().filter(|_| columns) {
@@ -187,7 +187,7 @@ async fn on_own_connection<T: Send + 'static>(
 /// A write connection on the store's file with the pool's settings (WAL is the file's own).
 /// Its cache is the pool's too: SQLite's sorter keeps that much of an index build in memory
 /// per sorted run, and small runs sorted on two threads and merged beat one large run sorted
-/// on one (a column of flights ×10: 1.4 s at 4 MB, 3.5 s at 256 MB).
+/// on one.
 fn open(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,

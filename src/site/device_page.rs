@@ -11,12 +11,13 @@ use axum::response::Response;
 use minijinja::context;
 use serde::Deserialize;
 
-use super::guides::encode;
-use super::pages::{page, store_failed, too_many, when};
+use super::pages::{page, store_failed, too_many};
 use super::visitor::{Posted, Visitor, see_other};
-use crate::app::AppState;
 use crate::auth::grant::{self, Decision, Lookup};
 use crate::auth::throttle::{self, Verdict};
+use crate::guides::when;
+use crate::http::url::encode;
+use crate::state::AppState;
 
 /// `?code=` on `GET /device`.
 #[derive(Deserialize)]

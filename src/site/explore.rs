@@ -1,4 +1,4 @@
-//! `/explore` (issue 5): a dataset explorer for signed-in people that is itself a GraphQL
+//! `/explore`: a dataset explorer for signed-in people that is itself a GraphQL
 //! client. The page carries a short-lived token minted for the signed-in account
 //! ([`account::explorer_token`]); its script (`explore.js`, served by the binary, no build
 //! step) uses only `POST /api/v1/graphql` with it.
@@ -9,10 +9,11 @@ use axum::response::{IntoResponse, Response};
 use minijinja::context;
 use time::OffsetDateTime;
 
-use super::pages::{page, store_failed, when};
+use super::pages::{page, store_failed};
 use super::visitor::{Visitor, see_other};
-use crate::app::AppState;
 use crate::auth::account;
+use crate::guides::when;
+use crate::state::AppState;
 use graphql::MAX_FETCHES;
 
 /// `GET /explore`: signed-in people only (others go to log in and come back).

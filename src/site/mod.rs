@@ -1,26 +1,25 @@
 //! The site at `{site_url}` (contract §9): accounts, the token page, the device approval
-//! page, and the Markdown guides. Server-rendered HTML (minijinja templates), readable on a
-//! phone, usable without JavaScript (except `/explore`, which is a
+//! page, and the handlers that serve the Markdown guides. Server-rendered HTML (minijinja
+//! templates), readable on a phone, usable without JavaScript (except `/explore`, which is a
 //! JavaScript GraphQL client by design).
 //!
 //! - `visitor`: cookies, sessions, CSRF checks (`visitor::Posted`) and the client address.
 //! - `pages`: `/signup`, `/login`, `/logout`, `/account`.
 //! - `device_page`: `/device`.
 //! - `explore`: `/explore`, the dataset explorer, a GraphQL client with a short-lived token.
-//! - `guides` and `skill`: `/`, `/catalog.md`, `/datasets/{slug}/skill.md`.
-//! - `templates`: the HTML templates.
+//! - `guides`: `/`, and the handlers of `/catalog.md` and `/datasets/{slug}/skill.md` (the text
+//!   is the guides service's, [`crate::guides`]).
 
 pub mod device_page;
 pub mod explore;
 pub mod guides;
 pub mod pages;
-pub mod skill;
 pub mod visitor;
 
 use axum::Router;
 use axum::routing::{get, post};
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// The site's routes, merged into the application router.
 pub fn routes() -> Router<AppState> {

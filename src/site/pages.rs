@@ -9,13 +9,13 @@ use minijinja::value::Serde;
 use minijinja::{Value, context};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use time::macros::format_description;
 
 use super::visitor::{Posted, SESSION_COOKIE, Visitor, see_other, unavailable};
-use crate::app::AppState;
 use crate::auth::account::{self, SigninError, SignupError};
 use crate::auth::throttle::Verdict;
 use crate::auth::{password, session, throttle, token};
+use crate::guides::when;
+use crate::state::AppState;
 use crate::store::StoreError;
 use crate::templates::render;
 
@@ -114,7 +114,7 @@ fn next_query(next: &str) -> String {
     if next == "/account" {
         String::new()
     } else {
-        format!("?next={}", super::guides::encode(next))
+        format!("?next={}", crate::http::url::encode(next))
     }
 }
 
@@ -359,15 +359,6 @@ struct TokenRow {
     created: String,
     last_used: String,
     expires: String,
-}
-
-/// `2026-11-22 14:05 UTC`.
-pub fn when(t: OffsetDateTime) -> String {
-    t.to_offset(time::UtcOffset::UTC)
-        .format(format_description!(
-            "[year]-[month]-[day] [hour]:[minute] UTC"
-        ))
-        .unwrap_or_default()
 }
 
 async fn account_page(

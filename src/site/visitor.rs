@@ -14,10 +14,10 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
 use super::pages::message_page;
-use crate::app::AppState;
 use crate::auth::session::{self, SignedIn};
 use crate::auth::token::random_secret;
 use crate::http::client_addr;
+use crate::state::AppState;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "odqs_session";

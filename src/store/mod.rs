@@ -72,12 +72,11 @@ impl Store {
                     .foreign_keys(true)
                     // 4 MB of page cache a connection, 32 MB for the pool at most: the in-memory
                     // indexes answer most reads, the kernel caches the file anyway, and the
-                    // resident size stays bounded (16 MB a connection: 514 MB peak under the
-                    // benchmark's 16 connections, against a 400 MB target).
+                    // resident size stays bounded.
                     .pragma("cache_size", format!("-{SQLITE_CACHE_KIB}"))
                     // The WAL file shrinks back to this after a checkpoint: an import's index
-                    // builds grow it to a third of the store (957 MB at flights ×10), which
-                    // otherwise stays on disk for good.
+                    // builds grow it to a third of the store, which otherwise stays on disk
+                    // for good.
                     .pragma("journal_size_limit", WAL_LIMIT_BYTES.to_string());
                 let pool = SqlitePoolOptions::new()
                     .max_connections(8)

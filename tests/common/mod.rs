@@ -112,8 +112,8 @@ impl TestStore {
     }
 
     /// The application state with in-memory indexes under `policy`.
-    pub fn state_with(&self, policy: IndexPolicy) -> odqs::app::AppState {
-        odqs::app::AppState::new(self.store.clone(), "http://odqs.test").with_index_policy(policy)
+    pub fn state_with(&self, policy: IndexPolicy) -> odqs::state::AppState {
+        odqs::state::AppState::new(self.store.clone(), "http://odqs.test").with_index_policy(policy)
     }
 }
 
@@ -347,7 +347,7 @@ pub async fn load_demo(store: &TestStore) {
 pub async fn serve(store: &TestStore) -> (String, tokio::sync::oneshot::Sender<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let site = format!("http://{}", listener.local_addr().unwrap());
-    let state = odqs::app::AppState::new(store.store.clone(), &site);
+    let state = odqs::state::AppState::new(store.store.clone(), &site);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(odqs::app::serve(state, listener, async {
         let _ = stopped.await;

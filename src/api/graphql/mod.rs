@@ -26,10 +26,10 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde_json::json;
 
-use crate::app::AppState;
-use crate::auth::bearer::Principal;
+use crate::auth::principal::Principal;
 use crate::http::error::{ApiError, HttpError};
 use crate::http::resilience::MAX_BODY_BYTES;
+use crate::state::AppState;
 use query::cost::CostMeter;
 
 /// The most operations one batch (a JSON array body) may carry; each counts its own fetches.

@@ -23,10 +23,10 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::app::AppState;
-use crate::auth::bearer::Authenticated;
+use crate::auth::http::bearer::Authenticated;
 use crate::http::error::{ApiError, HttpError};
 use crate::http::resilience::MAX_BODY_BYTES;
+use crate::state::AppState;
 
 /// The directive added to the log filter for rmcp's target: its warn and info lines carry a
 /// client's text unclipped (a request id or method of a megabyte), so only its errors are

@@ -30,23 +30,15 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::args::{Aggregate, Describe, ExportRecords, GetRecord, ListDatasets, SearchRecords};
-use crate::app::AppState;
-use crate::auth::bearer::{Authenticated, Principal};
+use crate::auth::http::bearer::Authenticated;
+use crate::auth::principal::Principal;
+use crate::guides::tools::NAMES;
+use crate::state::AppState;
 use crate::templates;
 
 /// The most records `export_records` sends: a slice an agent can read in one answer; the
 /// whole of a dataset is the REST export's job.
 pub const MAX_EXPORT_RECORDS: u64 = 1_000;
-
-/// The tools, in the order `tools/list` gives them.
-pub const NAMES: [&str; 6] = [
-    "list_datasets",
-    "describe_dataset",
-    "search_records",
-    "get_record",
-    "aggregate",
-    "export_records",
-];
 
 /// The MCP server of one request: the application's state, shared.
 #[derive(Clone)]
@@ -265,11 +257,7 @@ impl Tools {
 
     /// The URL of a dataset's guide, which is also its resource URI.
     fn guide_uri(&self, slug: &str) -> String {
-        format!(
-            "{}/datasets/{}/skill.md",
-            self.site_url(),
-            crate::site::guides::encode(slug)
-        )
+        self.state.guides.skill_url(slug)
     }
 }
 
@@ -342,7 +330,7 @@ impl ServerHandler for Tools {
                 None,
             ));
         };
-        match crate::site::guides::skill_text(&self.state, &slug).await {
+        match self.state.guides.skill(&slug).await {
             Ok(text) => Ok(ReadResourceResult::new(vec![
                 ResourceContents::text(text.as_str(), request.uri.clone())
                     .with_mime_type("text/markdown"),

@@ -6,10 +6,10 @@ use axum::response::Response;
 use query::{AggParams, cost, request};
 
 use super::query_string::pairs;
-use crate::app::AppState;
-use crate::auth::bearer::Principal;
+use crate::auth::principal::Principal;
 use crate::http::caching::conditional;
 use crate::http::error::HttpError;
+use crate::state::AppState;
 
 /// Grouped statistics: every group in one answer, by count descending then key.
 #[utoipa::path(get, path = "/datasets/{slug}/agg", tag = "agg", operation_id = "aggregate",

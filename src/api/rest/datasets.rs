@@ -6,9 +6,9 @@ use query::Paging;
 use query::params::parse_count;
 
 use super::query_string::pairs;
-use crate::app::AppState;
-use crate::auth::bearer::Principal;
+use crate::auth::principal::Principal;
 use crate::http::error::{ApiError, HttpError};
+use crate::state::AppState;
 
 /// Lists the datasets, by slug; `page` and `per_page` as for records.
 #[utoipa::path(get, path = "/datasets", tag = "datasets", operation_id = "list_datasets",

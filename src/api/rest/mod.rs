@@ -16,9 +16,9 @@ use axum::routing::get;
 use tower_http::cors::{Any, CorsLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
 
-use crate::app::AppState;
-use crate::auth::gate::{self, RATELIMIT, RATELIMIT_POLICY};
+use crate::auth::http::gate::{self, RATELIMIT, RATELIMIT_POLICY};
 use crate::http::error::{ApiError, HttpError};
+use crate::state::AppState;
 
 use crate::http::resilience;
 

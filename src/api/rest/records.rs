@@ -7,10 +7,10 @@ use query::params::ProjectionParams;
 use query::{RecordParams, cost, request};
 
 use super::query_string::pairs;
-use crate::app::AppState;
-use crate::auth::bearer::Principal;
+use crate::auth::principal::Principal;
 use crate::http::caching::conditional_written;
 use crate::http::error::{ApiError, HttpError};
+use crate::state::AppState;
 
 /// Searches, filters, sorts and pages through a dataset's records.
 #[utoipa::path(get, path = "/datasets/{slug}/records", tag = "records", operation_id = "list_records",

@@ -1,24 +1,21 @@
-//! `Authorization: Bearer` on the API (spec §5, contract §7): the token is looked up by its
-//! SHA-256, and unknown, revoked and expired tokens are refused alike. "Last used" is written at
-//! most once a minute per token and off the request's path, so reading the API never waits on
-//! a write. The API gate ([`super::gate`]) does the checking once per request, with its
-//! budgets ([`super::rate_limit`]) and cache ([`super::token_cache`]); handlers take a
-//! [`Principal`] from what it found.
+//! Who an API token acts for (spec §5, contract §7): the token is looked up by its SHA-256, and
+//! unknown, revoked and expired tokens are refused alike. "Last used" is written at most once a
+//! minute per token and off the request's path, so reading the API never waits on a write. The
+//! API gate ([`super::http::gate`]) asks this once per request, with its budgets
+//! ([`super::rate_limit`]) and cache ([`super::token_cache`]); handlers take the
+//! [`Principal`] it found.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::FromRequestParts;
-use axum::http::header;
-use axum::http::request::Parts;
 use entity::api_token;
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set};
 use time::OffsetDateTime;
 
+use query::ApiError;
+
 use super::token;
-use crate::app::AppState;
-use crate::http::error::{ApiError, HttpError};
 use crate::store::Store;
 
 /// How stale "last used" may be.
@@ -69,29 +66,6 @@ impl TokenUsage {
     }
 }
 
-/// The bearer token of a request: `Ok(None)` when there is none.
-pub(super) fn bearer(headers: &axum::http::HeaderMap) -> Result<Option<&str>, ApiError> {
-    let Some(value) = headers.get(header::AUTHORIZATION) else {
-        return Ok(None);
-    };
-    let value = value.to_str().map_err(|_| ApiError::InvalidToken)?.trim();
-    let Some((scheme, rest)) = value.split_once(' ') else {
-        return if value.eq_ignore_ascii_case("bearer") {
-            Err(ApiError::InvalidToken)
-        } else {
-            Ok(None)
-        };
-    };
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Ok(None);
-    }
-    let token = rest.trim();
-    if token.is_empty() {
-        return Err(ApiError::InvalidToken);
-    }
-    Ok(Some(token))
-}
-
 /// Checks a plain token: the account and token it names, if it is live.
 pub async fn authenticate(store: &Store, plain: &str) -> Result<Principal, ApiError> {
     authenticate_hash(store, &token::hash(plain))
@@ -118,24 +92,4 @@ pub(super) async fn authenticate_hash(
         token_id: found.id,
     };
     Ok((principal, found.expires_at))
-}
-
-/// Who the API gate ([`super::gate`]) found a request to act for: `Ok(None)` without a token.
-#[derive(Clone, Debug)]
-pub struct Authenticated(pub Result<Option<Principal>, ApiError>);
-
-impl FromRequestParts<AppState> for Principal {
-    type Rejection = HttpError;
-
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, HttpError> {
-        match parts.extensions.get::<Authenticated>() {
-            Some(Authenticated(Ok(Some(principal)))) => Ok(*principal),
-            Some(Authenticated(Ok(None))) => Err(ApiError::MissingToken.into()),
-            Some(Authenticated(Err(error))) => Err(error.clone().into()),
-            None => {
-                tracing::error!("a route that needs a token is not behind the API gate");
-                Err(ApiError::Internal.into())
-            }
-        }
-    }
 }

@@ -17,20 +17,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use super::grant::{self, PollOutcome};
-use super::throttle::{self, Limit, Verdict};
-use crate::app::AppState;
+use crate::auth::grant::{
+    self, DEVICE_PATH, GRANT_TYPE_URN, MAX_LABEL, METADATA_PATH, PollOutcome, TOKEN_PATH,
+};
+use crate::auth::throttle::{self, Limit, Verdict};
 use crate::http::client_addr::{self, ClientAddr};
-
-/// The grant type RFC 8628 §3.4 registers; the spec's short `device_code` is accepted too.
-pub const GRANT_TYPE_URN: &str = "urn:ietf:params:oauth:grant-type:device_code";
-/// Longest `device_name` / `client` label accepted.
-pub const MAX_LABEL: usize = 200;
-
-/// Where a device authorization starts (RFC 8628 §3.1).
-pub const DEVICE_PATH: &str = "/api/v1/auth/device";
-/// Where a device code is exchanged for a token (RFC 8628 §3.4).
-pub const TOKEN_PATH: &str = "/api/v1/auth/token";
+use crate::state::AppState;
 
 /// The two device-flow routes and the metadata that announces them, merged into the
 /// application router.
@@ -39,7 +31,7 @@ pub fn routes() -> Router<AppState> {
         .route(DEVICE_PATH, post(start))
         .route(TOKEN_PATH, post(token))
         .route(
-            super::discovery::METADATA_PATH,
+            METADATA_PATH,
             axum::routing::get(super::discovery::metadata),
         )
 }

@@ -9,11 +9,8 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::device::{DEVICE_PATH, GRANT_TYPE_URN, TOKEN_PATH};
-use crate::app::AppState;
-
-/// Where the document is served (RFC 8414 §3: the well-known suffix after the issuer).
-pub const METADATA_PATH: &str = "/.well-known/oauth-authorization-server";
+use crate::auth::grant::{DEVICE_PATH, GRANT_TYPE_URN, TOKEN_PATH};
+use crate::state::AppState;
 
 /// The metadata document. The issuer is `{site_url}`; the only grant is the device code, so
 /// there is no authorization endpoint and no response type; clients are public (`none`).

@@ -2,7 +2,7 @@
 //! finds who the request acts for and charges the right budget, in an order a flood cannot
 //! turn against us:
 //!
-//! 1. a token this instance confirmed within [`FRESH_FOR`](super::token_cache::FRESH_FOR) is
+//! 1. a token this instance confirmed within [`FRESH_FOR`](crate::auth::token_cache::FRESH_FOR) is
 //!    charged to its own budget and costs no store query;
 //! 2. a token confirmed before but not lately is checked again, charged to its own budget;
 //! 3. anything else (no token, a malformed header, a token never seen) is charged to the
@@ -21,14 +21,15 @@ use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::bearer::{Authenticated, Principal, authenticate_hash, bearer};
-use super::rate_limit::{Charge, WINDOW_SECS};
-use super::token;
-use super::token_cache::Known;
-use crate::app::AppState;
+use super::bearer::{Authenticated, bearer};
+use crate::auth::principal::{Principal, authenticate_hash};
+use crate::auth::rate_limit::{Charge, WINDOW_SECS};
+use crate::auth::token;
+use crate::auth::token_cache::Known;
 use crate::http::client_addr;
 use crate::http::error::{ApiError, HttpError};
 use crate::http::server::Seat;
+use crate::state::AppState;
 
 /// `RateLimit-Policy`: the budget's name, size and window.
 pub static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");

@@ -1,0 +1,13 @@
+//! Auth's HTTP side: what turns a request into an account and a budget, and the device flow's
+//! endpoints. Kept apart from the domain (tokens, grants, throttles, budgets in [`crate::auth`])
+//! so the domain holds no handler and the state can hold the domain without importing HTTP.
+//!
+//! - [`bearer`]: the `Authorization: Bearer` header and the [`Principal`](crate::auth::principal::Principal)
+//!   extractor; [`gate`]: the API's door (who asks, within which budget).
+//! - [`device`]: the two device-flow endpoints (RFC 8628); [`discovery`]: the RFC 8414
+//!   metadata that announces them.
+
+pub mod bearer;
+pub mod device;
+pub mod discovery;
+pub mod gate;

@@ -1,0 +1,99 @@
+//! The guides (contract §9): `catalog.md`, which lists every dataset, and each dataset's
+//! `skill.md`, which explains it. A service both the site (`/catalog.md`,
+//! `/datasets/{slug}/skill.md`) and MCP (its resources) call: text only, no HTTP.
+//!
+//! A guide reads statistics over whole columns, so each `skill.md` is kept per dataset version
+//! (datasets change only by import, and a new import is a new version): the first request
+//! after an import pays, later ones are free.
+//!
+//! - [`catalog`] and [`skill`]: the two documents, rendered from their templates.
+//! - [`text`]: Markdown and URL text shared by both (and the date format the site uses too).
+//! - [`tools`]: the MCP tools' names, which MCP registers and `catalog.md` lists.
+
+pub mod catalog;
+pub mod skill;
+pub mod text;
+pub mod tools;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use query::{ApiError, Resolver};
+
+pub use text::when;
+
+/// Guides by (slug, version, update time): the version alone is not unique across stores.
+type GuideKey = (String, i64, i128);
+
+/// Guides kept at most; the cache is cleared when it grows past this.
+const MAX_CACHED: usize = 256;
+
+/// The guides of one resolver at one public URL, with the `skill.md` of each live dataset
+/// version kept once written.
+#[derive(Debug)]
+pub struct Guides {
+    resolver: Arc<Resolver>,
+    /// `{site_url}`, without a trailing slash.
+    site_url: Arc<str>,
+    skills: Mutex<HashMap<GuideKey, Arc<String>>>,
+}
+
+impl Guides {
+    /// The guides of `resolver`'s datasets, served at `site_url`.
+    pub fn new(resolver: Arc<Resolver>, site_url: &str) -> Self {
+        Guides {
+            resolver,
+            site_url: site_url.trim_end_matches('/').into(),
+            skills: Mutex::default(),
+        }
+    }
+
+    /// `{site_url}`, without a trailing slash.
+    pub fn site_url(&self) -> &str {
+        &self.site_url
+    }
+
+    /// Where a dataset's `skill.md` is served; also its MCP resource URI.
+    pub fn skill_url(&self, slug: &str) -> String {
+        format!(
+            "{}/datasets/{}/skill.md",
+            self.site_url,
+            crate::http::url::encode(slug)
+        )
+    }
+
+    /// `catalog.md`, from the catalog as it is now.
+    pub async fn catalog(&self) -> Result<String, ApiError> {
+        let datasets = self.resolver.catalog().await?;
+        Ok(catalog::catalog_md(
+            &datasets,
+            &self.site_url,
+            self.resolver.base_url(),
+        ))
+    }
+
+    /// A dataset's `skill.md`, written once per live version from the resolver layer's facts.
+    pub async fn skill(&self, slug: &str) -> Result<Arc<String>, ApiError> {
+        let dataset = self.resolver.dataset(slug).await?;
+        let key = (
+            dataset.meta.slug.clone(),
+            dataset.meta.version_id,
+            dataset.meta.updated_at.unix_timestamp_nanos(),
+        );
+        if let Some(cached) = self.skills.lock().expect("guide cache").get(&key).cloned() {
+            return Ok(cached);
+        }
+        let facts = self.resolver.facts(&dataset).await?;
+        let body = Arc::new(skill::skill_md(
+            &facts,
+            &self.site_url,
+            self.resolver.base_url(),
+        ));
+        let mut cache = self.skills.lock().expect("guide cache");
+        if cache.len() >= MAX_CACHED {
+            cache.clear();
+        }
+        cache.insert(key, body.clone());
+        Ok(body)
+    }
+}
