@@ -153,3 +153,11 @@ impl AppState {
         self
     }
 }
+
+/// What the client address extractor ([`crate::http::client_addr::ClientAddr`]) takes from the
+/// state.
+impl axum::extract::FromRef<AppState> for Arc<TrustedProxies> {
+    fn from_ref(state: &AppState) -> Self {
+        state.trusted_proxies.clone()
+    }
+}

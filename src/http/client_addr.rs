@@ -10,32 +10,36 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use axum::extract::{ConnectInfo, FromRequestParts};
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
-
-use crate::state::AppState;
 
 /// The address requests count against when the server recorded no peer (a router driven
 /// in-process without `ConnectInfo`): they all share one budget.
 pub const UNKNOWN: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
 
 /// The client address of a request, as [`of`] decides it.
-pub fn of(parts: &Parts, state: &AppState) -> IpAddr {
-    decide(&parts.extensions, &parts.headers, state)
+pub fn of(parts: &Parts, proxies: &TrustedProxies) -> IpAddr {
+    decide(&parts.extensions, &parts.headers, proxies)
 }
 
 /// [`of`] for a whole request (middleware).
-pub fn of_request(request: &axum::extract::Request, state: &AppState) -> IpAddr {
-    decide(request.extensions(), request.headers(), state)
+pub fn of_request(request: &axum::extract::Request, proxies: &TrustedProxies) -> IpAddr {
+    decide(request.extensions(), request.headers(), proxies)
 }
 
-fn decide(extensions: &axum::http::Extensions, headers: &HeaderMap, state: &AppState) -> IpAddr {
+fn decide(
+    extensions: &axum::http::Extensions,
+    headers: &HeaderMap,
+    proxies: &TrustedProxies,
+) -> IpAddr {
     let peer = extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(a)| a.ip());
     match peer {
-        Some(peer) => state.trusted_proxies.client(peer, headers),
+        Some(peer) => proxies.client(peer, headers),
         None => UNKNOWN,
     }
 }
@@ -44,14 +48,19 @@ fn decide(extensions: &axum::http::Extensions, headers: &HeaderMap, state: &AppS
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientAddr(pub IpAddr);
 
-impl FromRequestParts<AppState> for ClientAddr {
+/// Any state that can lend the trusted proxies: this floor knows no application state.
+impl<S> FromRequestParts<S> for ClientAddr
+where
+    S: Send + Sync,
+    Arc<TrustedProxies>: FromRef<S>,
+{
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        Ok(ClientAddr(of(parts, state)))
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddr(of(
+            parts,
+            &Arc::<TrustedProxies>::from_ref(state),
+        )))
     }
 }
 

@@ -116,7 +116,7 @@ impl FromRequestParts<AppState> for Visitor {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         let secure = state.public_url.starts_with("https://");
-        let address = client_addr::throttle_subject(client_addr::of(parts, state));
+        let address = client_addr::throttle_subject(client_addr::of(parts, &state.trusted_proxies));
         let signed_in = match cookie(&parts.headers, SESSION_COOKIE).filter(|v| plausible(v)) {
             Some(secret) => session::find(&state.store, secret).await.map_err(|e| {
                 tracing::error!(error = %e, "site: session look-up failed");

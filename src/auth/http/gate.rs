@@ -54,7 +54,7 @@ impl Charged {
 
 /// The middleware (install with `axum::middleware::from_fn_with_state`).
 pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let address = client_addr::network(client_addr::of_request(&request, &state));
+    let address = client_addr::network(client_addr::of_request(&request, &state.trusted_proxies));
     let limits = &state.rate_limits;
     let (who, charged, charge) = match bearer(request.headers()) {
         Err(error) => (
