@@ -1274,7 +1274,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="benches/compare.py",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  python3 benches/compare.py --before /work/before-target/release/odqs "
+        epilog="example:\n  python3 benches/compare.py --before ../before-target/release/odqs "
                "--after target/release/odqs\n")
     p.add_argument("--before", required=True, help="the odqs binary built before the change")
     p.add_argument("--after", required=True, help="the odqs binary built after the change")

@@ -95,7 +95,7 @@ where
 /// Opens the store and applies pending migrations: every command starts this way, so each
 /// works on a fresh store.
 async fn open(args: &StoreArgs) -> Result<Store, Failure> {
-    let url = StoreUrl::parse(&args.database_url).map_err(config_failure)?;
+    let url = StoreUrl::parse(&args.database_url).map_err(|e| config_failure(ConfigError(e)))?;
     let store = Store::connect(&url).await?;
     store.migrate().await?;
     Ok(store)

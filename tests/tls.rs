@@ -285,7 +285,7 @@ async fn install(admin: &mut PgConnection, plain_url: &str) -> Installed {
 /// Connects through `Store::connect` and asks the server whether this connection is
 /// encrypted; the error is the message `odqs` would print.
 async fn encrypted(url: &str) -> Result<bool, String> {
-    let url = StoreUrl::parse(url).map_err(|e| format!("configuration error: {}", e.0))?;
+    let url = StoreUrl::parse(url).map_err(|e| format!("configuration error: {}", e))?;
     let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
     let (ssl,): (bool,) =
         sqlx::query_as("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")

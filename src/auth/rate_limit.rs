@@ -24,6 +24,15 @@ use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 
+/// API requests a minute per token unless configured: generous for people and scripts, a
+/// bound for a runaway client.
+pub const DEFAULT_API_RATE_LIMIT: u32 = 1200;
+
+/// API requests a minute per client address without a known token unless configured: plenty
+/// for reading the OpenAPI document and getting a first token confirmed, a hard bound on
+/// guessing tokens.
+pub const DEFAULT_ADDRESS_RATE_LIMIT: u32 = 300;
+
 /// The window `per_minute` budgets are stated in, as `RateLimit-Policy` announces it.
 pub const WINDOW_SECS: u64 = 60;
 

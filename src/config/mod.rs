@@ -15,8 +15,10 @@ mod mistakes;
 pub use mistakes::GivenFlags;
 use mistakes::clap_mistake;
 
+pub use crate::auth::rate_limit::{DEFAULT_ADDRESS_RATE_LIMIT, DEFAULT_API_RATE_LIMIT};
 use crate::http::client_addr::TrustedProxies;
 use crate::http::server::{self, ConnLimits};
+pub use crate::store::{StoreUrl, redact_url};
 
 /// Open Dataset Query Service: a read-only REST API over published open datasets.
 #[derive(Debug, Parser)]
@@ -180,15 +182,6 @@ pub struct ServeArgs {
 /// takes about 102.
 pub const DEFAULT_INDEX_MEMORY_MB: u64 = 1024;
 
-/// API requests a minute per token unless configured: generous for people and scripts, a
-/// bound for a runaway client.
-pub const DEFAULT_API_RATE_LIMIT: u32 = 1200;
-
-/// API requests a minute per client address without a known token unless configured: plenty
-/// for reading the OpenAPI document and getting a first token confirmed, a hard bound on
-/// guessing tokens.
-pub const DEFAULT_ADDRESS_RATE_LIMIT: u32 = 300;
-
 /// Flags of `odqs import`.
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
@@ -262,76 +255,6 @@ pub enum TokenCommand {
     },
 }
 
-/// A checked `DATABASE_URL`.
-#[derive(Clone, PartialEq, Eq)]
-pub enum StoreUrl {
-    /// The embedded store at this path.
-    Sqlite(PathBuf),
-    /// A PostgreSQL connection URL.
-    Postgres(String),
-}
-
-impl std::fmt::Debug for StoreUrl {
-    /// Never prints a PostgreSQL password.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreUrl::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
-            StoreUrl::Postgres(url) => write!(f, "{}", redact_url(url)),
-        }
-    }
-}
-
-impl StoreUrl {
-    /// Parses `sqlite://PATH`, `sqlite:PATH`, `postgres://…` or `postgresql://…`.
-    pub fn parse(url: &str) -> Result<Self, ConfigError> {
-        if let Some(rest) = url
-            .strip_prefix("sqlite://")
-            .or_else(|| url.strip_prefix("sqlite:"))
-        {
-            let path = rest.split('?').next().unwrap_or_default();
-            if path.is_empty() {
-                return Err(ConfigError(
-                    "DATABASE_URL sqlite:// needs a file path, e.g. sqlite://data/odqs.db".into(),
-                ));
-            }
-            return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
-        }
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            // Checked here so a wrong sslmode or a missing root certificate is a configuration
-            // error, before anything starts.
-            crate::store::pg_tls::connect_options(url, crate::store::pg_tls::home_dir())
-                .map_err(|e| ConfigError(format!("DATABASE_URL {e}")))?;
-            return Ok(StoreUrl::Postgres(url.to_string()));
-        }
-        Err(ConfigError(format!(
-            "DATABASE_URL must start with sqlite:// or postgres://, got {:?}",
-            redact_url(url)
-        )))
-    }
-}
-
-/// Replaces the password of a URL with `***`, for messages and logs.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, tail) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split(':').next().unwrap_or_default();
-            if userinfo.contains(':') {
-                format!("{scheme}://{user}:***@{host}{tail}")
-            } else {
-                url.to_string()
-            }
-        }
-        None => url.to_string(),
-    }
-}
-
 /// Everything `serve` needs, checked.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -359,7 +282,7 @@ pub struct ServeConfig {
 impl ServeConfig {
     /// Checks the flags; the error is one line that names the variable and what is wrong.
     pub fn from_args(args: &ServeArgs) -> Result<Self, ConfigError> {
-        let store = StoreUrl::parse(&args.store.database_url)?;
+        let store = StoreUrl::parse(&args.store.database_url).map_err(ConfigError)?;
         let listen = args.listen.parse().map_err(|_| {
             ConfigError(format!(
                 "ODQS_LISTEN must be a socket address like 127.0.0.1:8080, got {:?}",
@@ -482,7 +405,7 @@ mod tests {
             StoreUrl::Postgres(_)
         ));
         let err = StoreUrl::parse("mysql://root:secret@h/db").unwrap_err();
-        assert!(!err.0.contains("secret"), "{err}");
+        assert!(!err.contains("secret"), "{err}");
         assert!(StoreUrl::parse("sqlite://").is_err());
     }
 

@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod gc;
 pub mod lock;
 pub mod pg_tls;
+pub mod url;
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-use crate::config::StoreUrl;
+pub use url::{StoreUrl, redact_url};
 
 /// See `journal_size_limit` where the SQLite store is opened.
 pub(crate) const WAL_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
