@@ -1,14 +1,13 @@
 //! The `odqs` binary as an operator runs it: `serve` on an empty directory, `import`,
 //! `datasets list|remove`, `token create`, `migrate`, and configuration errors.
 
-mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{TestStore, write_file};
+use crate::helpers::{TestStore, write_file};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::Value;
 
@@ -213,7 +212,7 @@ async fn serve_loads_demo_into_empty_store(store: TestStore) {
     assert_eq!(ready.status(), 200);
     let (clean, _) = server.terminate();
     assert!(clean);
-    let datasets = common::stored::datasets(&store.store).await.unwrap();
+    let datasets = crate::helpers::stored::datasets(&store.store).await.unwrap();
     let slugs: Vec<_> = datasets.iter().map(|d| d.slug.as_str()).collect();
     assert_eq!(slugs, ["flights", "tw-scenic-spots"]);
     let spots = &datasets[1];
@@ -265,7 +264,7 @@ async fn import_list_and_remove(store: TestStore) {
         message.contains("line 3 has 3 columns where the header has 2"),
         "{message}"
     );
-    let dataset = common::stored::find_dataset(&store.store, "towns")
+    let dataset = crate::helpers::stored::find_dataset(&store.store, "towns")
         .await
         .unwrap()
         .unwrap();
@@ -288,13 +287,13 @@ async fn import_list_and_remove(store: TestStore) {
 async fn removal_by_another_process_reaches_the_service(store: TestStore) {
     let dir = store.dir.path();
     let file = write_file(&store, "towns.csv", b"town,people\nNorth,10\nSouth,20\n");
-    common::import_file(&store, &file, "towns", None, Some("town"))
+    crate::helpers::import_file(&store, &file, "towns", None, Some("town"))
         .await
         .unwrap();
-    let token = common::api_token(&store).await;
+    let token = crate::helpers::api_token(&store).await;
     let router = store.router();
     let path = "/api/v1/datasets/towns/records";
-    let first = common::get_with(&router, path, Some(&token), &[]).await;
+    let first = crate::helpers::get_with(&router, path, Some(&token), &[]).await;
     assert_eq!(first.status, 200, "{}", first.body);
     let removed =
         run(odqs(dir).args(["datasets", "remove", "towns", "--database-url", &store.url]));
@@ -302,7 +301,7 @@ async fn removal_by_another_process_reaches_the_service(store: TestStore) {
     let since = std::time::Instant::now();
     let bound = query::cache::DATASET_FRESH_FOR + Duration::from_secs(2);
     loop {
-        let answer = common::get_with(&router, path, Some(&token), &[]).await;
+        let answer = crate::helpers::get_with(&router, path, Some(&token), &[]).await;
         match answer.status {
             404 => break,
             200 => assert_eq!(answer.body["total"], 2, "the old version, whole"),

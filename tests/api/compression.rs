@@ -1,11 +1,10 @@
 //! Compressed answers (contract §12.5): gzip, br and zstd as asked, the same JSON once decoded,
 //! weak ETags that still answer `If-None-Match`, and guides compressed too; on both stores.
 
-mod common;
 
 use std::io::Read;
 
-use common::{TestStore, api_token, load_demo};
+use crate::helpers::{TestStore, api_token, load_demo};
 use tower::ServiceExt;
 
 async fn fetch(

@@ -2,17 +2,16 @@
 //! SQLite and PostgreSQL: request shapes, every error code, slow_down timing, expiry, single
 //! use under concurrency, and the tokens they issue.
 
-mod common;
-mod web;
 
-use common::TestStore;
+use crate::helpers::TestStore;
 use entity::{api_token, device_grant};
 use odqs::auth::grant::{self, Decision};
 use odqs::auth::token;
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, Set};
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
-use web::{get_with_token, post_form, post_json};
+use crate::helpers::client;
+use crate::helpers::client::{get_with_token, post_form, post_json};
 
 const DEVICE: &str = "/api/v1/auth/device";
 const TOKEN: &str = "/api/v1/auth/token";
@@ -299,7 +298,7 @@ async fn both_bodies_and_both_grant_type_spellings(store: TestStore) {
 async fn every_error_code(store: TestStore) {
     let router = store.router();
     let (device_code, user_code) = start(&router).await;
-    let cases: Vec<(web::Page, &str)> = vec![
+    let cases: Vec<(client::Page, &str)> = vec![
         (
             post_json(&router, TOKEN, json!({"device_code": device_code})).await,
             "invalid_request",
@@ -374,7 +373,7 @@ async fn every_error_code(store: TestStore) {
                 .is_some_and(|d| !d.is_empty())
         );
     }
-    let malformed = web::Browser::new(router.clone())
+    let malformed = client::Browser::new(router.clone())
         .send(
             axum::http::Request::post(TOKEN)
                 .header("content-type", "application/json")
@@ -452,7 +451,7 @@ async fn discovery_completes_a_device_flow(store: TestStore) {
         TokenUrl,
     };
 
-    let (site, stop) = common::serve(&store).await;
+    let (site, stop) = crate::helpers::serve(&store).await;
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

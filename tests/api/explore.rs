@@ -4,16 +4,14 @@
 //! statistics. Each step's visible numbers are checked against the REST API's answer to the
 //! same question, and a screenshot goes to `target/screenshots/{store}-explore-*.png`.
 
-mod common;
-mod web;
-mod webdriver;
 
-use common::{TestStore, api_token, load_demo, post_graphql};
+use crate::helpers::{TestStore, api_token, load_demo, post_graphql};
 use entity::api_token as token_entity;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::Value;
-use web::Browser;
-use webdriver::{Driver, screenshots, serve};
+use crate::helpers::client::Browser;
+use crate::helpers::webdriver;
+use crate::helpers::webdriver::{Driver, screenshots, serve};
 
 /// `data-token="…"` of the explorer page.
 fn page_token(html: &str) -> String {
@@ -194,7 +192,7 @@ async fn every_agg_was_bounded(browser: &webdriver::Browser, cap: u64) -> usize 
 
 /// The explorer's cap on the groups it asks for: `TOP_GROUPS` in `explore.js`, read from it.
 fn top_groups() -> u64 {
-    let script = include_str!("../src/site/explore.js");
+    let script = include_str!("../../src/site/explore.js");
     let at = script
         .find("const TOP_GROUPS = ")
         .expect("TOP_GROUPS in explore.js")

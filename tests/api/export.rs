@@ -5,14 +5,13 @@
 //! contract's 400s; the rate limit counts the records; gzip compresses; a client that hangs up
 //! stops the reads.
 
-mod common;
 
 use std::io::Read;
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::Request;
-use common::{TestStore, api_token, get_with, import_file, load_demo, test_data, write_file};
+use crate::helpers::{TestStore, api_token, get_with, import_file, load_demo, test_data, write_file};
 use odqs::app::AppState;
 use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use serde_json::{Value, json};

@@ -2,12 +2,11 @@
 //! depth, complexity and fetch limits with their codes, batching of identical sub-requests,
 //! and the checked-in example operations in `graphql/examples/`, run on both stores.
 
-mod common;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{TestStore, api_token, get_with, load_demo, post_graphql};
+use crate::helpers::{TestStore, api_token, get_with, load_demo, post_graphql};
 use graphql::{Batch, MAX_DEPTH, MAX_FETCHES, execute_with};
 use serde_json::{Value, json};
 

@@ -1,12 +1,11 @@
 //! graphql-http's `auditServer` (the GraphQL-over-HTTP reference audits, from the npm package,
 //! run with the machine's Node.js) against a served odqs, on both stores: every MUST and SHOULD
 //! audit passes (only MAY notices are allowed). The packages are installed once, pinned by
-//! `tests/node/package.json`, under `target/node-clients`.
+//! `tests/api/helpers/node/package.json`, under `target/node-clients`.
 
-mod common;
-mod node;
 
-use common::{TestStore, api_token, load_demo};
+use crate::helpers::node;
+use crate::helpers::{TestStore, api_token, load_demo};
 
 async fn graphql_http_audits_pass(store: TestStore) {
     load_demo(&store).await;

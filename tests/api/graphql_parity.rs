@@ -1,6 +1,6 @@
 //! REST and GraphQL give the same answers (issue 5, contract §10, §12).
 //!
-//! Every REST case of the store parity test (`tests/cases`) that GraphQL's typed arguments can
+//! Every REST case of the store parity test (`tests/api/helpers/cases.rs`) that GraphQL's typed arguments can
 //! express is translated into a GraphQL document and sent to `POST /api/v1/graphql` on the same
 //! store: the records (key order included), totals, pages, groups and statistics, schema
 //! entries and metadata must be those of the REST answer, and a refused request must carry the
@@ -15,11 +15,9 @@
 //! cases left out are named in [`SECTION_12_LEFT_OUT`], so that a case that stops translating
 //! fails the test instead of being skipped in silence.
 
-mod cases;
-mod common;
 
-use cases::{REQUESTS, encode, load};
-use common::{TestStore, get_with, post_graphql};
+use crate::helpers::cases::{REQUESTS, encode, load};
+use crate::helpers::{TestStore, get_with, post_graphql};
 use query::params::split_list;
 use serde_json::{Map, Value, json};
 

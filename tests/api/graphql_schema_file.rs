@@ -1,6 +1,6 @@
 //! `graphql/schema.graphql` is the schema the server serves, checked in so clients and reviews
 //! can read it. This test fails when the two differ; regenerate the file with
-//! `ODQS_UPDATE_SCHEMA=1 cargo test --test graphql_schema_file`.
+//! `ODQS_UPDATE_SCHEMA=1 cargo test --test api graphql_schema_file`.
 
 use std::path::Path;
 
@@ -16,7 +16,7 @@ fn exported_schema_is_up_to_date() {
     assert!(
         checked_in == sdl,
         "graphql/schema.graphql differs from the schema the code builds; regenerate it with \
-         `ODQS_UPDATE_SCHEMA=1 cargo test --test graphql_schema_file` and commit it.\n\
+         `ODQS_UPDATE_SCHEMA=1 cargo test --test api graphql_schema_file` and commit it.\n\
          --- the code's schema:\n{sdl}"
     );
 }

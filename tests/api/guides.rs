@@ -2,11 +2,9 @@
 //! `catalog.md`, `skill.md`, and every `curl` example of every skill.md run against the live
 //! router with a real token.
 
-mod common;
-mod web;
 
-use common::TestStore;
-use web::{Browser, get_with_token};
+use crate::helpers::TestStore;
+use crate::helpers::client::{Browser, get_with_token};
 
 const CURL_PREFIX: &str = "curl -H \"Authorization: Bearer $ODQS_TOKEN\" \"";
 
@@ -185,8 +183,8 @@ async fn facts_agree_from_index_and_store(store: TestStore) {
                 continue;
             }
             let router = store.router_with(IndexPolicy::OFF);
-            let token = common::api_token(&store).await;
-            let answer = common::get_with(
+            let token = crate::helpers::api_token(&store).await;
+            let answer = crate::helpers::get_with(
                 &router,
                 &format!(
                     "/api/v1/datasets/{slug}/records?{}%5Bexists%5D=false&per_page=1",

@@ -1,10 +1,9 @@
 //! `odqs import` on both stores: every input format, gzip, inference, dotted fields, the id
 //! field, and the failures that must leave the store as it was.
 
-mod common;
 
-use common::stored as records;
-use common::{TestStore, gzip, import_file, write_file};
+use crate::helpers::stored as records;
+use crate::helpers::{TestStore, gzip, import_file, write_file};
 use entity::FieldType;
 use odqs::import::ImportError;
 use odqs::store::{catalog, gc};
@@ -34,11 +33,11 @@ async fn live(
     store: &TestStore,
     slug: &str,
 ) -> (entity::dataset::Model, Vec<entity::dataset_field::Model>) {
-    let dataset = common::stored::find_dataset(&store.store, slug)
+    let dataset = crate::helpers::stored::find_dataset(&store.store, slug)
         .await
         .unwrap()
         .expect("published");
-    let fields = common::stored::fields(&store.store, dataset.version_id)
+    let fields = crate::helpers::stored::fields(&store.store, dataset.version_id)
         .await
         .unwrap();
     (dataset, fields)
@@ -210,7 +209,7 @@ async fn duplicate_ids_are_rejected(store: TestStore) {
     }
     assert!(err.to_string().contains("records 1 and 3"), "{err}");
     assert!(
-        common::stored::find_dataset(&store.store, "dup")
+        crate::helpers::stored::find_dataset(&store.store, "dup")
             .await
             .unwrap()
             .is_none()
@@ -241,8 +240,8 @@ async fn assert_no_leftovers(store: &TestStore) {
 async fn table_names(store: &TestStore) -> Vec<String> {
     use sea_orm::{ConnectionTrait, Statement};
     let sql = match store.kind {
-        common::Kind::Sqlite => "SELECT name FROM sqlite_master WHERE type = 'table'",
-        common::Kind::Postgres => {
+        crate::helpers::Kind::Sqlite => "SELECT name FROM sqlite_master WHERE type = 'table'",
+        crate::helpers::Kind::Postgres => {
             "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()"
         }
     };
@@ -309,11 +308,11 @@ async fn reimport_replaces_atomically(store: TestStore) {
     let reader = tokio::spawn(async move {
         let mut seen = std::collections::BTreeSet::new();
         while !reader_stop.load(std::sync::atomic::Ordering::Relaxed) {
-            let dataset = common::stored::find_dataset(&reader_store, "swap")
+            let dataset = crate::helpers::stored::find_dataset(&reader_store, "swap")
                 .await
                 .unwrap()
                 .unwrap();
-            let fields = common::stored::fields(&reader_store, dataset.version_id)
+            let fields = crate::helpers::stored::fields(&reader_store, dataset.version_id)
                 .await
                 .unwrap();
             let count = records::count(&reader_store, dataset.version_id)
@@ -333,7 +332,7 @@ async fn reimport_replaces_atomically(store: TestStore) {
     import_file(&store, &v2, "swap", None, None).await.unwrap();
     // Let the reader observe the new version at least once before stopping it.
     loop {
-        let dataset = common::stored::find_dataset(&store.store, "swap")
+        let dataset = crate::helpers::stored::find_dataset(&store.store, "swap")
             .await
             .unwrap()
             .unwrap();
@@ -383,7 +382,7 @@ async fn remove_unpublishes(store: TestStore) {
     assert!(catalog::remove(&store.store, "gone").await.unwrap());
     assert!(!catalog::remove(&store.store, "gone").await.unwrap());
     assert!(
-        common::stored::find_dataset(&store.store, "gone")
+        crate::helpers::stored::find_dataset(&store.store, "gone")
             .await
             .unwrap()
             .is_none()
@@ -426,7 +425,7 @@ async fn bad_requests_are_refused_before_loading(store: TestStore) {
             .unwrap_err();
     assert!(err.to_string().contains("unknown type \"float\""), "{err}");
     assert!(
-        common::stored::datasets(&store.store)
+        crate::helpers::stored::datasets(&store.store)
             .await
             .unwrap()
             .is_empty()
@@ -461,7 +460,7 @@ async fn import_limited(
 /// Asserts `slug` was not published and nothing of the failed import remains.
 async fn assert_not_published(store: &TestStore, slug: &str) {
     assert!(
-        common::stored::find_dataset(&store.store, slug)
+        crate::helpers::stored::find_dataset(&store.store, slug)
             .await
             .unwrap()
             .is_none()

@@ -2,9 +2,8 @@
 //! exact match and sort on typed columns, look-up by `_id`, and substring search through the
 //! trigram-indexed text dictionary (Chinese included). Checked on the real query plans.
 
-mod common;
 
-use common::{Kind, TestStore, get_with, import_file_with, write_file};
+use crate::helpers::{Kind, TestStore, get_with, import_file_with, write_file};
 use query::memory::IndexPolicy;
 use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
 use serde_json::json;
@@ -99,11 +98,11 @@ async fn queries_use_indexes(store: TestStore) {
     import_file_with(&store, &path, "f", Some(schema), Some("code"), true)
         .await
         .unwrap();
-    let dataset = common::stored::find_dataset(&store.store, "f")
+    let dataset = crate::helpers::stored::find_dataset(&store.store, "f")
         .await
         .unwrap()
         .unwrap();
-    let fields = common::stored::fields(&store.store, dataset.version_id)
+    let fields = crate::helpers::stored::fields(&store.store, dataset.version_id)
         .await
         .unwrap();
     let column = |name: &str| {
@@ -184,7 +183,7 @@ async fn without_column_indexes_the_store_answers_alike(store: TestStore) {
     }
     let mut indexes = Vec::new();
     for slug in ["with", "without"] {
-        let dataset = common::stored::find_dataset(&store.store, slug)
+        let dataset = crate::helpers::stored::find_dataset(&store.store, slug)
             .await
             .unwrap()
             .unwrap();
@@ -222,7 +221,7 @@ async fn without_column_indexes_the_store_answers_alike(store: TestStore) {
     assert!(indexes[0].len() >= without.len() + 4, "{:?}", indexes[0]);
 
     let router = store.router_with(IndexPolicy::OFF);
-    let token = common::api_token(&store).await;
+    let token = crate::helpers::api_token(&store).await;
     for query in [
         "carrier=UA&sort=delay>&per_page=20",
         "carrier=UA&sort=delay>&page=7&per_page=50",

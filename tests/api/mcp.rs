@@ -1,15 +1,14 @@
 //! The MCP endpoint (contract §12.4, issue 14) driven by the official MCP Python SDK (`mcp` from
-//! PyPI, in the venv of `tests/py/mod.rs`), on both stores, against a real server on a socket
+//! PyPI, in the venv of `tests/api/helpers/py/mod.rs`), on both stores, against a real server on a socket
 //! with the demo datasets: it initializes, lists the six tools, and calls each; every answer
 //! equals the REST answer to the same request, and every refusal carries the REST error's
 //! code. A request without a valid token is refused before the protocol is spoken.
 
-mod common;
-mod py;
 
 use std::net::SocketAddr;
 
-use common::{TestStore, api_token, load_demo};
+use crate::helpers::py;
+use crate::helpers::{TestStore, api_token, load_demo};
 use odqs::api::mcp::tools::{MAX_EXPORT_RECORDS, NAMES};
 use odqs::app::AppState;
 use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
@@ -208,14 +207,14 @@ async fn tools_answer_as_rest(store: TestStore) {
     let venv = tokio::task::spawn_blocking(py::venv).await.unwrap();
     let mut script = venv.command("python");
     script
-        .arg(py::package_dir().join("tests/py/mcp_check.py"))
+        .arg(py::package_dir().join("tests/api/helpers/py/mcp_check.py"))
         .arg(format!("{}/mcp", served.api()))
         .arg(&served.token)
         .arg(&calls_path);
     let output = tokio::task::spawn_blocking(move || script.output().unwrap())
         .await
         .unwrap();
-    py::check("tests/py/mcp_check.py", &output);
+    py::check("tests/api/helpers/py/mcp_check.py", &output);
     let got: Value = serde_json::from_slice(&output.stdout).expect("the script prints JSON");
 
     assert_eq!(got["server_info"]["name"], "odqs");

@@ -3,11 +3,10 @@
 //! the same one). The answers themselves are checked against a model in `property.rs` and
 //! across stores and paths in `parity.rs`.
 
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{TestStore, api_token, get_with, import_file, write_file};
+use crate::helpers::{TestStore, api_token, get_with, import_file, write_file};
 use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use serde_json::{Value, json};
 

@@ -6,17 +6,16 @@
 //! - a client that `openapi-python-client` generates from the live document lists datasets,
 //!   filters flights with `carrier=UA` and a sort, reads a record and aggregates.
 //!
-//! The Python tools come from a venv the tests make (`tests/py/mod.rs`), pinned in
-//! `tests/py/requirements.txt`.
+//! The Python tools come from a venv the tests make (`tests/api/helpers/py/mod.rs`), pinned in
+//! `tests/api/helpers/py/requirements.txt`.
 
-mod common;
-mod py;
 
 use std::net::SocketAddr;
 use std::process::Output;
 use std::time::Instant;
 
-use common::{TestStore, api_token, load_demo};
+use crate::helpers::py;
+use crate::helpers::{TestStore, api_token, load_demo};
 use odqs::app::AppState;
 use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use query::params::{MAX_PAGE, MAX_PER_PAGE};
@@ -204,7 +203,7 @@ async fn schemathesis_finds_nothing(store: TestStore) {
     run.args([
         "--no-color",
         "--config-file",
-        "tests/py/schemathesis.toml",
+        "tests/api/helpers/py/schemathesis.toml",
         "run",
     ])
     .arg(format!("{}/openapi.json", served.base_url()))
@@ -278,16 +277,16 @@ async fn generated_python_client_works(store: TestStore) {
 
     let mut script = venv.command("python");
     script
-        .arg(py::package_dir().join("tests/py/client_check.py"))
+        .arg(py::package_dir().join("tests/api/helpers/py/client_check.py"))
         .arg(served.base_url())
         .arg(&served.token)
         .env("PYTHONPATH", work.join("client"));
     let output = served.run(script).await;
-    py::check("tests/py/client_check.py", &output);
+    py::check("tests/api/helpers/py/client_check.py", &output);
     let got: Value = serde_json::from_slice(&output.stdout).expect("the script prints JSON");
 
     let direct = |path: String| {
-        common::get_ok_json(format!("{}{path}", served.base_url()), served.token.clone())
+        crate::helpers::get_ok_json(format!("{}{path}", served.base_url()), served.token.clone())
     };
 
     // Lists.

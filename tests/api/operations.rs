@@ -1,8 +1,7 @@
 //! `/healthz` and `/readyz` through the real router, including a store outage and recovery.
 
-mod common;
 
-use common::{Kind, TestStore, get_json, get_with, pg_admin_url};
+use crate::helpers::{Kind, TestStore, get_json, get_with, pg_admin_url};
 use sqlx::Connection;
 
 async fn health_and_readiness(store: TestStore) {
@@ -30,7 +29,7 @@ async fn readiness_follows_the_store() {
     let name = store.pg_database().unwrap().to_string();
     let router = store.router();
     assert_eq!(get_json(&router, "/readyz").await.0, 200);
-    let token = common::api_token(&store).await;
+    let token = crate::helpers::api_token(&store).await;
     let api = "/api/v1/datasets";
     assert_eq!(get_with(&router, api, Some(&token), &[]).await.status, 200);
 

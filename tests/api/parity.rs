@@ -10,11 +10,9 @@
 //! the in-memory routers are asked everything again, answering from the record bodies they
 //! kept.
 
-mod cases;
-mod common;
 
-use cases::{REQUESTS, encode, load};
-use common::{Kind, TestStore, get_with};
+use crate::helpers::cases::{REQUESTS, encode, load};
+use crate::helpers::{Kind, TestStore, get_with};
 use query::memory::IndexPolicy;
 use serde_json::Value;
 

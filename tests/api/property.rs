@@ -28,13 +28,12 @@
 //! ties in any group order break by key ascending, and groups without the sorted statistic come
 //! last in both directions.
 
-mod common;
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
-use common::{TestStore, api_token, get_with, import_file, write_file};
+use crate::helpers::{TestStore, api_token, get_with, import_file, write_file};
 use query::memory::IndexPolicy;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -1578,7 +1577,7 @@ fn expected_features() -> Vec<String> {
 
 struct Ctx {
     seed: u64,
-    kind: common::Kind,
+    kind: crate::helpers::Kind,
     /// Which path answers: the in-memory index or the store.
     answered_by: &'static str,
 }

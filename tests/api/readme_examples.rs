@@ -19,23 +19,21 @@
 //! `127.0.0.1:0`) until they log `odqs is serving`; without `ODQS_PUBLIC_URL` the public URL
 //! they log must be the address they listen on. **JSON blocks** must parse; a schema file (one
 //! with `fields`) is imported with `demo/flights.csv.gz`. **The Python block** (the MCP client)
-//! runs with the `mcp` version pinned in `tests/py/requirements.txt`, which the page must name.
+//! runs with the `mcp` version pinned in `tests/api/helpers/py/requirements.txt`, which the page must name.
 //!
 //! **Not run here**, each named in [`NOT_RUN`] with the reason: the set-up and build commands
 //! (`cargo …`; the README's test command is checked to be the one `.ci/run` runs), Docker, and
 //! servers on a remote PostgreSQL.
 
-mod common;
 
-#[path = "py/mod.rs"]
-mod py;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TestStore, load_demo, serve};
+use crate::helpers::py;
+use crate::helpers::{TestStore, load_demo, serve};
 use serde_json::Value;
 
 /// A fenced code block of a page.
@@ -139,19 +137,19 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
     (
         "docker compose up --build",
-        "needs Docker, which CI does not have; tests/compose.rs checks docker-compose.yml",
+        "needs Docker, which CI does not have; tests/api/compose.rs checks docker-compose.yml",
     ),
     (
         "DATABASE_URL=postgres://odqs:secret@db.example.org/",
-        "a PostgreSQL server of the reader's own; tests/tls.rs checks every sslmode against a real server",
+        "a PostgreSQL server of the reader's own; tests/api/tls.rs checks every sslmode against a real server",
     ),
     (
         "DATABASE_URL='postgres://odqs:secret@db.example.org/",
-        "a PostgreSQL server of the reader's own; tests/tls.rs checks every sslmode against a real server",
+        "a PostgreSQL server of the reader's own; tests/api/tls.rs checks every sslmode against a real server",
     ),
     (
         "DATABASE_URL='postgres://odqs:secret@ep-x.neon.tech/",
-        "a hosted PostgreSQL of the reader's own; tests/tls.rs checks sslrootcert=system",
+        "a hosted PostgreSQL of the reader's own; tests/api/tls.rs checks sslrootcert=system",
     ),
 ];
 
@@ -460,10 +458,10 @@ fn json_block(block: &Block, store: &TestStore, dir: &Path) {
 /// The MCP client script runs with the pinned `mcp`, as the page says to install it.
 fn python_block(block: &Block, site: &str, store: &TestStore, dir: &Path) {
     let at = format!("{}:{}", block.page, block.line);
-    let pinned = include_str!("py/requirements.txt")
+    let pinned = include_str!("helpers/py/requirements.txt")
         .lines()
         .find(|l| l.starts_with("mcp=="))
-        .expect("mcp is pinned in tests/py/requirements.txt");
+        .expect("mcp is pinned in tests/api/helpers/py/requirements.txt");
     let page = std::fs::read_to_string(py::package_dir().join(&block.page)).unwrap();
     assert!(
         page.contains(&format!("pip install {pinned}")),

@@ -7,12 +7,11 @@
 //! in a fraction of the time; the whole flights file is imported and checked against the CSV
 //! by the bench (`cargo bench --bench mix`).
 
-mod common;
 
 use std::io::BufRead;
 
-use common::stored as records;
-use common::{TestStore, import_file, test_data};
+use crate::helpers::stored as records;
+use crate::helpers::{TestStore, import_file, test_data};
 
 /// Flights kept: every `FLIGHT_STRIDE`th, the file's last (id 336776) included.
 const FLIGHT_STRIDE: usize = 4;
@@ -36,7 +35,7 @@ fn flights_slice(store: &TestStore) -> std::path::PathBuf {
         writer.write_record(&record.unwrap()).unwrap();
     }
     let gzipped = writer.into_inner().unwrap().finish().unwrap();
-    common::write_file(store, "flights-slice.csv.gz", &gzipped)
+    crate::helpers::write_file(store, "flights-slice.csv.gz", &gzipped)
 }
 
 fn lines_of(file: &str) -> usize {
@@ -57,8 +56,8 @@ async fn index_answers_as_the_store(
     token: &str,
     path: &str,
 ) -> serde_json::Value {
-    let indexed = common::get_with(&store.router(), path, Some(token), &[]).await;
-    let from_store = common::get_with(
+    let indexed = crate::helpers::get_with(&store.router(), path, Some(token), &[]).await;
+    let from_store = crate::helpers::get_with(
         &store.router_with(query::memory::IndexPolicy::OFF),
         path,
         Some(token),
@@ -89,7 +88,7 @@ async fn flights_and_scenic_spots(store: TestStore) {
 
     // Grouped statistics over every record: the store path gives the index's answer, every
     // number equal.
-    let token = common::api_token(&store).await;
+    let token = crate::helpers::api_token(&store).await;
     for path in [
         "/api/v1/datasets/flights/agg?group_by=carrier&field=dep_delay&percentiles=1,50,99.9",
         "/api/v1/datasets/flights/agg?group_by=origin,time_hour[month]&field=air_time&sort=key%3E",
@@ -108,7 +107,7 @@ async fn flights_and_scenic_spots(store: TestStore) {
     ] {
         index_answers_as_the_store(&store, &token, path).await;
     }
-    let dataset = common::stored::find_dataset(&store.store, "flights")
+    let dataset = crate::helpers::stored::find_dataset(&store.store, "flights")
         .await
         .unwrap()
         .unwrap();
@@ -140,11 +139,11 @@ async fn flights_and_scenic_spots(store: TestStore) {
         lines_of("tw-scenic-spots.ndjson.gz")
     );
     assert_eq!(spots.records, 5063);
-    let dataset = common::stored::find_dataset(&store.store, "tw-scenic-spots")
+    let dataset = crate::helpers::stored::find_dataset(&store.store, "tw-scenic-spots")
         .await
         .unwrap()
         .unwrap();
-    let fields = common::stored::fields(&store.store, dataset.version_id)
+    let fields = crate::helpers::stored::fields(&store.store, dataset.version_id)
         .await
         .unwrap();
     // Fields the schema file does not list are kept, with inferred types, after its own.
@@ -189,13 +188,13 @@ async fn past_the_parallel_thresholds(store: TestStore) {
         let note = format!("{} {} {}", words[i % 7], words[(i / 7) % 7], i % 97);
         csv.push_str(&format!("n{i},{group},{value},{day},{note}\n"));
     }
-    let path = common::write_file(&store, "generated.csv", csv.as_bytes());
+    let path = crate::helpers::write_file(&store, "generated.csv", csv.as_bytes());
     let schema = r#"{"id_field": "id", "fields": [{"name": "id", "type": "keyword"}, {"name": "group", "type": "keyword"}, {"name": "value", "type": "number"}, {"name": "day", "type": "date"}, {"name": "note", "type": "text"}]}"#;
     let imported = import_file(&store, &path, "generated", Some(schema), None)
         .await
         .unwrap();
     assert_eq!(imported.records as usize, ROWS);
-    let token = common::api_token(&store).await;
+    let token = crate::helpers::api_token(&store).await;
     for path in [
         // No conditions and a field: SQLite's store path reads this in two ranges.
         "/api/v1/datasets/generated/agg?group_by=group&field=value&percentiles=1,50,99.9",

@@ -3,11 +3,10 @@
 //! datasets check Chinese search, dotted grouping and percentiles against values computed here
 //! from the bundled files.
 
-mod common;
 
 use std::io::Read;
 
-use common::{Answer, TestStore, api_token, get_with, import_file, load_demo, write_file};
+use crate::helpers::{Answer, TestStore, api_token, get_with, import_file, load_demo, write_file};
 use query::params::MAX_PAGE;
 use serde_json::{Value, json};
 
@@ -1404,7 +1403,7 @@ async fn refusals_at_the_edges_are_json(store: TestStore) {
     use tokio::io::AsyncWriteExt;
     load_demo(&store).await;
     let token = api_token(&store).await;
-    let (site, stop) = common::serve(&store).await;
+    let (site, stop) = crate::helpers::serve(&store).await;
     let addr = site.strip_prefix("http://").unwrap().to_string();
 
     let long = format!(

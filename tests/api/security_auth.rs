@@ -5,12 +5,10 @@
 //! and site-wide before any hashing, password hashing bounded, the purge of expired rows, and
 //! `X-Forwarded-For` believed only from trusted proxies.
 
-mod common;
-mod web;
 
 use axum::body::Body;
 use axum::http::{Request, header};
-use common::TestStore;
+use crate::helpers::TestStore;
 use std::sync::{Arc, Mutex};
 
 use entity::{api_token, device_grant, session, throttle_counter, user};
@@ -25,7 +23,7 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
-use web::{Browser, PASSWORD, Page};
+use crate::helpers::client::{Browser, PASSWORD, Page};
 
 const DEVICE: &str = "/api/v1/auth/device";
 const TOKEN: &str = "/api/v1/auth/token";

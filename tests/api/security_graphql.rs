@@ -2,9 +2,8 @@
 //! themselves expensive are refused with a coded GraphQL error before anything runs, on both
 //! stores.
 
-mod common;
 
-use common::{TestStore, api_token, load_demo, post_graphql};
+use crate::helpers::{TestStore, api_token, load_demo, post_graphql};
 use graphql::{MAX_ALIASES, MAX_DOCUMENT_BYTES, MAX_FRAGMENT_SPREADS, MAX_NESTING};
 use serde_json::Value;
 

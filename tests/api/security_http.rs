@@ -2,13 +2,12 @@
 //! serving instance, on both stores. Servers are bound on real sockets where connections
 //! matter, and driven in-process where only the request path does.
 
-mod common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{TestStore, api_token, get_with, load_demo, post_graphql};
+use crate::helpers::{TestStore, api_token, get_with, load_demo, post_graphql};
 use odqs::app::AppState;
 use odqs::http::server::ConnLimits;
 use query::memory::IndexPolicy;
@@ -223,7 +222,7 @@ async fn draining_has_a_deadline(store: TestStore) {
             ..ConnLimits::default()
         });
     let router = odqs::app::router(state.clone());
-    assert_eq!(common::get_json(&router, "/readyz").await.0, 200);
+    assert_eq!(crate::helpers::get_json(&router, "/readyz").await.0, 200);
     let server = Running::start(state.clone()).await;
     // A request whose body never comes: its handler waits for ever.
     let mut stuck = connect_from([127, 0, 0, 1], server.addr).await;
@@ -242,7 +241,7 @@ async fn draining_has_a_deadline(store: TestStore) {
         took < Duration::from_secs(5),
         "draining took {took:?} with a 500 ms deadline"
     );
-    let (status, body) = common::get_json(&router, "/readyz").await;
+    let (status, body) = crate::helpers::get_json(&router, "/readyz").await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["error"], "unavailable");
 }
@@ -506,8 +505,8 @@ async fn slow_bodies_and_stalled_readers_are_cut(store: TestStore) {
     for i in 0..40_000 {
         lines.push_str(&format!("{{\"n\":{i},\"note\":\"{note} {i}\"}}\n"));
     }
-    let path = common::write_file(&store, "wide.ndjson", lines.as_bytes());
-    common::import_file(&store, &path, "wide", None, None)
+    let path = crate::helpers::write_file(&store, "wide.ndjson", lines.as_bytes());
+    crate::helpers::import_file(&store, &path, "wide", None, None)
         .await
         .unwrap();
     let token = api_token(&store).await;
@@ -693,13 +692,13 @@ async fn exports_and_heavy_requests_are_bounded(store: TestStore) {
             i % 7
         ));
     }
-    let path = common::write_file(&store, "heavy.ndjson", lines.as_bytes());
-    common::import_file(&store, &path, "heavy", None, None)
+    let path = crate::helpers::write_file(&store, "heavy.ndjson", lines.as_bytes());
+    crate::helpers::import_file(&store, &path, "heavy", None, None)
         .await
         .unwrap();
     let state = AppState::new(store.store.clone(), "http://odqs.test").with_rate_limits(100, 100);
     let router = odqs::app::router(state);
-    let left = |answer: &common::Answer| -> i64 {
+    let left = |answer: &crate::helpers::Answer| -> i64 {
         let header = answer.headers["ratelimit"].to_str().unwrap().to_string();
         let r = header.split(";r=").nth(1).unwrap();
         r.split(';').next().unwrap().parse().unwrap()
@@ -750,7 +749,7 @@ both_stores!(
 /// request is retried once on a fresh connection, or answered 503 `unavailable`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_store_connections_never_give_500() {
-    let store = TestStore::new(common::Kind::Postgres).await;
+    let store = TestStore::new(crate::helpers::Kind::Postgres).await;
     load_demo(&store).await;
     let token = api_token(&store).await;
     // The store answers everything, so every request uses a pooled connection; no budget
@@ -762,7 +761,7 @@ async fn killed_store_connections_never_give_500() {
         let stop = stop.clone();
         tokio::spawn(async move {
             use sqlx::Connection;
-            let mut admin = sqlx::PgConnection::connect(&common::pg_admin_url())
+            let mut admin = sqlx::PgConnection::connect(&crate::helpers::pg_admin_url())
                 .await
                 .unwrap();
             let mut kills = 0u64;

@@ -1,15 +1,14 @@
 //! The site (contract §9) through the real router, on SQLite and PostgreSQL: accounts and
 //! sessions, CSRF protection, login and wrong-code throttling, the token page, and `/device`.
 
-mod common;
-mod web;
 
-use common::TestStore;
+use crate::helpers::TestStore;
 use entity::{api_token, device_grant, session, user};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, Set};
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
-use web::{Browser, PASSWORD, post_json};
+use crate::helpers::client;
+use crate::helpers::client::{Browser, PASSWORD, post_json};
 
 fn https_router(store: &TestStore) -> axum::Router {
     odqs::app::router(odqs::app::AppState::new(
@@ -377,7 +376,7 @@ async fn device_page(store: TestStore) {
     assert_eq!(first.location(), expected);
     let login = browser.get(&expected).await;
     assert_eq!(
-        web::hidden(&login.body, "next"),
+        client::hidden(&login.body, "next"),
         Some(format!("/device?code={user_code}"))
     );
     let signup_link = format!("/signup?next=%2Fdevice%3Fcode%3D{user_code}");
@@ -569,7 +568,7 @@ async fn home_page_links_everything(store: TestStore) {
     let mut browser = Browser::new(store.router());
     let home = browser.get("/").await;
     assert_eq!(home.status, 200);
-    let text = web::unescape(&home.body);
+    let text = client::unescape(&home.body);
     for link in [
         "href=\"/catalog.md\"",
         "href=\"/account\"",

@@ -8,14 +8,13 @@
 //! is written to), a superuser, the `openssl` command, and root (the key file must belong to
 //! the server's user). Runs of this test on one server take turns under an advisory lock.
 
-mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Kind, TestStore};
+use crate::helpers::{Kind, TestStore};
 use odqs::config::StoreUrl;
 use odqs::store::Store;
 use sqlx::{Connection, PgConnection};

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use crate::common::{TestStore, api_token, import_file, load_demo, write_file};
+use crate::helpers::{TestStore, api_token, import_file, load_demo, write_file};
 
 /// A dataset of our own: a slug with a dot and a tilde, nested objects, `null`, empty strings,
 /// missing keys, Chinese text, numeric strings, `5` beside `5.0`, `1e3` and `-0.0`.

@@ -1,15 +1,118 @@
-//! A small browser for the site tests: sends requests through the real router in-process,
-//! keeps cookies like a browser, and reads the CSRF token out of the last form it saw.
+//! The one test client. Requests go through the real router in-process: JSON, forms and
+//! GraphQL, with or without a bearer token. An answer is read as JSON ([`Answer`]) or as text
+//! ([`Page`]); a [`Browser`] keeps cookies like a browser, sends from a client address, and
+//! reads the CSRF token out of the last form it saw. [`get_ok_json`] is the same GET over a real
+//! socket, for a server started with [`super::serve`].
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
-use axum::http::{HeaderMap, Request, header};
+use axum::http::{HeaderMap, Method, Request, header};
 use tower::ServiceExt;
+
+/// The largest body a test reads.
+const MAX_BODY: usize = 64 << 20;
+
+/// A request to `path` with `Authorization: Bearer token` (when given), extra headers, and a
+/// body of `content_type` (when given).
+pub fn request(
+    method: Method,
+    path: &str,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+    body: Option<(&str, String)>,
+) -> Request<Body> {
+    let mut request = Request::builder().method(method).uri(path);
+    if let Some((content_type, _)) = &body {
+        request = request.header(header::CONTENT_TYPE, *content_type);
+    }
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let body = body.map_or_else(Body::empty, |(_, text)| Body::from(text));
+    request.body(body).unwrap()
+}
+
+/// Sends `request` through the router; the status, the headers and the whole body.
+pub async fn exchange(router: &axum::Router, request: Request<Body>) -> (u16, HeaderMap, Bytes) {
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), MAX_BODY)
+        .await
+        .unwrap();
+    (status, headers, bytes)
+}
+
+/// An answer of the router: status, headers and the body as JSON (`Null` when it is not JSON).
+pub struct Answer {
+    pub status: u16,
+    pub headers: axum::http::HeaderMap,
+    pub body: serde_json::Value,
+}
+
+/// Sends `request` through the router and reads the answer as JSON.
+pub async fn answer(router: &axum::Router, request: Request<Body>) -> Answer {
+    let (status, headers, bytes) = exchange(router, request).await;
+    Answer {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    }
+}
+
+/// Sends `GET path`; returns status and JSON body.
+pub async fn get_json(router: &axum::Router, path: &str) -> (u16, serde_json::Value) {
+    let answer = get_with(router, path, None, &[]).await;
+    (answer.status, answer.body)
+}
+
+/// Sends `GET path` with `Authorization: Bearer token` (when given) and extra headers.
+pub async fn get_with(
+    router: &axum::Router,
+    path: &str,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Answer {
+    answer(router, request(Method::GET, path, token, headers, None)).await
+}
+
+/// POSTs a GraphQL request (`query` and `variables`) to `/api/v1/graphql` with the token.
+pub async fn post_graphql(
+    router: &axum::Router,
+    token: Option<&str>,
+    query: &str,
+    variables: serde_json::Value,
+) -> Answer {
+    let body = serde_json::json!({"query": query, "variables": variables}).to_string();
+    let request = request(
+        Method::POST,
+        "/api/v1/graphql",
+        token,
+        &[],
+        Some(("application/json", body)),
+    );
+    answer(router, request).await
+}
+
+/// `GET url` over a socket with `Authorization: Bearer token`; the answer must be 200 JSON.
+pub async fn get_ok_json(url: String, token: String) -> serde_json::Value {
+    let response = reqwest::Client::new()
+        .get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
 
 /// One answer.
 #[derive(Debug)]
@@ -94,8 +197,8 @@ impl Browser {
                 .insert(header::COOKIE, jar.join("; ").parse().unwrap());
         }
         request.extensions_mut().insert(ConnectInfo(self.address));
-        let response = self.router.clone().oneshot(request).await.unwrap();
-        for set in response.headers().get_all(header::SET_COOKIE) {
+        let (status, headers, bytes) = exchange(&self.router, request).await;
+        for set in headers.get_all(header::SET_COOKIE) {
             let set = set.to_str().unwrap();
             let (pair, attributes) = set.split_once(';').unwrap_or((set, ""));
             let (name, value) = pair.split_once('=').unwrap();
@@ -105,11 +208,6 @@ impl Browser {
                 self.cookies.insert(name.to_string(), value.to_string());
             }
         }
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let bytes = axum::body::to_bytes(response.into_body(), 4 << 20)
-            .await
-            .unwrap();
         Page {
             status,
             headers,
@@ -118,20 +216,14 @@ impl Browser {
     }
 
     pub async fn get(&mut self, path: &str) -> Page {
-        self.send(Request::get(path).body(Body::empty()).unwrap())
-            .await
+        self.send(request(Method::GET, path, None, &[], None)).await
     }
 
     /// A form POST with the fields as given (add `csrf` yourself).
     pub async fn post(&mut self, path: &str, fields: &[(&str, &str)]) -> Page {
         let body = serde_urlencoded::to_string(fields).unwrap();
-        self.send(
-            Request::post(path)
-                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-                .body(Body::from(body))
-                .unwrap(),
-        )
-        .await
+        let form = Some(("application/x-www-form-urlencoded", body));
+        self.send(request(Method::POST, path, None, &[], form)).await
     }
 
     /// GETs `form_page`, then POSTs its form to `path` with its CSRF token and `fields`.
@@ -161,14 +253,14 @@ pub const PASSWORD: &str = "correct horse battery";
 
 /// POSTs JSON to an API path (no cookies).
 pub async fn post_json(router: &axum::Router, path: &str, body: serde_json::Value) -> Page {
-    Browser::new(router.clone())
-        .send(
-            Request::post(path)
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(body.to_string()))
-                .unwrap(),
-        )
-        .await
+    let request = request(
+        Method::POST,
+        path,
+        None,
+        &[],
+        Some(("application/json", body.to_string())),
+    );
+    Browser::new(router.clone()).send(request).await
 }
 
 /// POSTs a form to an API path (no cookies).
@@ -178,12 +270,6 @@ pub async fn post_form(router: &axum::Router, path: &str, fields: &[(&str, &str)
 
 /// GETs an API path with a bearer token.
 pub async fn get_with_token(router: &axum::Router, path: &str, token: &str) -> Page {
-    Browser::new(router.clone())
-        .send(
-            Request::get(path)
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
+    let request = request(Method::GET, path, Some(token), &[], None);
+    Browser::new(router.clone()).send(request).await
 }

@@ -7,8 +7,6 @@
 
 #![allow(dead_code)]
 
-pub mod stored;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -117,28 +115,6 @@ impl TestStore {
     }
 }
 
-/// Sends one request through the router; returns status and JSON body.
-pub async fn get_json(router: &axum::Router, path: &str) -> (u16, serde_json::Value) {
-    use tower::ServiceExt;
-    let response = router
-        .clone()
-        .oneshot(
-            axum::http::Request::get(path)
-                .body(axum::body::Body::empty())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
-    )
-}
-
 fn rand_suffix() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -178,17 +154,16 @@ impl Drop for TestStore {
 }
 
 /// Runs `async fn $name(store: TestStore)` on SQLite and on PostgreSQL.
-#[macro_export]
 macro_rules! both_stores {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                super::$name($crate::common::TestStore::new($crate::common::Kind::Sqlite).await).await
+                super::$name($crate::helpers::TestStore::new($crate::helpers::Kind::Sqlite).await).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
-                super::$name($crate::common::TestStore::new($crate::common::Kind::Postgres).await).await
+                super::$name($crate::helpers::TestStore::new($crate::helpers::Kind::Postgres).await).await
             }
         }
     )*};
@@ -267,74 +242,6 @@ pub async fn api_token(store: &TestStore) -> String {
         .await
         .unwrap();
     secret.expose().to_string()
-}
-
-/// An answer of the router: status, headers and the body as JSON (`Null` when it is not JSON).
-pub struct Answer {
-    pub status: u16,
-    pub headers: axum::http::HeaderMap,
-    pub body: serde_json::Value,
-}
-
-/// Sends `GET path` with `Authorization: Bearer token` (when given) and extra headers.
-pub async fn get_with(
-    router: &axum::Router,
-    path: &str,
-    token: Option<&str>,
-    headers: &[(&str, &str)],
-) -> Answer {
-    let mut request = axum::http::Request::get(path);
-    if let Some(token) = token {
-        request = request.header("authorization", format!("Bearer {token}"));
-    }
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    answer(router, request.body(axum::body::Body::empty()).unwrap()).await
-}
-
-/// POSTs a GraphQL request (`query` and `variables`) to `/api/v1/graphql` with the token.
-pub async fn post_graphql(
-    router: &axum::Router,
-    token: Option<&str>,
-    query: &str,
-    variables: serde_json::Value,
-) -> Answer {
-    let mut request =
-        axum::http::Request::post("/api/v1/graphql").header("content-type", "application/json");
-    if let Some(token) = token {
-        request = request.header("authorization", format!("Bearer {token}"));
-    }
-    let body = serde_json::json!({"query": query, "variables": variables}).to_string();
-    answer(router, request.body(axum::body::Body::from(body)).unwrap()).await
-}
-
-/// Sends `request` through the router and reads the answer.
-async fn answer(router: &axum::Router, request: axum::http::Request<axum::body::Body>) -> Answer {
-    use tower::ServiceExt;
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
-        .await
-        .unwrap();
-    Answer {
-        status,
-        headers,
-        body: serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
-    }
-}
-
-/// `GET url` over a socket with `Authorization: Bearer token`; the answer must be 200 JSON.
-pub async fn get_ok_json(url: String, token: String) -> serde_json::Value {
-    let response = reqwest::Client::new()
-        .get(url)
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
 }
 
 /// Loads the bundled demo datasets (flights, tw-scenic-spots) into `store`.

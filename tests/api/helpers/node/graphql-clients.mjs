@@ -2,7 +2,7 @@
 // queries as GET (issue 12): urql (its default `preferGetMethod: 'within-url-limit'`), Apollo
 // Client (`useGETForQueries`) and graphql-request (`method: 'GET'`). Each runs the same query
 // and a query naming an unknown field; fetch is wrapped to record the HTTP method each used.
-// Usage: node graphql-clients.mjs URL TOKEN. Prints one JSON object; tests/graphql_clients.rs
+// Usage: node graphql-clients.mjs URL TOKEN. Prints one JSON object; tests/api/graphql_clients.rs
 // compares it with the REST answers.
 
 import { Client, fetchExchange, gql as urqlGql } from '@urql/core';

@@ -1,4 +1,4 @@
-// graphql-http's auditServer against a running odqs (tests/graphql_http_audit.rs): prints every
+// graphql-http's auditServer against a running odqs (tests/api/graphql_http_audit.rs): prints every
 // audit's id, name, status (ok, notice, warn, error) and reason as JSON.
 import { auditServer } from 'graphql-http';
 const [url, token] = process.argv.slice(2);

@@ -1,5 +1,5 @@
 """Drives a client that openapi-python-client generated from odqs' live OpenAPI document
-(tests/openapi_clients.rs): lists datasets, filters flights with carrier=UA and a sort, reads a
+(tests/api/openapi_clients.rs): lists datasets, filters flights with carrier=UA and a sort, reads a
 record by id, and aggregates, all through the generated functions and models. Prints one JSON
 object for the Rust side to check; any exception (an unparsable answer, an error status) fails.
 

@@ -1,4 +1,4 @@
-"""Drives odqs's MCP endpoint with the official MCP Python SDK (tests/mcp.rs).
+"""Drives odqs's MCP endpoint with the official MCP Python SDK (tests/api/mcp.rs).
 
 Usage: mcp_check.py URL TOKEN CALLS_JSON
 

@@ -1,4 +1,4 @@
-"""Schemathesis hooks for tests/openapi_clients.rs.
+"""Schemathesis hooks for tests/api/openapi_clients.rs.
 
 One check replaces schemathesis' `positive_data_acceptance`, keeping all of it but one thing the
 document cannot express: which names a dataset's filters, `sort`, `fields`, `group_by` and
