@@ -8,17 +8,16 @@
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them); without them
 //! this test fails, it never skips.
 
-
 use std::time::Duration;
 
 use crate::helpers::TestStore;
+use crate::helpers::webdriver::{Driver, screenshots, serve};
 use oauth2::basic::BasicClient;
 use oauth2::{
     ClientId, DeviceAuthorizationUrl, DeviceCodeErrorResponseType, RequestTokenError,
     StandardDeviceAuthorizationResponse, TokenResponse, TokenUrl,
 };
 use serde_json::Value;
-use crate::helpers::webdriver::{Driver, screenshots, serve};
 
 async fn device_flow_in_a_browser(store: TestStore) {
     let kind = format!("{:?}", store.kind).to_lowercase();

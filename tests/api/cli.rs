@@ -1,7 +1,6 @@
 //! The `odqs` binary as an operator runs it: `serve` on an empty directory, `import`,
 //! `datasets list|remove`, `token create`, `migrate`, and configuration errors.
 
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -212,7 +211,9 @@ async fn serve_loads_demo_into_empty_store(store: TestStore) {
     assert_eq!(ready.status(), 200);
     let (clean, _) = server.terminate();
     assert!(clean);
-    let datasets = crate::helpers::stored::datasets(&store.store).await.unwrap();
+    let datasets = crate::helpers::stored::datasets(&store.store)
+        .await
+        .unwrap();
     let slugs: Vec<_> = datasets.iter().map(|d| d.slug.as_str()).collect();
     assert_eq!(slugs, ["flights", "tw-scenic-spots"]);
     let spots = &datasets[1];

@@ -1,31 +1,19 @@
 //! Compressed answers (contract §12.5): gzip, br and zstd as asked, the same JSON once decoded,
 //! weak ETags that still answer `If-None-Match`, and guides compressed too; on both stores.
 
-
 use std::io::Read;
 
+use crate::helpers::client;
 use crate::helpers::{TestStore, api_token, load_demo};
-use tower::ServiceExt;
+use axum::http::Method;
 
 async fn fetch(
     router: &axum::Router,
     path: &str,
     headers: &[(&str, &str)],
 ) -> (u16, axum::http::HeaderMap, Vec<u8>) {
-    let mut request = axum::http::Request::get(path);
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = router
-        .clone()
-        .oneshot(request.body(axum::body::Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = axum::body::to_bytes(response.into_body(), 64 << 20)
-        .await
-        .unwrap();
+    let request = client::request(Method::GET, path, None, headers, None);
+    let (status, headers, body) = client::exchange(router, request).await;
     (status, headers, body.to_vec())
 }
 

@@ -2,16 +2,15 @@
 //! SQLite and PostgreSQL: request shapes, every error code, slow_down timing, expiry, single
 //! use under concurrency, and the tokens they issue.
 
-
 use crate::helpers::TestStore;
+use crate::helpers::client;
+use crate::helpers::client::{get_with_token, post_form, post_json};
 use entity::{api_token, device_grant};
 use odqs::auth::grant::{self, Decision};
 use odqs::auth::token;
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, Set};
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
-use crate::helpers::client;
-use crate::helpers::client::{get_with_token, post_form, post_json};
 
 const DEVICE: &str = "/api/v1/auth/device";
 const TOKEN: &str = "/api/v1/auth/token";

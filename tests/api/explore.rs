@@ -4,14 +4,13 @@
 //! statistics. Each step's visible numbers are checked against the REST API's answer to the
 //! same question, and a screenshot goes to `target/screenshots/{store}-explore-*.png`.
 
-
+use crate::helpers::client::Browser;
+use crate::helpers::webdriver;
+use crate::helpers::webdriver::{Driver, screenshots, serve};
 use crate::helpers::{TestStore, api_token, load_demo, post_graphql};
 use entity::api_token as token_entity;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::Value;
-use crate::helpers::client::Browser;
-use crate::helpers::webdriver;
-use crate::helpers::webdriver::{Driver, screenshots, serve};
 
 /// `data-token="…"` of the explorer page.
 fn page_token(html: &str) -> String {

@@ -5,18 +5,18 @@
 //! contract's 400s; the rate limit counts the records; gzip compresses; a client that hangs up
 //! stops the reads.
 
-
 use std::io::Read;
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::Request;
-use crate::helpers::{TestStore, api_token, get_with, import_file, load_demo, test_data, write_file};
+use crate::helpers::client;
+use crate::helpers::{
+    TestStore, api_token, get_with, import_file, load_demo, test_data, write_file,
+};
+use axum::http::Method;
 use odqs::app::AppState;
 use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tower::ServiceExt;
 
 /// A raw answer: status, headers, body bytes.
 struct Raw {
@@ -71,25 +71,12 @@ fn uri(path: &str) -> String {
 }
 
 async fn raw(router: &axum::Router, path: &str, token: &str, headers: &[(&str, &str)]) -> Raw {
-    let mut request = Request::get(uri(path)).header("authorization", format!("Bearer {token}"));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = router
-        .clone()
-        .oneshot(request.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap()
-        .to_vec();
+    let request = client::request(Method::GET, &uri(path), Some(token), headers, None);
+    let (status, headers, body) = client::exchange(router, request).await;
     Raw {
         status,
         headers,
-        body,
+        body: body.to_vec(),
     }
 }
 

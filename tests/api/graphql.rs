@@ -2,7 +2,6 @@
 //! depth, complexity and fetch limits with their codes, batching of identical sub-requests,
 //! and the checked-in example operations in `graphql/examples/`, run on both stores.
 
-
 use std::path::Path;
 use std::sync::Arc;
 
@@ -359,17 +358,11 @@ async fn send(
     router: &axum::Router,
     request: axum::http::Request<axum::body::Body>,
 ) -> (u16, String, Value) {
-    use tower::ServiceExt;
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status().as_u16();
-    let media = response
-        .headers()
+    let (status, headers, body) = crate::helpers::client::exchange(router, request).await;
+    let media = headers
         .get("content-type")
         .map(|v| v.to_str().unwrap().to_string())
         .unwrap_or_default();
-    let body = axum::body::to_bytes(response.into_body(), 16 << 20)
-        .await
-        .unwrap();
     (
         status,
         media,

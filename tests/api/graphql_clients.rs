@@ -1,9 +1,8 @@
 //! GraphQL client libraries nobody here wrote, from npm (issue 12): urql 6 with its defaults
 //! for GET, Apollo Client with `useGETForQueries`, graphql-request in GET mode
-//! (`tests/api/helpers/node/graphql-clients.mjs`), against a served odqs on both stores. Each must send its
-//! queries as `GET /api/v1/graphql?query=…`, get the same records and groups as REST, and see
-//! an unknown field's `extensions.code`.
-
+//! (`tests/api/helpers/node/graphql-clients.mjs`), against a served odqs on both stores. Each must
+//! send its queries as `GET /api/v1/graphql?query=…`, get the same records and groups as REST, and
+//! see an unknown field's `extensions.code`.
 
 use crate::helpers::node;
 use crate::helpers::{TestStore, api_token, load_demo};
@@ -28,7 +27,8 @@ async fn clients_query_by_get(store: TestStore) {
     let url = format!("{site}/api/v1/graphql");
     let got = node::run_json("graphql-clients.mjs", vec![url, token.clone()]).await;
 
-    let rest = |path: &str| crate::helpers::get_ok_json(format!("{site}/api/v1{path}"), token.clone());
+    let rest =
+        |path: &str| crate::helpers::get_ok_json(format!("{site}/api/v1{path}"), token.clone());
     let records = rest(
         "/datasets/flights/records?carrier=UA&dep_delay%5Bgte%5D=60&sort=dep_delay%3C,_id&per_page=3&fields=carrier,dep_delay",
     )

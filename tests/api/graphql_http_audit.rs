@@ -3,7 +3,6 @@
 //! audit passes (only MAY notices are allowed). The packages are installed once, pinned by
 //! `tests/api/helpers/node/package.json`, under `target/node-clients`.
 
-
 use crate::helpers::node;
 use crate::helpers::{TestStore, api_token, load_demo};
 

@@ -1,10 +1,10 @@
 //! REST and GraphQL give the same answers (issue 5, contract §10, §12).
 //!
-//! Every REST case of the store parity test (`tests/api/helpers/cases.rs`) that GraphQL's typed arguments can
-//! express is translated into a GraphQL document and sent to `POST /api/v1/graphql` on the same
-//! store: the records (key order included), totals, pages, groups and statistics, schema
-//! entries and metadata must be those of the REST answer, and a refused request must carry the
-//! REST code in `extensions.code` with the same message and extra members. Cases GraphQL cannot
+//! Every REST case of the store parity test (`tests/api/helpers/cases.rs`) that GraphQL's typed
+//! arguments can express is translated into a GraphQL document and sent to `POST /api/v1/graphql`
+//! on the same store: the records (key order included), totals, pages, groups and statistics,
+//! schema entries and metadata must be those of the REST answer, and a refused request must carry
+//! the REST code in `extensions.code` with the same message and extra members. Cases GraphQL cannot
 //! express (a malformed number, a parameter given twice, a missing required argument, a sort key
 //! with stray `<`/`>`) are counted and left out: GraphQL's own validation refuses those.
 //!
@@ -14,7 +14,6 @@
 //! (REST's `percentiles` object, keyed by label) are compared with the REST answer. The §12
 //! cases left out are named in [`SECTION_12_LEFT_OUT`], so that a case that stops translating
 //! fails the test instead of being skipped in silence.
-
 
 use crate::helpers::cases::{REQUESTS, encode, load};
 use crate::helpers::{TestStore, get_with, post_graphql};

@@ -2,7 +2,6 @@
 //! `catalog.md`, `skill.md`, and every `curl` example of every skill.md run against the live
 //! router with a real token.
 
-
 use crate::helpers::TestStore;
 use crate::helpers::client::{Browser, get_with_token};
 

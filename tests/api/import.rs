@@ -1,7 +1,6 @@
 //! `odqs import` on both stores: every input format, gzip, inference, dotted fields, the id
 //! field, and the failures that must leave the store as it was.
 
-
 use crate::helpers::stored as records;
 use crate::helpers::{TestStore, gzip, import_file, write_file};
 use entity::FieldType;

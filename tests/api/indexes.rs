@@ -2,7 +2,6 @@
 //! exact match and sort on typed columns, look-up by `_id`, and substring search through the
 //! trigram-indexed text dictionary (Chinese included). Checked on the real query plans.
 
-
 use crate::helpers::{Kind, TestStore, get_with, import_file_with, write_file};
 use query::memory::IndexPolicy;
 use sea_orm::{ConnectionTrait, Statement, TransactionTrait};

@@ -1,9 +1,8 @@
 //! The MCP endpoint (contract §12.4, issue 14) driven by the official MCP Python SDK (`mcp` from
-//! PyPI, in the venv of `tests/api/helpers/py/mod.rs`), on both stores, against a real server on a socket
-//! with the demo datasets: it initializes, lists the six tools, and calls each; every answer
+//! PyPI, in the venv of `tests/api/helpers/py/mod.rs`), on both stores, against a real server on a
+//! socket with the demo datasets: it initializes, lists the six tools, and calls each; every answer
 //! equals the REST answer to the same request, and every refusal carries the REST error's
 //! code. A request without a valid token is refused before the protocol is spoken.
-
 
 use std::net::SocketAddr;
 

@@ -3,7 +3,6 @@
 //! the same one). The answers themselves are checked against a model in `property.rs` and
 //! across stores and paths in `parity.rs`.
 
-
 use std::time::{Duration, Instant};
 
 use crate::helpers::{TestStore, api_token, get_with, import_file, write_file};

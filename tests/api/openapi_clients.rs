@@ -9,7 +9,6 @@
 //! The Python tools come from a venv the tests make (`tests/api/helpers/py/mod.rs`), pinned in
 //! `tests/api/helpers/py/requirements.txt`.
 
-
 use std::net::SocketAddr;
 use std::process::Output;
 use std::time::Instant;

@@ -1,6 +1,5 @@
 //! `/healthz` and `/readyz` through the real router, including a store outage and recovery.
 
-
 use crate::helpers::{Kind, TestStore, get_json, get_with, pg_admin_url};
 use sqlx::Connection;
 

@@ -10,7 +10,6 @@
 //! the in-memory routers are asked everything again, answering from the record bodies they
 //! kept.
 
-
 use crate::helpers::cases::{REQUESTS, encode, load};
 use crate::helpers::{Kind, TestStore, get_with};
 use query::memory::IndexPolicy;

@@ -28,7 +28,6 @@
 //! ties in any group order break by key ascending, and groups without the sorted statistic come
 //! last in both directions.
 
-
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;

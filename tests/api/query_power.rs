@@ -4,13 +4,12 @@
 //! - The 10,000-group bound: a generated dataset of 10,050 distinct keyword values (and as many
 //!   distinct numbers and hours) is refused with `too_many_groups` naming the count, and answered
 //!   with `limit`, in order, with and without `field`.
-//! - Hand-written expectations on the `mini.set~1` dataset of `tests/api/helpers/cases.rs`: date ranges compare
-//!   instants (a `+08:00` date whose text sorts after the bound is before it), `ne` keeps records
+//! - Hand-written expectations on the `mini.set~1` dataset of `tests/api/helpers/cases.rs`:
+//!   date ranges compare instants (a `+08:00` date whose text sorts after the bound is before it), `ne` keeps records
 //!   without a value, `-0` lies in `[0, 0]`, number bins with `missing` and `ungrouped_records`,
 //!   date buckets in UTC, several `group_by` fields with `keys`.
 //! - The questions of issue 15 asked of the demo flights, one request each, checked against
 //!   counts computed here from the bundled CSV itself (`demo/flights.csv.gz`, see `src/demo.rs`).
-
 
 use std::collections::BTreeMap;
 use std::io::Read;

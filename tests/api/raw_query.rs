@@ -1,7 +1,6 @@
 //! Raw `<` and `>` in a query string, as curl sends `?sort=n<`, through the real server on a
 //! socket (contract §5: "Raw and percent-encoded `<`/`>` both work"), on both stores.
 
-
 use crate::helpers::{TestStore, import_file, write_file};
 use odqs::auth::token::{find_or_create_user, mint};
 use serde_json::Value;

@@ -19,13 +19,12 @@
 //! `127.0.0.1:0`) until they log `odqs is serving`; without `ODQS_PUBLIC_URL` the public URL
 //! they log must be the address they listen on. **JSON blocks** must parse; a schema file (one
 //! with `fields`) is imported with `demo/flights.csv.gz`. **The Python block** (the MCP client)
-//! runs with the `mcp` version pinned in `tests/api/helpers/py/requirements.txt`, which the page must name.
+//! runs with the `mcp` version pinned in `tests/api/helpers/py/requirements.txt`, which the page
+//! must name.
 //!
 //! **Not run here**, each named in [`NOT_RUN`] with the reason: the set-up and build commands
 //! (`cargo …`; the README's test command is checked to be the one `.ci/run` runs), Docker, and
 //! servers on a remote PostgreSQL.
-
-
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -7,7 +7,6 @@
 //! in a fraction of the time; the whole flights file is imported and checked against the CSV
 //! by the bench (`cargo bench --bench mix`).
 
-
 use std::io::BufRead;
 
 use crate::helpers::stored as records;

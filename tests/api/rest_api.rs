@@ -3,7 +3,6 @@
 //! datasets check Chinese search, dotted grouping and percentiles against values computed here
 //! from the bundled files.
 
-
 use std::io::Read;
 
 use crate::helpers::{Answer, TestStore, api_token, get_with, import_file, load_demo, write_file};

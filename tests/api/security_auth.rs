@@ -5,12 +5,12 @@
 //! and site-wide before any hashing, password hashing bounded, the purge of expired rows, and
 //! `X-Forwarded-For` believed only from trusted proxies.
 
-
+use crate::helpers::TestStore;
 use axum::body::Body;
 use axum::http::{Request, header};
-use crate::helpers::TestStore;
 use std::sync::{Arc, Mutex};
 
+use crate::helpers::client::{Browser, PASSWORD, Page};
 use entity::{api_token, device_grant, session, throttle_counter, user};
 use odqs::app::AppState;
 use odqs::auth::password::{self, Hashing};
@@ -23,7 +23,6 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
-use crate::helpers::client::{Browser, PASSWORD, Page};
 
 const DEVICE: &str = "/api/v1/auth/device";
 const TOKEN: &str = "/api/v1/auth/token";

@@ -2,7 +2,6 @@
 //! themselves expensive are refused with a coded GraphQL error before anything runs, on both
 //! stores.
 
-
 use crate::helpers::{TestStore, api_token, load_demo, post_graphql};
 use graphql::{MAX_ALIASES, MAX_DOCUMENT_BYTES, MAX_FRAGMENT_SPREADS, MAX_NESTING};
 use serde_json::Value;

@@ -2,7 +2,6 @@
 //! serving instance, on both stores. Servers are bound on real sockets where connections
 //! matter, and driven in-process where only the request path does.
 
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,14 +1,13 @@
 //! The site (contract §9) through the real router, on SQLite and PostgreSQL: accounts and
 //! sessions, CSRF protection, login and wrong-code throttling, the token page, and `/device`.
 
-
 use crate::helpers::TestStore;
+use crate::helpers::client;
+use crate::helpers::client::{Browser, PASSWORD, post_json};
 use entity::{api_token, device_grant, session, user};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, Set};
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
-use crate::helpers::client;
-use crate::helpers::client::{Browser, PASSWORD, post_json};
 
 fn https_router(store: &TestStore) -> axum::Router {
     odqs::app::router(odqs::app::AppState::new(

@@ -8,7 +8,6 @@
 //! is written to), a superuser, the `openssl` command, and root (the key file must belong to
 //! the server's user). Runs of this test on one server take turns under an advisory lock.
 
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;

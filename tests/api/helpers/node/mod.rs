@@ -1,5 +1,6 @@
 //! The npm packages the tests run with the machine's Node.js (third-party clients nobody here
-//! wrote), pinned by `tests/api/helpers/node/package.json` and installed once under `target/node-clients`.
+//! wrote), pinned by `tests/api/helpers/node/package.json` and installed once under
+//! `target/node-clients`.
 
 #![allow(dead_code)]
 
@@ -7,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-/// Runs `script` (a file of `tests/api/helpers/node/`) with Node.js and `args`, off the async runtime, and
-/// reads the JSON it prints; fails the test when it fails.
+/// Runs `script` (a file of `tests/api/helpers/node/`) with Node.js and `args`, off the async
+/// runtime, and reads the JSON it prints; fails the test when it fails.
 pub async fn run_json(script: &'static str, args: Vec<String>) -> serde_json::Value {
     let output = tokio::task::spawn_blocking(move || {
         let dir = with_script(script);
@@ -30,8 +31,8 @@ pub async fn run_json(script: &'static str, args: Vec<String>) -> serde_json::Va
 }
 
 /// `target/node-clients` with the pinned packages installed (once; later runs reuse it) and
-/// `script` (a file of `tests/api/helpers/node/`) copied beside them. Tests in one process wait on a
-/// mutex, test processes on a lock file, so npm installs once and nobody reads a half-made
+/// `script` (a file of `tests/api/helpers/node/`) copied beside them. Tests in one process wait on
+/// a mutex, test processes on a lock file, so npm installs once and nobody reads a half-made
 /// `node_modules`.
 pub fn with_script(script: &str) -> PathBuf {
     static INSTALLING: Mutex<()> = Mutex::new(());
@@ -53,6 +54,10 @@ pub fn with_script(script: &str) -> PathBuf {
             .expect("npm is needed for this test (Node.js and npm from Debian or nodejs.org)");
         assert!(status.success(), "npm install failed in {}", dir.display());
     }
-    std::fs::copy(root.join("tests/api/helpers/node").join(script), dir.join(script)).unwrap();
+    std::fs::copy(
+        root.join("tests/api/helpers/node").join(script),
+        dir.join(script),
+    )
+    .unwrap();
     dir
 }

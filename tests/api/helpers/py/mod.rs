@@ -1,8 +1,8 @@
 //! A Python virtual environment for the tests that drive third-party Python tools (an OpenAPI
 //! validator, schemathesis, a client generator): made once under `target/py-venv` with the
-//! versions pinned in `tests/api/helpers/py/requirements.txt`, pip's downloads cached in `target/py-cache`,
-//! and reused as long as that file is unchanged. Needs `python3` with its `venv` module
-//! (Debian: `python3-venv`, which `.ci/run` installs when it is missing).
+//! versions pinned in `tests/api/helpers/py/requirements.txt`, pip's downloads cached in
+//! `target/py-cache`, and reused as long as that file is unchanged. Needs `python3` with its `venv`
+//! module (Debian: `python3-venv`, which `.ci/run` installs when it is missing).
 
 #![allow(dead_code)]
 
@@ -97,7 +97,10 @@ pub fn venv() -> Venv {
         .env("PIP_CACHE_DIR", target.join("py-cache"))
         .output()
         .expect("run pip");
-    check("pip install -r tests/api/helpers/py/requirements.txt", &installed);
+    check(
+        "pip install -r tests/api/helpers/py/requirements.txt",
+        &installed,
+    );
     std::fs::write(&stamp, REQUIREMENTS).unwrap();
     venv
 }
