@@ -1,0 +1,166 @@
+//! The device flow end to end, as a person and a program live it (contract §8): the real
+//! `oauth2` crate's device-flow client requests a code and polls, while headless Chromium,
+//! driven over WebDriver, opens `verification_uri_complete`, is sent to log in, signs up,
+//! comes back to the same request and presses 同意授權 (or 拒絕). The approved client ends
+//! with a token that reads `/api/v1/datasets`; the refused one ends in `access_denied`.
+//! Screenshots of `/device` and `/account` go to `target/screenshots/`.
+//!
+//! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them); without them
+//! this test fails, it never skips.
+
+use std::time::Duration;
+
+use crate::helpers::TestStore;
+use crate::helpers::webdriver::{Driver, screenshots, serve};
+use oauth2::basic::BasicClient;
+use oauth2::{
+    ClientId, DeviceAuthorizationUrl, DeviceCodeErrorResponseType, RequestTokenError,
+    StandardDeviceAuthorizationResponse, TokenResponse, TokenUrl,
+};
+use serde_json::Value;
+
+async fn device_flow_in_a_browser(store: TestStore) {
+    let kind = format!("{:?}", store.kind).to_lowercase();
+    let (site, stop) = serve(&store).await;
+    let driver = Driver::start().await;
+    let browser = driver.session().await;
+
+    // The program: the real oauth2 device-flow client, two requests.
+    let client = BasicClient::new(ClientId::new("odqs-e2e".to_string()))
+        .set_device_authorization_url(
+            DeviceAuthorizationUrl::new(format!("{site}/api/v1/auth/device")).unwrap(),
+        )
+        .set_token_uri(TokenUrl::new(format!("{site}/api/v1/auth/token")).unwrap());
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut requests: Vec<StandardDeviceAuthorizationResponse> = Vec::new();
+    for _ in 0..2 {
+        requests.push(
+            client
+                .exchange_device_code()
+                .request_async(&http)
+                .await
+                .unwrap(),
+        );
+    }
+    let pollers: Vec<_> = requests
+        .iter()
+        .map(|details| {
+            let (client, http, details) = (client.clone(), http.clone(), details.clone());
+            tokio::spawn(async move {
+                client
+                    .exchange_device_access_token(&details)
+                    .request_async(&http, tokio::time::sleep, Some(Duration::from_secs(120)))
+                    .await
+            })
+        })
+        .collect();
+    let approve_uri = requests[0]
+        .verification_uri_complete()
+        .unwrap()
+        .secret()
+        .to_string();
+    let deny_uri = requests[1]
+        .verification_uri_complete()
+        .unwrap()
+        .secret()
+        .to_string();
+    let approve_code = requests[0].user_code().secret().to_string();
+    assert_eq!(approve_uri, format!("{site}/device?code={approve_code}"));
+
+    // The person: opens the link, is sent to log in, signs up instead, comes back.
+    browser.goto(&approve_uri).await;
+    assert!(browser.current_url().await.contains("/login?next="));
+    browser
+        .click("css selector", "a[href^='/signup?next=']")
+        .await;
+    browser.wait_for("Create a free account").await;
+    browser
+        .type_into("#email", &format!("ada-{kind}@example.org"))
+        .await;
+    browser
+        .type_into("#password", "correct horse battery")
+        .await;
+    browser
+        .click("css selector", "form[action='/signup'] button[type=submit]")
+        .await;
+    browser.wait_for("同意授權").await;
+    assert_eq!(
+        browser.current_url().await,
+        approve_uri,
+        "back at the same request"
+    );
+    let page = browser.source().await;
+    assert!(
+        page.contains(&approve_code) && page.contains("odqs-e2e"),
+        "code and client shown"
+    );
+    browser
+        .screenshot(&screenshots().join(format!("{kind}-device.png")))
+        .await;
+    browser
+        .click("xpath", "//button[normalize-space()='同意授權']")
+        .await;
+    browser.wait_for("id=\"result\"").await;
+    assert!(browser.source().await.contains("Approved"));
+
+    browser.goto(&deny_uri).await;
+    browser.wait_for("拒絕").await;
+    browser
+        .click("xpath", "//button[normalize-space()='拒絕']")
+        .await;
+    browser.wait_for("id=\"result\"").await;
+    assert!(browser.source().await.contains("Refused"));
+
+    // The program: one token, which reads the API; one refusal.
+    let mut pollers = pollers.into_iter();
+    let approved = pollers
+        .next()
+        .unwrap()
+        .await
+        .unwrap()
+        .expect("a token after 同意授權");
+    assert_eq!(approved.expires_in(), Some(Duration::from_secs(86400)));
+    let token = approved.access_token().secret().clone();
+    assert!(token.starts_with("odqs_"));
+    match pollers.next().unwrap().await.unwrap() {
+        Err(RequestTokenError::ServerResponse(e)) => {
+            assert_eq!(*e.error(), DeviceCodeErrorResponseType::AccessDenied);
+        }
+        other => panic!("expected access_denied after 拒絕, got {other:?}"),
+    }
+
+    // The account page lists the device token and makes a long-lived one, shown once.
+    browser.goto(&format!("{site}/account")).await;
+    browser.type_into("#name", "laptop scripts").await;
+    browser
+        .click(
+            "css selector",
+            "form[action='/account/tokens'] button[type=submit]",
+        )
+        .await;
+    browser.wait_for("id=\"new-token\"").await;
+    let page = browser.source().await;
+    assert!(page.contains("odqs-e2e") && page.contains("laptop scripts"));
+    browser
+        .screenshot(&screenshots().join(format!("{kind}-account.png")))
+        .await;
+
+    // The device token reads the API.
+    let datasets = reqwest::Client::new()
+        .get(format!("{site}/api/v1/datasets"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(datasets.status(), 200);
+    let body: Value = datasets.json().await.unwrap();
+    assert!(body["datasets"].is_array(), "{body}");
+
+    browser.close().await;
+    let _ = stop.send(());
+}
+
+both_stores!(device_flow_in_a_browser);

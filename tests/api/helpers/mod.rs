@@ -1,0 +1,16 @@
+//! What the integration tests share: the store fixtures ([`store`]: a fresh SQLite file or
+//! PostgreSQL database, `both_stores!`), the one test client ([`client`]), the store read
+//! directly ([`stored`]), the parity cases ([`cases`]), and the third-party tools some tests
+//! drive (headless Chromium in [`webdriver`], Python in [`py`], Node.js in [`node`]).
+
+#[macro_use]
+pub mod store;
+pub mod cases;
+pub mod client;
+pub mod node;
+pub mod py;
+pub mod stored;
+pub mod webdriver;
+
+pub use client::{Answer, get_json, get_ok_json, get_with, post_graphql};
+pub use store::*;

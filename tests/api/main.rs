@@ -1,0 +1,41 @@
+//! The integration tests: one binary, a module per area, all driving the real application on
+//! a fresh SQLite file and a fresh PostgreSQL database (`both_stores!`), in-process through the
+//! router or on a socket, through the `odqs` binary, or with third-party clients. What they
+//! share (store fixtures, the one test client, the parity cases, the tools they drive) is in
+//! `helpers`.
+
+#[macro_use]
+mod helpers;
+
+mod browser;
+mod cli;
+mod compose;
+mod compression;
+mod device_flow;
+mod explore;
+mod export;
+mod graphql;
+mod graphql_clients;
+mod graphql_http_audit;
+mod graphql_parity;
+mod graphql_schema_file;
+mod guides;
+mod import;
+mod indexes;
+mod layering;
+mod mcp;
+mod memory_index;
+mod openapi_clients;
+mod operations;
+mod parity;
+mod property;
+mod query_power;
+mod raw_query;
+mod readme_examples;
+mod real_data;
+mod rest_api;
+mod security_auth;
+mod security_graphql;
+mod security_http;
+mod site;
+mod tls;

@@ -1,0 +1,145 @@
+//! The in-memory indexes: built per live version within the memory budget, replaced after a
+//! re-import, dropped with their dataset, and never changing an answer (the store path gives
+//! the same one). The answers themselves are checked against a model in `property.rs` and
+//! across stores and paths in `parity.rs`.
+
+use std::time::{Duration, Instant};
+
+use crate::helpers::{TestStore, api_token, get_with, import_file, write_file};
+use query::memory::{DEFAULT_BUDGET_BYTES, IndexPolicy};
+use serde_json::{Value, json};
+
+const SCHEMA: &str = r#"{
+  "title": "Cities", "id_field": "id",
+  "fields": [
+    {"name": "id", "type": "keyword"},
+    {"name": "city", "type": "keyword"},
+    {"name": "people", "type": "number"},
+    {"name": "about", "type": "text"}
+  ]
+}"#;
+
+/// `n` cities, every third without a population.
+fn cities(n: usize, names: &[&str]) -> String {
+    (0..n)
+        .map(|i| {
+            let mut record = json!({
+                "id": format!("c{i:04}"),
+                "city": names[i % names.len()],
+                "about": format!("city number {i} of {}", names[i % names.len()]),
+            });
+            if i % 3 != 0 {
+                record["people"] = json!((i * 37 % 101) as f64 / 4.0);
+            }
+            record.to_string() + "\n"
+        })
+        .collect()
+}
+
+async fn import(store: &TestStore, data: &str) {
+    let path = write_file(store, "cities.ndjson", data.as_bytes());
+    import_file(store, &path, "cities", Some(SCHEMA), None)
+        .await
+        .expect("import");
+}
+
+/// Requests whose answers must not depend on the path.
+const PATHS: &[&str] = &[
+    "/api/v1/datasets/cities/records?sort=people%3C,city&per_page=7&page=3",
+    "/api/v1/datasets/cities/records?city=Taipei&q=number",
+    "/api/v1/datasets/cities/agg?group_by=city&field=people",
+];
+
+async fn answers(router: &axum::Router, token: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for path in PATHS {
+        let answer = get_with(router, path, Some(token), &[]).await;
+        assert_eq!(answer.status, 200, "{path}: {}", answer.body);
+        out.push(answer.body);
+    }
+    out
+}
+
+async fn indexes_follow_versions_within_the_budget(store: TestStore) {
+    import(&store, &cities(300, &["Taipei", "Tainan", "Keelung"])).await;
+    let token = api_token(&store).await;
+    let state = store.state_with(IndexPolicy::waiting(DEFAULT_BUDGET_BYTES));
+    let router = odqs::app::router(state.clone());
+    let store_router = store.router_with(IndexPolicy::OFF);
+
+    assert_eq!(
+        state.resolver.index_bytes(),
+        0,
+        "nothing is built before a request"
+    );
+    let first = answers(&router, &token).await;
+    let built = state.resolver.index_bytes();
+    assert!(
+        built > 300 * 8,
+        "an index of 300 rows takes more than {built} bytes"
+    );
+    assert_eq!(first, answers(&store_router, &token).await);
+    assert_eq!(first[1]["total"], 100);
+
+    // A re-import: the next request is answered from the new version, by a new index that
+    // replaces the old one.
+    import(&store, &cities(900, &["Taipei", "Hualien"])).await;
+    let second = answers(&router, &token).await;
+    assert_eq!(second[1]["total"], 450);
+    assert_eq!(second, answers(&store_router, &token).await);
+    let rebuilt = state.resolver.index_bytes();
+    assert!(
+        rebuilt > built,
+        "{rebuilt} bytes for 900 rows, {built} for 300"
+    );
+
+    // A budget too small for the dataset: the store answers, nothing is kept.
+    let small = store.state_with(IndexPolicy::waiting(1024));
+    let small_router = odqs::app::router(small.clone());
+    assert_eq!(second, answers(&small_router, &token).await);
+    assert_eq!(small.resolver.index_bytes(), 0);
+
+    // A removed dataset's index goes at the next refresh.
+    odqs::store::catalog::remove(&store.store, "cities")
+        .await
+        .expect("remove");
+    state.resolver.refresh_indexes().await.expect("refresh");
+    assert_eq!(state.resolver.index_bytes(), 0);
+}
+
+async fn background_builds_answer_alike(store: TestStore) {
+    import(&store, &cities(500, &["Taipei", "Tainan"])).await;
+    let token = api_token(&store).await;
+    let state = store.state_with(IndexPolicy::background(DEFAULT_BUDGET_BYTES));
+    let router = odqs::app::router(state.clone());
+    // Before and while the index is built, the store answers; after, the index. Both alike.
+    let before = answers(&router, &token).await;
+    state.resolver.refresh_indexes().await.expect("refresh");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while state.resolver.index_bytes() == 0 {
+        assert!(Instant::now() < deadline, "the index was never built");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(before, answers(&router, &token).await);
+
+    // A re-import: the first request that sees the new version starts its build (no refresh
+    // tick needed), and answers from the store meanwhile.
+    let built = state.resolver.index_bytes();
+    import(&store, &cities(1500, &["Taipei", "Tainan"])).await;
+    let during = answers(&router, &token).await;
+    assert_eq!(during[1]["total"], 750);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while state.resolver.index_bytes() <= built {
+        assert!(
+            Instant::now() < deadline,
+            "the new version was never indexed"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(during, answers(&router, &token).await);
+}
+
+both_stores!(
+    indexes_follow_versions_within_the_budget,
+    background_builds_answer_alike
+);
