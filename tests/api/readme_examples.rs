@@ -135,6 +135,10 @@ const NOT_RUN: &[(&str, &str)] = &[
         "the flood test: minutes of attacks on a release build, 2 cores' worth of load; run by hand (docs/security.md)",
     ),
     (
+        "python3 benches/compare.py",
+        "compares two release builds answer by answer: minutes of imports and requests; run by hand (docs/benchmark.md)",
+    ),
+    (
         "docker compose up --build",
         "needs Docker, which CI does not have; tests/api/compose.rs checks docker-compose.yml",
     ),
