@@ -4,7 +4,9 @@
 //! Module map (ARCHITECTURE.md draws the floors):
 //! - [`config`]: the command line and its environment variables, validated into one struct.
 //! - [`commands`]: one function per sub-command.
-//! - [`app`]: the HTTP application: state, router, layers, maintenance.
+//! - [`app`]: the HTTP application: state, serving, maintenance.
+//! - [`routes`]: the one route table: every path, its layers and fallbacks, and the operations
+//!   of the OpenAPI document.
 //! - [`http`]: HTTP plumbing under every front end: the server's accept loop, the request
 //!   line, the client address, the access log, compression, caching headers, the contract's
 //!   errors as HTTP answers.
@@ -29,6 +31,7 @@ pub mod config;
 pub mod demo;
 pub mod http;
 pub mod import;
+pub mod routes;
 pub mod site;
 pub mod store;
 pub mod templates;

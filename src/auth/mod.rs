@@ -16,6 +16,7 @@ pub mod device;
 pub mod discovery;
 pub mod gate;
 pub mod grant;
+pub mod openapi;
 pub mod password;
 pub mod purge;
 pub mod rate_limit;
