@@ -6,73 +6,12 @@ use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::json;
 use tokio::net::TcpListener;
 
-use crate::api::rest;
-use crate::http::error::{ApiError, HttpError};
 use crate::http::server;
+pub use crate::routes::router;
 use crate::state::AppState;
 use crate::store::gc;
-
-/// The whole HTTP surface.
-pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .merge(crate::site::routes())
-        .merge(crate::http::resilience::limit_form_bodies(
-            crate::auth::http::device::routes(),
-        ))
-        .route("/docs", get(crate::api::openapi::docs_page))
-        .route("/assets/{version}/{name}", get(crate::api::graphql::asset))
-        .nest("/api/v1", rest::routes(state.clone()))
-        .fallback(not_found)
-        .layer(crate::http::compression::layer())
-        .layer(axum::middleware::map_response(
-            crate::http::compression::weak_etag_when_encoded,
-        ))
-        .layer(axum::middleware::from_fn(
-            crate::http::access_log::access_log,
-        ))
-        .with_state(state)
-}
-
-/// Process alive.
-#[utoipa::path(get, path = "/healthz", tag = "operations", operation_id = "healthz",
-    responses((status = 200, description = "The process is alive", body = crate::api::openapi::Health)),
-    security(())
-)]
-pub(crate) async fn healthz() -> impl IntoResponse {
-    Json(json!({"status": "ok"}))
-}
-
-/// Store reachable, and not shutting down (a load balancer stops sending new requests).
-#[utoipa::path(get, path = "/readyz", tag = "operations", operation_id = "readyz",
-    responses(
-        (status = 200, description = "The store answers", body = crate::api::openapi::Health),
-        (status = 503, description = "`unavailable`: the store cannot be reached, or the process is shutting down", body = crate::api::openapi::ErrorBody),
-    ),
-    security(())
-)]
-pub(crate) async fn readyz(State(state): State<AppState>) -> axum::response::Response {
-    if state.draining.load(Ordering::SeqCst) {
-        return HttpError(ApiError::Unavailable).into_response();
-    }
-    if state.store.ping().await {
-        Json(json!({"status": "ready"})).into_response()
-    } else {
-        HttpError(ApiError::Unavailable).into_response()
-    }
-}
-
-async fn not_found() -> HttpError {
-    HttpError(ApiError::NotFound)
-}
 
 /// Serves `state` on `listener` until `shutdown` resolves, then lets in-flight requests finish
 /// within the drain deadline ([`server`] owns connections). Maintenance runs in the background

@@ -5,6 +5,8 @@
 //! - [`config`]: the command line and its environment variables, validated into one struct.
 //! - [`commands`]: one function per sub-command.
 //! - [`state`]: the application's state, a leaf every floor above takes.
+//! - [`routes`]: the one route table: every path, its layers and fallbacks, and the operations
+//!   of the OpenAPI document.
 //! - [`app`]: serving, the graceful shutdown and the maintenance tick.
 //! - [`http`]: HTTP plumbing under every front end: the server's accept loop, the request
 //!   line, the client address, the access log, compression, caching headers, the contract's
@@ -34,6 +36,7 @@ pub mod demo;
 pub mod guides;
 pub mod http;
 pub mod import;
+pub mod routes;
 pub mod site;
 pub mod state;
 pub mod store;

@@ -32,7 +32,8 @@ use async_graphql::extensions::{
 use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
 use async_graphql::{Request, Response, ServerError, ServerResult, ValidationResult, Variables};
 
-use crate::errors::coded;
+use crate::errors::{coded, with_default_code};
+use query::error::Code;
 
 /// The deepest selection a document may nest.
 pub const MAX_DEPTH: usize = 16;
@@ -65,9 +66,9 @@ const UNKNOWN_OPERATION_PREFIX: &str = "Unknown operation named ";
 const OPERATION_NAME_REQUIRED: &str = "Operation name required in request.";
 
 /// The code when the request names an operation the document does not hold.
-pub const UNKNOWN_OPERATION: &str = "unknown_operation";
+pub const UNKNOWN_OPERATION: &str = Code::UnknownOperation.name();
 /// The code when a document holds several operations and the request names none.
-pub const OPERATION_NAME_REQUIRED_CODE: &str = "operation_name_required";
+pub const OPERATION_NAME_REQUIRED_CODE: &str = Code::OperationNameRequired.name();
 
 /// Every refusal of this module: one code and one sentence each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,15 +92,15 @@ pub enum Refusal {
 
 impl Refusal {
     /// The code in `extensions.code`.
-    pub fn code(self) -> &'static str {
+    pub fn code(self) -> Code {
         match self {
-            Refusal::TooLarge(_) => "query_too_large",
-            Refusal::TooDeep => "query_too_deep",
-            Refusal::TooComplex => "query_too_complex",
-            Refusal::TooManySpreads => "too_many_fragment_spreads",
-            Refusal::TooManyAliases => "too_many_aliases",
-            Refusal::TooManyFetches(_) => "too_many_fetches",
-            Refusal::FragmentCycle => "graphql_validation_failed",
+            Refusal::TooLarge(_) => Code::QueryTooLarge,
+            Refusal::TooDeep => Code::QueryTooDeep,
+            Refusal::TooComplex => Code::QueryTooComplex,
+            Refusal::TooManySpreads => Code::TooManyFragmentSpreads,
+            Refusal::TooManyAliases => Code::TooManyAliases,
+            Refusal::TooManyFetches(_) => Code::TooManyFetches,
+            Refusal::FragmentCycle => Code::GraphqlValidationFailed,
         }
     }
 
@@ -207,7 +208,7 @@ fn parse_failure(error: ServerError) -> ServerError {
         coded.locations = error.locations;
         return coded;
     }
-    with_default_code(error, "graphql_parse_failed")
+    with_default_code(error, Code::GraphqlParseFailed)
 }
 
 /// The checks on the text: its length, and how deep its brackets nest (outside strings and
@@ -391,7 +392,7 @@ fn with_code(error: ServerError) -> ServerError {
     let refusal = match error.message.as_str() {
         TOO_DEEP => Refusal::TooDeep,
         TOO_COMPLEX => Refusal::TooComplex,
-        _ => return with_default_code(error, "graphql_validation_failed"),
+        _ => return with_default_code(error, Code::GraphqlValidationFailed),
     };
     let mut coded = refusal.into_error();
     coded.locations = error.locations;
@@ -401,22 +402,13 @@ fn with_code(error: ServerError) -> ServerError {
 /// A refusal to choose the operation, with its code (see [`Limits`]'s `request`).
 fn operation_code(error: &mut ServerError) {
     let code = if error.message.starts_with(UNKNOWN_OPERATION_PREFIX) {
-        UNKNOWN_OPERATION
+        Code::UnknownOperation
     } else if error.message == OPERATION_NAME_REQUIRED {
-        OPERATION_NAME_REQUIRED_CODE
+        Code::OperationNameRequired
     } else {
         return;
     };
     *error = with_default_code(std::mem::replace(error, ServerError::new("", None)), code);
-}
-
-/// `error` with `code` in its extensions unless it has one already.
-fn with_default_code(mut error: ServerError, code: &'static str) -> ServerError {
-    let extensions = error.extensions.get_or_insert_with(Default::default);
-    if extensions.get("code").is_none() {
-        extensions.set("code", code);
-    }
-    error
 }
 
 #[cfg(test)]

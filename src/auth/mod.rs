@@ -18,6 +18,7 @@ pub mod account;
 pub mod export_slots;
 pub mod grant;
 pub mod http;
+pub mod openapi;
 pub mod password;
 pub mod principal;
 pub mod purge;

@@ -19,6 +19,7 @@ static ENV: LazyLock<Environment<'static>> = LazyLock::new(|| {
         ("explore.html", include_str!("explore.html")),
         ("message.html", include_str!("message.html")),
         ("graphiql.html", include_str!("graphiql.html")),
+        ("openapi_docs.html", include_str!("openapi_docs.html")),
         ("catalog.md", include_str!("catalog.md")),
         ("skill.md", include_str!("skill.md")),
         ("mcp_tools.md", include_str!("mcp_tools.md")),
@@ -48,6 +49,7 @@ mod tests {
         for name in [
             "home.html",
             "graphiql.html",
+            "openapi_docs.html",
             "account.html",
             "device.html",
             "explore.html",

@@ -226,16 +226,16 @@ async fn take_budget(
 #[utoipa::path(post, path = "/auth/device", tag = "auth", operation_id = "device_authorization",
     summary = "Starts a device authorization (RFC 8628 §3.1): show the person `verification_uri_complete`, then poll `POST /auth/token`",
     request_body(description = "Optional: an empty body starts an authorization too", content(
-        (crate::api::openapi::DeviceAuthorizationRequest = "application/x-www-form-urlencoded"),
-        (crate::api::openapi::DeviceAuthorizationRequest = "application/json"),
+        (crate::auth::openapi::DeviceAuthorizationRequest = "application/x-www-form-urlencoded"),
+        (crate::auth::openapi::DeviceAuthorizationRequest = "application/json"),
     )),
     responses(
-        (status = 200, description = "The codes (`Cache-Control: no-store`)", body = crate::api::openapi::DeviceAuthorization),
-        (status = 400, description = "`invalid_request`: a body that cannot be read, or a label too long", body = crate::api::openapi::OAuthErrorBody),
-        (status = 408, response = crate::api::openapi::RequestTimeout),
-        (status = 429, description = "`rate_limited`: too many authorizations from this address", body = crate::api::openapi::OAuthErrorBody,
+        (status = 200, description = "The codes (`Cache-Control: no-store`)", body = crate::auth::openapi::DeviceAuthorization),
+        (status = 400, description = "`invalid_request`: a body that cannot be read, or a label too long", body = crate::auth::openapi::OAuthErrorBody),
+        (status = 408, response = crate::http::error::openapi::RequestTimeout),
+        (status = 429, description = "`rate_limited`: too many authorizations from this address", body = crate::auth::openapi::OAuthErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 503, description = "`temporarily_unavailable`: the store cannot be reached", body = crate::api::openapi::OAuthErrorBody),
+        (status = 503, description = "`temporarily_unavailable`: the store cannot be reached", body = crate::auth::openapi::OAuthErrorBody),
     ),
     security(())
 )]
@@ -282,16 +282,16 @@ pub(crate) async fn start(
 #[utoipa::path(post, path = "/auth/token", tag = "auth", operation_id = "device_token",
     summary = "Polls a device authorization (RFC 8628 §3.4): the token once the person approved",
     request_body(content(
-        (crate::api::openapi::TokenRequest = "application/x-www-form-urlencoded"),
-        (crate::api::openapi::TokenRequest = "application/json"),
+        (crate::auth::openapi::TokenRequest = "application/x-www-form-urlencoded"),
+        (crate::auth::openapi::TokenRequest = "application/json"),
     )),
     responses(
-        (status = 200, description = "The token (`Cache-Control: no-store`); the device code is spent", body = crate::api::openapi::TokenAnswer),
-        (status = 400, description = "`authorization_pending` (poll again after `interval`), `slow_down` (the interval grew by 5 s), `access_denied`, `expired_token`, `invalid_grant`, `unsupported_grant_type`, `invalid_request`", body = crate::api::openapi::OAuthErrorBody),
-        (status = 408, response = crate::api::openapi::RequestTimeout),
-        (status = 429, description = "`rate_limited`: too many polls from this address", body = crate::api::openapi::OAuthErrorBody,
+        (status = 200, description = "The token (`Cache-Control: no-store`); the device code is spent", body = crate::auth::openapi::TokenAnswer),
+        (status = 400, description = "`authorization_pending` (poll again after `interval`), `slow_down` (the interval grew by 5 s), `access_denied`, `expired_token`, `invalid_grant`, `unsupported_grant_type`, `invalid_request`", body = crate::auth::openapi::OAuthErrorBody),
+        (status = 408, response = crate::http::error::openapi::RequestTimeout),
+        (status = 429, description = "`rate_limited`: too many polls from this address", body = crate::auth::openapi::OAuthErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 503, description = "`temporarily_unavailable`: the store cannot be reached", body = crate::api::openapi::OAuthErrorBody),
+        (status = 503, description = "`temporarily_unavailable`: the store cannot be reached", body = crate::auth::openapi::OAuthErrorBody),
     ),
     security(())
 )]

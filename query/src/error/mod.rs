@@ -1,14 +1,18 @@
-//! The API's one error type (contract §7). Each variant carries one of the contract's codes;
-//! REST answers, GraphQL `extensions.code` and MCP tool errors all come from here, so a client
-//! sees the same code whichever interface it uses. The HTTP status of each code is the HTTP
-//! front end's business (`src/error.rs`): this layer knows no protocol. Store failures are logged in full and answered
-//! generically: nothing about SQL, files or the code reaches a client.
+//! The API's one error type (contract §7). Each variant carries one of the contract's codes
+//! ([`Code`], the table in `codes.rs`); REST answers, GraphQL `extensions.code` and MCP tool
+//! errors all come from here, so a client sees the same code whichever interface it uses. How
+//! a code's kind is told in a protocol (an HTTP status, a GraphQL extension) is each front
+//! end's business: this layer knows no protocol. Store failures are logged in full and answered
+//! generically (`store.rs`): nothing about SQL, files or the code reaches a client.
+
+mod codes;
+mod store;
+
+pub use codes::{Code, ErrorKind};
+pub use store::{sqlx_unreachable, unreachable};
 
 use entity::FieldType;
-use sea_orm::{DbErr, RuntimeErr};
 use serde_json::{Value, json};
-
-use crate::log_text::clip_display;
 
 /// Every way a request can fail.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,8 +53,7 @@ pub enum ApiError {
         operator: String,
         allowed: Vec<&'static str>,
     },
-    /// An agg answer of more groups than [`crate::params::MAX_GROUPS`] without `limit`
-    /// (contract §12.2).
+    /// An agg answer of more groups than `MAX_GROUPS` without `limit` (contract §12.2).
     TooManyGroups {
         groups: u64,
         max: u64,
@@ -103,28 +106,47 @@ impl ApiError {
         }
     }
 
+    /// The row of the error table this error is.
+    pub fn error_code(&self) -> Code {
+        match self {
+            ApiError::InvalidParameter { .. } => Code::InvalidParameter,
+            ApiError::MissingParameter { .. } => Code::MissingParameter,
+            ApiError::UnknownField { .. } => Code::UnknownField,
+            ApiError::TextFieldExactMatch { .. } => Code::TextFieldExactMatch,
+            ApiError::InvalidGroupBy { .. } => Code::InvalidGroupBy,
+            ApiError::InvalidField { .. } => Code::InvalidField,
+            ApiError::InvalidOperator { .. } => Code::InvalidOperator,
+            ApiError::TooManyGroups { .. } => Code::TooManyGroups,
+            ApiError::MissingToken => Code::MissingToken,
+            ApiError::InvalidToken => Code::InvalidToken,
+            ApiError::DatasetNotFound { .. } => Code::DatasetNotFound,
+            ApiError::RecordNotFound { .. } => Code::RecordNotFound,
+            ApiError::NotFound => Code::NotFound,
+            ApiError::MethodNotAllowed => Code::MethodNotAllowed,
+            ApiError::PayloadTooLarge { .. } => Code::PayloadTooLarge,
+            ApiError::RequestTimeout => Code::RequestTimeout,
+            ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => Code::RateLimited,
+            ApiError::Unavailable => Code::Unavailable,
+            ApiError::Internal => Code::Internal,
+        }
+    }
+
     /// The contract's code (`unknown_field`, …).
     pub fn code(&self) -> &'static str {
+        self.error_code().name()
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.error_code().kind()
+    }
+
+    /// Seconds to wait before retrying, for the errors that carry them.
+    pub fn retry_after(&self) -> Option<u64> {
         match self {
-            ApiError::InvalidParameter { .. } => "invalid_parameter",
-            ApiError::MissingParameter { .. } => "missing_parameter",
-            ApiError::UnknownField { .. } => "unknown_field",
-            ApiError::TextFieldExactMatch { .. } => "text_field_exact_match",
-            ApiError::InvalidGroupBy { .. } => "invalid_group_by",
-            ApiError::InvalidField { .. } => "invalid_field",
-            ApiError::InvalidOperator { .. } => "invalid_operator",
-            ApiError::TooManyGroups { .. } => "too_many_groups",
-            ApiError::MissingToken => "missing_token",
-            ApiError::InvalidToken => "invalid_token",
-            ApiError::DatasetNotFound { .. } => "dataset_not_found",
-            ApiError::RecordNotFound { .. } => "record_not_found",
-            ApiError::NotFound => "not_found",
-            ApiError::MethodNotAllowed => "method_not_allowed",
-            ApiError::PayloadTooLarge { .. } => "payload_too_large",
-            ApiError::RequestTimeout => "request_timeout",
-            ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => "rate_limited",
-            ApiError::Unavailable => "unavailable",
-            ApiError::Internal => "internal",
+            ApiError::RateLimited { retry_after }
+            | ApiError::ExportOverBudget { retry_after, .. } => Some(*retry_after),
+            _ => None,
         }
     }
 
@@ -290,59 +312,3 @@ impl std::fmt::Display for ApiError {
 }
 
 impl std::error::Error for ApiError {}
-
-impl From<DbErr> for ApiError {
-    fn from(error: DbErr) -> Self {
-        if unreachable(&error) {
-            // A store's message may quote a value the client sent: clipped.
-            tracing::warn!(error = %clip_display(&error), "store unreachable");
-            ApiError::Unavailable
-        } else {
-            tracing::error!(error = %clip_display(&error), "store error");
-            ApiError::Internal
-        }
-    }
-}
-
-/// A direct read of the SQLite file (`query::direct`) that failed: its callers read through
-/// sqlx instead, so this only notes it.
-impl From<rusqlite::Error> for ApiError {
-    fn from(error: rusqlite::Error) -> Self {
-        tracing::debug!(error = %clip_display(&error), "direct SQLite read");
-        ApiError::Internal
-    }
-}
-
-/// Whether a store error means "cannot reach the store" (503) rather than a bug (500): the
-/// connection broke, the pool has none to give, or the server is shutting down, restarting or
-/// refusing connections — all things a retry later can cure.
-pub fn unreachable(error: &DbErr) -> bool {
-    match error {
-        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
-        DbErr::Query(RuntimeErr::SqlxError(e)) | DbErr::Exec(RuntimeErr::SqlxError(e)) => {
-            sqlx_unreachable(e.as_ref())
-        }
-        _ => false,
-    }
-}
-
-/// [`unreachable`] for sqlx's own errors.
-pub fn sqlx_unreachable(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::Io(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(db) => db.code().is_some_and(|code| unavailable_sqlstate(&code)),
-        _ => false,
-    }
-}
-
-/// PostgreSQL SQLSTATEs that mean the connection or the server is going away, not that the
-/// statement is wrong: class 08 (connection exception), 57P01–57P05 (admin or crash shutdown,
-/// cannot connect now, idle session timeout), 53300 (too many connections).
-fn unavailable_sqlstate(code: &str) -> bool {
-    code.starts_with("08") || code.starts_with("57P") || code == "53300"
-}

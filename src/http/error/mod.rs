@@ -1,14 +1,21 @@
 //! The API's errors on the wire (contract §7). The codes and messages live in the query layer's
-//! [`ApiError`], shared with GraphQL and MCP; this module gives each code its HTTP status and
-//! writes it as an HTTP answer: the JSON body, `WWW-Authenticate` on 401, `Retry-After` on 429.
+//! error table and [`ApiError`], shared with GraphQL and MCP; this module gives each kind of
+//! error its HTTP status and writes an error as an HTTP answer: the JSON body,
+//! `WWW-Authenticate` on 401, `Retry-After` on 429. [`ErrorBody`] is that body's shape in the
+//! OpenAPI document.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 pub use query::ApiError;
+use query::error::{Code, ErrorKind};
 
 use crate::store::StoreError;
+
+pub mod openapi;
+
+pub use openapi::ErrorBody;
 
 /// An [`ApiError`] as an HTTP response; handlers return `Result<_, HttpError>` and use `?` on
 /// anything that converts into an `ApiError`.
@@ -45,30 +52,24 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// The HTTP status of each of the contract's codes (contract §7).
-pub fn status(error: &ApiError) -> StatusCode {
-    match error {
-        ApiError::InvalidParameter { .. }
-        | ApiError::MissingParameter { .. }
-        | ApiError::UnknownField { .. }
-        | ApiError::TextFieldExactMatch { .. }
-        | ApiError::InvalidGroupBy { .. }
-        | ApiError::InvalidField { .. }
-        | ApiError::InvalidOperator { .. }
-        | ApiError::TooManyGroups { .. } => StatusCode::BAD_REQUEST,
-        ApiError::MissingToken | ApiError::InvalidToken => StatusCode::UNAUTHORIZED,
-        ApiError::DatasetNotFound { .. } | ApiError::RecordNotFound { .. } | ApiError::NotFound => {
-            StatusCode::NOT_FOUND
-        }
-        ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-        ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-        ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-        ApiError::RateLimited { .. } | ApiError::ExportOverBudget { .. } => {
-            StatusCode::TOO_MANY_REQUESTS
-        }
-        ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+/// The HTTP status of each kind of error (contract §7): the one place a code meets a status.
+pub fn kind_status(kind: ErrorKind) -> StatusCode {
+    match kind {
+        ErrorKind::InvalidRequest | ErrorKind::InvalidDocument => StatusCode::BAD_REQUEST,
+        ErrorKind::Auth => StatusCode::UNAUTHORIZED,
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        ErrorKind::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+        ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
+}
+
+/// The HTTP status of an error: its kind's.
+pub fn status(error: &ApiError) -> StatusCode {
+    kind_status(error.kind())
 }
 
 impl IntoResponse for HttpError {
@@ -77,9 +78,9 @@ impl IntoResponse for HttpError {
         let status = status(&error);
         let mut response = (status, Json(error.body())).into_response();
         let headers = response.headers_mut();
-        match &error {
-            ApiError::MissingToken | ApiError::InvalidToken => {
-                let challenge = if matches!(error, ApiError::InvalidToken) {
+        match error.kind() {
+            ErrorKind::Auth => {
+                let challenge = if error.error_code() == Code::InvalidToken {
                     "Bearer error=\"invalid_token\""
                 } else {
                     "Bearer"
@@ -89,9 +90,10 @@ impl IntoResponse for HttpError {
                     HeaderValue::from_static(challenge),
                 );
             }
-            ApiError::RateLimited { retry_after }
-            | ApiError::ExportOverBudget { retry_after, .. } => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            ErrorKind::RateLimited => {
+                if let Some(retry_after) = error.retry_after() {
+                    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+                }
             }
             _ => {}
         }

@@ -1,0 +1,179 @@
+//! `GET /api/v1/openapi.json` and the HTML reference at `/docs`: the OpenAPI 3 description is
+//! generated from the handlers' annotations, the query layer's answer types, its error table and
+//! the limits in the code (never copied numbers), so it cannot drift from the server; the
+//! reference page is rendered from that same document.
+//!
+//! The document is written for client generators (contract §12.5): the filters on a dataset's
+//! fields are one `style: form, explode: true` object parameter, so a generated client sends
+//! `carrier=UA` as a plain query pair; every parameter has the bounds the server enforces;
+//! every status an operation can answer is listed with the contract's error body and headers.
+//! `tests/openapi_clients.rs` holds it to that: it validates the document, runs schemathesis
+//! against a live server, and drives a client generated from it.
+//!
+//! - this module: the document (info, components, tags, security) and its finishing touches;
+//!   the operations come from the route table (`crate::routes`), in its order.
+//! - [`parameters`]: the query parameters of each REST operation.
+//! - [`responses`]: the answers that are not errors (an export, 304); the error answers are
+//!   generated from the error table in [`crate::http::error::openapi`].
+//! - [`graphql`]: the GraphQL endpoint's operations and shapes.
+//! - [`page`]: the `/docs` page.
+
+pub mod graphql;
+pub mod page;
+pub mod parameters;
+pub mod responses;
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::server::Server;
+use utoipa::openapi::{RefOr, Required};
+use utoipa::{Modify, OpenApi};
+
+use crate::auth::openapi::OAuthErrorBody;
+use crate::http::error::ErrorBody;
+use crate::state::AppState;
+
+pub use crate::http::error::openapi::{
+    BadRequest, NotFound, PayloadTooLarge, RequestTimeout, TooManyRequests, Unauthorized,
+    Unavailable,
+};
+pub use page::docs_page;
+pub use parameters::{AggQuery, DatasetsQuery, ExportQuery, RecordQuery, RecordsQuery};
+pub use responses::{ExportAnswer, NotModified};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "odqs: Open Dataset Query Service",
+        description = "A read-only API over published open datasets. Every endpoint under the base URL needs `Authorization: Bearer <token>` (the device flow and the health checks excepted); get a token on the account page or through the device flow. Errors are `{\"error\": code, \"message\": …}` with extra members where useful; every API answer announces the caller's rate limit in `RateLimit-Policy` and `RateLimit`."
+    ),
+    components(
+        schemas(ErrorBody, OAuthErrorBody, query::views::Record),
+        responses(ExportAnswer, NotModified, BadRequest, Unauthorized, NotFound, RequestTimeout, PayloadTooLarge, TooManyRequests, Unavailable),
+    ),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "datasets", description = "The catalog"),
+        (name = "records", description = "Search, filter, sort and page through records"),
+        (name = "agg", description = "Grouped statistics"),
+        (name = "graphql", description = "The same queries in GraphQL"),
+        (name = "auth", description = "Device authorization (RFC 8628): get a token from a program"),
+        (name = "operations", description = "Health checks, at the site's root"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The OpenAPI document of the operations `paths` (the route table's, in its order):
+/// `base_url` (`{site_url}/api/v1`) is its server, and the health checks, which live at the
+/// site's root, name `site_url` as theirs.
+pub fn document(
+    paths: utoipa::openapi::OpenApi,
+    site_url: &str,
+    base_url: &str,
+) -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi();
+    doc.merge(paths);
+    doc.info.version = env!("CARGO_PKG_VERSION").to_string();
+    doc.servers = Some(vec![Server::new(base_url)]);
+    for (path, item) in doc.paths.paths.iter_mut() {
+        if ROOT_PATHS.contains(&path.as_str()) {
+            item.servers = Some(vec![Server::new(site_url)]);
+        }
+        // Every answer under the base URL passed the gate, which announces the budget.
+        if !UNGATED_PATHS.contains(&path.as_str()) {
+            for operation in operations(item) {
+                for response in operation.responses.responses.values_mut() {
+                    if let RefOr::T(response) = response {
+                        add_rate_limit_headers(response);
+                    }
+                }
+            }
+        }
+    }
+    // Every parameter of a device authorization is optional, so is its body.
+    if let Some(body) = doc
+        .paths
+        .paths
+        .get_mut("/auth/device")
+        .and_then(|item| item.post.as_mut())
+        .and_then(|op| op.request_body.as_mut())
+    {
+        body.required = Some(Required::False);
+    }
+    if let Some(components) = doc.components.as_mut() {
+        for response in components.responses.values_mut() {
+            if let RefOr::T(response) = response {
+                add_rate_limit_headers(response);
+            }
+        }
+    }
+    doc
+}
+
+/// Paths served at `{site_url}` rather than under the base URL.
+const ROOT_PATHS: &[&str] = &["/healthz", "/readyz"];
+/// Paths outside the API gate: no bearer token, no `RateLimit` headers.
+const UNGATED_PATHS: &[&str] = &["/healthz", "/readyz", "/auth/device", "/auth/token"];
+
+fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        item.get.as_mut(),
+        item.post.as_mut(),
+        item.put.as_mut(),
+        item.delete.as_mut(),
+        item.patch.as_mut(),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// The headers the gate sets (`crate::auth::http::gate::RATELIMIT_POLICY` and `RATELIMIT`, which
+/// HTTP reads case-insensitively), in their registered spelling.
+fn add_rate_limit_headers(response: &mut utoipa::openapi::Response) {
+    let text = || ObjectBuilder::new().schema_type(Type::String);
+    response.headers.insert(
+        "RateLimit-Policy".to_string(),
+        HeaderBuilder::new()
+            .schema(text())
+            .description(Some(
+                "The budget charged (IETF draft RateLimit headers): `\"token\";q=<requests>;w=<seconds>`, or `\"address\";…` for requests without a known token. Absent when the server runs without a limit.",
+            ))
+            .build(),
+    );
+    response.headers.insert(
+        "RateLimit".to_string(),
+        HeaderBuilder::new()
+            .schema(text())
+            .description(Some(
+                "What is left of the budget: `\"token\";r=<remaining>;t=<seconds until full>`.",
+            ))
+            .build(),
+    );
+}
+
+/// `GET /api/v1/openapi.json`: the document of the operations `paths`.
+pub async fn openapi_json(state: AppState, paths: utoipa::openapi::OpenApi) -> Response {
+    Json(document(
+        paths,
+        &state.public_url,
+        &state.resolver.base_url(),
+    ))
+    .into_response()
+}

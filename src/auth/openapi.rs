@@ -1,0 +1,117 @@
+//! The device flow's shapes in the OpenAPI document (contract §8; RFC 6749, RFC 8628): its
+//! request bodies, its answers and its OAuth-shaped errors, referenced by the `#[utoipa::path]`s
+//! of [`super::device`].
+
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
+
+use super::grant::{GRANT_TYPE_URN, MAX_LABEL};
+
+fn string() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String)
+}
+
+/// A label: any text without a NUL character.
+const VALUE_PATTERN: &str = r"^[^\u0000]*$";
+
+/// An error of the device flow, in OAuth's shape (RFC 6749 §5.2, RFC 8628 §3.5; contract §8).
+#[derive(Serialize, ToSchema)]
+pub struct OAuthErrorBody {
+    /// `authorization_pending`, `slow_down`, `access_denied`, `expired_token`,
+    /// `invalid_grant`, `unsupported_grant_type`, `invalid_request`; `rate_limited` (429) and
+    /// `temporarily_unavailable` (503).
+    pub error: String,
+    /// One sentence a person can act on.
+    pub error_description: String,
+}
+
+/// `POST /auth/device` (RFC 8628 §3.1): every parameter optional, unknown ones ignored.
+/// Documentation only; the handler reads the body itself (`crate::auth::http::device`).
+pub struct DeviceAuthorizationRequest;
+
+impl utoipa::PartialSchema for DeviceAuthorizationRequest {
+    fn schema() -> RefOr<Schema> {
+        // JSON `null` is taken as absent.
+        let label = |description: &str| {
+            ObjectBuilder::new()
+                .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                .max_length(Some(MAX_LABEL))
+                .pattern(Some(VALUE_PATTERN))
+                .description(Some(format!(
+                    "{description}; at most {MAX_LABEL} characters, no NUL"
+                )))
+        };
+        ObjectBuilder::new()
+            .description(Some(
+                "Every parameter is optional (a standard OAuth client sends only `client_id`); unknown ones are ignored.",
+            ))
+            .property("device_name", label("What the approval page shows as the device asking"))
+            .property("client", label("The client program asking, shown on the approval page"))
+            .property(
+                "client_id",
+                label("A standard OAuth client's identifier; taken as `client` when `client` is absent"),
+            )
+            .into()
+    }
+}
+
+impl ToSchema for DeviceAuthorizationRequest {}
+
+/// The answer of `POST /auth/device` (RFC 8628 §3.2).
+#[derive(Serialize, ToSchema)]
+pub struct DeviceAuthorization {
+    /// Secret; poll `POST /auth/token` with it. Starts `odqs_dc_`.
+    pub device_code: String,
+    /// What the person types on the approval page: two groups of four letters, `XXXX-XXXX`.
+    pub user_code: String,
+    /// `{site_url}/device`.
+    pub verification_uri: String,
+    /// `{site_url}/device?code=XXXX-XXXX`.
+    pub verification_uri_complete: String,
+    /// Seconds the codes live.
+    pub expires_in: i64,
+    /// Seconds to wait between polls.
+    pub interval: i32,
+}
+
+/// `POST /auth/token` (RFC 8628 §3.4). Documentation only, as [`DeviceAuthorizationRequest`].
+pub struct TokenRequest;
+
+impl utoipa::PartialSchema for TokenRequest {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .description(Some("Unknown parameters are ignored."))
+            .property(
+                "grant_type",
+                string()
+                    .enum_values(Some([GRANT_TYPE_URN, "device_code"]))
+                    .description(Some(format!(
+                        "`{GRANT_TYPE_URN}`, or the short `device_code`"
+                    ))),
+            )
+            .required("grant_type")
+            .property(
+                "device_code",
+                string()
+                    .min_length(Some(1))
+                    .description(Some("The `device_code` of `POST /auth/device`")),
+            )
+            .required("device_code")
+            .into()
+    }
+}
+
+impl ToSchema for TokenRequest {}
+
+/// A token granted by the device flow (RFC 6749 §5.1).
+#[derive(Serialize, ToSchema)]
+pub struct TokenAnswer {
+    /// The API token: send it as `Authorization: Bearer <access_token>`.
+    pub access_token: String,
+    /// `Bearer`.
+    pub token_type: String,
+    /// Seconds the token lives.
+    pub expires_in: i64,
+}

@@ -1,0 +1,309 @@
+//! The API's errors in the OpenAPI document, generated from the query layer's error table: the
+//! shape of the body ([`ErrorBody`]) and one response per kind of error a client can meet
+//! ([`BadRequest`], [`Unauthorized`], …), each listing its kind's codes with an example body
+//! per code. Front ends and auth's endpoints reference them in their `#[utoipa::path]`s.
+
+use entity::FieldType;
+use query::ApiError;
+use query::error::{Code, ErrorKind};
+use query::operators::{self, Op};
+use query::params::{MAX_GROUPS, MAX_PER_PAGE};
+use serde::Serialize;
+use utoipa::openapi::example::ExampleBuilder;
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::{ContentBuilder, RefOr};
+use utoipa::{ToResponse, ToSchema};
+
+use crate::http::resilience::MAX_BODY_BYTES;
+
+/// The JSON body of every API error (contract §7): `error` and `message` always, and the
+/// members [`ApiError::extra`] adds for some codes.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// A stable code: `invalid_parameter`, `missing_parameter`, `unknown_field`,
+    /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_operator`,
+    /// `too_many_groups`, `missing_token`,
+    /// `invalid_token`, `dataset_not_found`, `record_not_found`, `not_found`,
+    /// `method_not_allowed`, `request_timeout`, `payload_too_large`, `rate_limited`,
+    /// `unavailable`, `internal`.
+    pub error: String,
+    /// One sentence a person can act on.
+    pub message: String,
+    /// The parameter at fault (`invalid_parameter`, `missing_parameter`).
+    #[schema(nullable = false)]
+    pub parameter: Option<String>,
+    /// The field at fault (`unknown_field`, `text_field_exact_match`, `invalid_group_by`,
+    /// `invalid_field`, `invalid_operator`).
+    #[schema(nullable = false)]
+    pub field: Option<String>,
+    /// The field's type (`invalid_group_by`, `invalid_field`, `invalid_operator`).
+    #[serde(rename = "type")]
+    #[schema(nullable = false)]
+    pub field_type: Option<String>,
+    /// The types the parameter takes (`invalid_group_by`, `invalid_field`), or the operators
+    /// the field takes (`invalid_operator`).
+    #[schema(nullable = false)]
+    pub allowed: Option<Vec<String>>,
+    /// The operator as sent (`invalid_operator`).
+    #[schema(nullable = false)]
+    pub operator: Option<String>,
+    /// The groups the answer would hold (`too_many_groups`).
+    #[schema(nullable = false)]
+    pub groups: Option<u64>,
+    /// The most groups an answer holds without `limit` (`too_many_groups`).
+    #[schema(nullable = false)]
+    pub max: Option<u64>,
+    /// The largest body accepted, in bytes (`payload_too_large`).
+    #[schema(nullable = false)]
+    pub limit_bytes: Option<u64>,
+    /// Seconds to wait before retrying (`rate_limited`), as in `Retry-After`.
+    #[schema(nullable = false)]
+    pub retry_after: Option<u64>,
+}
+
+/// The example body of each code in the document.
+fn example(code: Code) -> ApiError {
+    match code {
+        Code::InvalidParameter => ApiError::invalid(
+            "per_page",
+            format!("per_page must be between 1 and {MAX_PER_PAGE}."),
+        ),
+        Code::MissingParameter => ApiError::MissingParameter {
+            parameter: "group_by",
+        },
+        Code::UnknownField => ApiError::UnknownField {
+            field: "carier".into(),
+        },
+        Code::TextFieldExactMatch => ApiError::TextFieldExactMatch {
+            field: "description".into(),
+        },
+        Code::InvalidGroupBy => ApiError::InvalidGroupBy {
+            field: "dep_delay".into(),
+            field_type: FieldType::Number,
+        },
+        Code::InvalidField => ApiError::InvalidField {
+            field: "carrier".into(),
+            field_type: FieldType::Keyword,
+        },
+        Code::InvalidOperator => ApiError::InvalidOperator {
+            field: "dep_delay".into(),
+            field_type: FieldType::Number,
+            operator: "prefix".into(),
+            allowed: operators::names(Op::allowed(FieldType::Number)),
+        },
+        Code::TooManyGroups => ApiError::TooManyGroups {
+            groups: 336_776,
+            max: MAX_GROUPS,
+        },
+        Code::MissingToken => ApiError::MissingToken,
+        Code::InvalidToken => ApiError::InvalidToken,
+        Code::DatasetNotFound => ApiError::DatasetNotFound {
+            slug: "flihgts".into(),
+        },
+        Code::RecordNotFound => ApiError::RecordNotFound { id: "0".into() },
+        Code::NotFound => ApiError::NotFound,
+        Code::MethodNotAllowed => ApiError::MethodNotAllowed,
+        Code::RequestTimeout => ApiError::RequestTimeout,
+        Code::PayloadTooLarge => ApiError::PayloadTooLarge {
+            limit_bytes: MAX_BODY_BYTES,
+        },
+        Code::RateLimited => ApiError::RateLimited { retry_after: 1 },
+        Code::Unavailable => ApiError::Unavailable,
+        Code::Internal => ApiError::Internal,
+        // GraphQL's own codes are answered in GraphQL errors, never in this body.
+        Code::QueryTooLarge
+        | Code::QueryTooDeep
+        | Code::QueryTooComplex
+        | Code::TooManyFragmentSpreads
+        | Code::TooManyAliases
+        | Code::TooManyFetches
+        | Code::GraphqlParseFailed
+        | Code::GraphqlValidationFailed
+        | Code::UnknownOperation
+        | Code::OperationNameRequired => ApiError::Internal,
+    }
+}
+
+/// What an answer of `kind` means, before the list of its codes.
+fn summary(kind: ErrorKind) -> String {
+    match kind {
+        ErrorKind::InvalidRequest => {
+            "A parameter is malformed, out of range or names what the dataset does not have".into()
+        }
+        ErrorKind::Auth => "No bearer token, or an unknown, revoked or expired one".into(),
+        ErrorKind::NotFound => "No such dataset or record".into(),
+        ErrorKind::RequestTimeout => "The request body arrived slower than the server's floor (8 KiB per window); the connection is closed".into(),
+        ErrorKind::PayloadTooLarge => {
+            format!("The request body is larger than {MAX_BODY_BYTES} bytes")
+        }
+        ErrorKind::RateLimited => "Over the rate limit: wait `Retry-After` seconds".into(),
+        ErrorKind::Unavailable => {
+            "The data store cannot be reached right now; the service recovers when it returns"
+                .into()
+        }
+        ErrorKind::InvalidDocument | ErrorKind::MethodNotAllowed | ErrorKind::Internal => {
+            String::new()
+        }
+    }
+}
+
+/// The error answer of `kind`: the contract's body, the kind's codes from the table, an
+/// example per code, and the headers the kind's answers carry (as [`super::HttpError`] sets them).
+fn error_response(kind: ErrorKind) -> RefOr<utoipa::openapi::Response> {
+    let codes: Vec<Code> = Code::ALL
+        .iter()
+        .copied()
+        .filter(|code| code.kind() == kind)
+        .collect();
+    let names: Vec<String> = codes.iter().map(|c| format!("`{}`", c.name())).collect();
+    let examples = codes.iter().map(|&code| {
+        (
+            code.name().to_string(),
+            ExampleBuilder::new()
+                .value(Some(example(code).body()))
+                .build(),
+        )
+    });
+    let content = ContentBuilder::new()
+        .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+            "ErrorBody",
+        ))))
+        .examples_from_iter(examples)
+        .build();
+    let mut response = ResponseBuilder::new()
+        .description(format!("{}: {}", summary(kind), names.join(", ")))
+        .content("application/json", content)
+        .build();
+    match kind {
+        ErrorKind::Auth => {
+            response.headers.insert(
+                "WWW-Authenticate".into(),
+                HeaderBuilder::new()
+                    .schema(ObjectBuilder::new().schema_type(Type::String))
+                    .description(Some("`Bearer` (RFC 6750)"))
+                    .build(),
+            );
+        }
+        ErrorKind::RateLimited => {
+            response.headers.insert(
+                "Retry-After".into(),
+                HeaderBuilder::new()
+                    .schema(
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .minimum(Some(1)),
+                    )
+                    .description(Some(
+                        "Seconds to wait before the next request fits the budget",
+                    ))
+                    .build(),
+            );
+        }
+        _ => {}
+    }
+    response.into()
+}
+
+/// One documented response per kind of error, named as the document's components name them.
+macro_rules! error_responses {
+    ($($(#[doc = $doc:literal])* $name:ident: $kind:ident;)*) => {
+        $(
+            $(#[doc = $doc])*
+            pub struct $name;
+
+            impl<'r> ToResponse<'r> for $name {
+                fn response() -> (&'r str, RefOr<utoipa::openapi::Response>) {
+                    (stringify!($name), error_response(ErrorKind::$kind))
+                }
+            }
+        )*
+    };
+}
+
+error_responses! {
+    /// 400: the request's parameters.
+    BadRequest: InvalidRequest;
+    /// 401: no token, or not a valid one.
+    Unauthorized: Auth;
+    /// 404: no such dataset or record.
+    NotFound: NotFound;
+    /// 408: a body that arrived slower than the server's floor; the connection is then closed.
+    RequestTimeout: RequestTimeout;
+    /// 413: a body over [`MAX_BODY_BYTES`].
+    PayloadTooLarge: PayloadTooLarge;
+    /// 429: over the rate limit, with `Retry-After`.
+    TooManyRequests: RateLimited;
+    /// 503: the store cannot be reached right now.
+    Unavailable: Unavailable;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every member an error body can carry is a property of `ErrorBody`, so generated clients
+    /// keep them.
+    #[test]
+    fn error_body_has_every_member() {
+        let schema = serde_json::to_value(<ErrorBody as utoipa::PartialSchema>::schema()).unwrap();
+        let properties = &schema["properties"];
+        let samples = [
+            ApiError::invalid("page", "x"),
+            ApiError::MissingParameter {
+                parameter: "group_by",
+            },
+            ApiError::UnknownField { field: "a".into() },
+            ApiError::TextFieldExactMatch { field: "a".into() },
+            ApiError::InvalidGroupBy {
+                field: "a".into(),
+                field_type: FieldType::Number,
+            },
+            ApiError::InvalidField {
+                field: "a".into(),
+                field_type: FieldType::Text,
+            },
+            ApiError::MissingToken,
+            ApiError::InvalidToken,
+            ApiError::DatasetNotFound { slug: "a".into() },
+            ApiError::RecordNotFound { id: "a".into() },
+            ApiError::NotFound,
+            ApiError::MethodNotAllowed,
+            ApiError::RequestTimeout,
+            ApiError::PayloadTooLarge { limit_bytes: 1 },
+            ApiError::RateLimited { retry_after: 1 },
+            ApiError::ExportOverBudget {
+                records: 2_000_000,
+                limit: 1200,
+                retry_after: 60,
+            },
+            ApiError::Unavailable,
+            ApiError::Internal,
+        ];
+        for error in samples {
+            for key in error.body().as_object().unwrap().keys() {
+                assert!(properties[key].is_object(), "{}: {key}", error.code());
+            }
+            let description = properties["error"]["description"].as_str().unwrap();
+            assert!(description.contains(error.code()), "{}", error.code());
+        }
+    }
+
+    /// The codes `ErrorBody` documents are the table's, in its order: every code but GraphQL's
+    /// own, which are never answered in this body.
+    #[test]
+    fn error_body_lists_the_table() {
+        let schema = serde_json::to_value(<ErrorBody as utoipa::PartialSchema>::schema()).unwrap();
+        let description = schema["properties"]["error"]["description"]
+            .as_str()
+            .unwrap();
+        let codes: Vec<String> = Code::ALL
+            .iter()
+            .filter(|code| code.kind() != ErrorKind::InvalidDocument)
+            .map(|code| format!("`{}`", code.name()))
+            .collect();
+        let listed = description.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(listed, format!("A stable code: {}.", codes.join(", ")));
+    }
+}

@@ -1,0 +1,180 @@
+//! The one route table: every path the service answers, the layers around each group, the
+//! 404/405 fallbacks, and next to them the operations the OpenAPI document describes, in the
+//! document's order. Front ends give handlers; only this table mounts them, so no front end
+//! mounts another.
+//!
+//! The document's operations are listed by hand ([`ApiPaths`]) rather than registered as routes
+//! are added (utoipa-axum's `OpenApiRouter`): the document names paths relative to the API's
+//! base URL, while the device flow is mounted at `/api/v1/auth/…` outside the API's layers and
+//! the health checks at the site's root, and the GraphQL endpoint is described by two stand-in
+//! operations, none of which such a router can express with the document unchanged.
+
+use axum::extract::DefaultBodyLimit;
+use axum::extract::State;
+use axum::http::{HeaderName, HeaderValue, Method, header};
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+use serde_json::json;
+use std::sync::atomic::Ordering;
+use tower_http::cors::{Any, CorsLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
+use utoipa::{OpenApi, ToSchema};
+
+use crate::api::{graphql, mcp, openapi, rest};
+use crate::auth::http::gate::{self, RATELIMIT, RATELIMIT_POLICY};
+use crate::http::error::{ApiError, ErrorBody, HttpError};
+use crate::http::resilience;
+use crate::state::AppState;
+
+/// The whole HTTP surface.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .merge(crate::site::routes())
+        .merge(resilience::limit_form_bodies(
+            crate::auth::http::device::routes(),
+        ))
+        .route(
+            "/docs",
+            get(|State(state): State<AppState>| openapi::docs_page(state, ApiPaths::openapi())),
+        )
+        .route("/assets/{version}/{name}", get(graphql::asset))
+        .nest("/api/v1", api(state.clone()))
+        .fallback(not_found)
+        .layer(crate::http::compression::layer())
+        .layer(axum::middleware::map_response(
+            crate::http::compression::weak_etag_when_encoded,
+        ))
+        .layer(axum::middleware::from_fn(
+            crate::http::access_log::access_log,
+        ))
+        .with_state(state)
+}
+
+/// The read API, nested at `/api/v1`: REST, the GraphQL endpoint, the OpenAPI document and MCP.
+/// Layers, outermost first: CORS and the caching headers; the gate (who asks, within which
+/// budget); every error in the contract's JSON shape; one retry of a request a store fault
+/// cut; the body limit.
+fn api(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/datasets", get(rest::datasets::list_datasets))
+        .route("/datasets/{slug}", get(rest::datasets::get_dataset))
+        .route("/datasets/{slug}/records", get(rest::records::list_records))
+        .route(
+            "/datasets/{slug}/records/{id}",
+            get(rest::records::get_record),
+        )
+        .route("/datasets/{slug}/export", get(rest::export::export_records))
+        .route("/datasets/{slug}/agg", get(rest::agg::aggregate))
+        .route("/graphql", get(graphql::endpoint).post(graphql::endpoint))
+        .route(
+            "/openapi.json",
+            get(|State(state): State<AppState>| openapi::openapi_json(state, ApiPaths::openapi())),
+        )
+        .nest_service(
+            "/mcp",
+            tower::ServiceBuilder::new()
+                .layer(axum::middleware::from_fn(mcp::require_token))
+                .service(mcp::service(state.clone())),
+        )
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(resilience::MAX_BODY_BYTES))
+        .layer(from_fn(resilience::retry_store_faults))
+        .layer(from_fn(resilience::json_errors))
+        .layer(from_fn_with_state(state, gate::gate))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("private"),
+        ))
+        .layer(SetResponseHeaderLayer::appending(
+            header::VARY,
+            HeaderValue::from_static("Authorization"),
+        ))
+        .layer(cors())
+}
+
+/// The operations of the OpenAPI document, in its order.
+#[derive(OpenApi)]
+#[openapi(paths(
+    rest::datasets::list_datasets,
+    rest::datasets::get_dataset,
+    rest::records::list_records,
+    rest::records::get_record,
+    rest::export::export_records,
+    rest::agg::aggregate,
+    openapi::graphql::graphql_get,
+    openapi::graphql::graphql_post,
+    crate::auth::http::device::start,
+    crate::auth::http::device::token,
+    healthz,
+    readyz,
+))]
+pub struct ApiPaths;
+
+/// Contract §11: any origin may call the API with a bearer token; no cookies are involved.
+pub fn cors() -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::IF_NONE_MATCH,
+        ])
+        .expose_headers([
+            header::ETAG,
+            HeaderName::from_static("retry-after"),
+            RATELIMIT_POLICY.clone(),
+            RATELIMIT.clone(),
+            rest::export::X_TOTAL_COUNT.clone(),
+            header::CONTENT_DISPOSITION,
+        ])
+        .max_age(std::time::Duration::from_secs(3600))
+}
+
+/// `/healthz` and `/readyz`.
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    /// `ok` (alive) or `ready` (the store answers).
+    pub status: String,
+}
+
+/// Process alive.
+#[utoipa::path(get, path = "/healthz", tag = "operations", operation_id = "healthz",
+    responses((status = 200, description = "The process is alive", body = Health)),
+    security(())
+)]
+pub(crate) async fn healthz() -> impl IntoResponse {
+    Json(json!({"status": "ok"}))
+}
+
+/// Store reachable, and not shutting down (a load balancer stops sending new requests).
+#[utoipa::path(get, path = "/readyz", tag = "operations", operation_id = "readyz",
+    responses(
+        (status = 200, description = "The store answers", body = Health),
+        (status = 503, description = "`unavailable`: the store cannot be reached, or the process is shutting down", body = ErrorBody),
+    ),
+    security(())
+)]
+pub(crate) async fn readyz(State(state): State<AppState>) -> axum::response::Response {
+    if state.draining.load(Ordering::SeqCst) {
+        return HttpError(ApiError::Unavailable).into_response();
+    }
+    if state.store.ping().await {
+        Json(json!({"status": "ready"})).into_response()
+    } else {
+        HttpError(ApiError::Unavailable).into_response()
+    }
+}
+
+async fn not_found() -> HttpError {
+    HttpError(ApiError::NotFound)
+}
+
+async fn method_not_allowed() -> HttpError {
+    HttpError(ApiError::MethodNotAllowed)
+}
