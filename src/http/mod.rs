@@ -7,6 +7,7 @@ pub mod caching;
 pub mod client_addr;
 pub mod compression;
 pub mod error;
+pub mod limits;
 pub mod log_writer;
 pub mod request_line;
 pub mod resilience;

@@ -22,11 +22,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::http::error::{ApiError, HttpError};
 
-/// The largest request body the API reads (a GraphQL request; REST takes none).
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-
-/// The largest body the device flow's endpoints read: a handful of short parameters.
-pub const MAX_FORM_BODY_BYTES: usize = 16 * 1024;
+pub use crate::http::limits::{MAX_BODY_BYTES, MAX_FORM_BODY_BYTES};
 
 /// `routes` (the device flow's) with a body limit of [`MAX_FORM_BODY_BYTES`], whose refusal is
 /// `413` with `{"error": "payload_too_large", "error_description", "limit_bytes"}` and

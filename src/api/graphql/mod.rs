@@ -28,7 +28,7 @@ use serde_json::json;
 
 use crate::auth::principal::Principal;
 use crate::http::error::{ApiError, HttpError};
-use crate::http::resilience::MAX_BODY_BYTES;
+use crate::http::limits::MAX_BODY_BYTES;
 use crate::state::AppState;
 use query::cost::CostMeter;
 

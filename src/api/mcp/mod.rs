@@ -25,7 +25,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use crate::auth::http::bearer::Authenticated;
 use crate::http::error::{ApiError, HttpError};
-use crate::http::resilience::MAX_BODY_BYTES;
+use crate::http::limits::MAX_BODY_BYTES;
 use crate::state::AppState;
 
 /// The directive added to the log filter for rmcp's target: its warn and info lines carry a

@@ -16,7 +16,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{ContentBuilder, RefOr};
 use utoipa::{ToResponse, ToSchema};
 
-use crate::http::resilience::MAX_BODY_BYTES;
+use crate::http::limits::MAX_BODY_BYTES;
 
 /// The JSON body of every API error (contract §7): `error` and `message` always, and the
 /// members [`ApiError::extra`] adds for some codes.
