@@ -12,24 +12,16 @@ use entity::record::{self, records_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
 use serde_json::Value;
 
+use crate::answer::views::{RecordBody, RecordPage};
+use crate::dataset::Dataset;
+use crate::dataset::packed::Layout;
+use crate::dataset::schema::{Column, DatasetSchema};
+use crate::engine::store::sql::{
+    Access, Part, ResolvedFilter, Sql, dictionary_lookup, from_where, order_by,
+};
 use crate::error::ApiError;
-use crate::packed::Layout;
 use crate::request::{Filter, RecordQuery};
-use crate::schema::{Column, DatasetSchema};
-use crate::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
-use crate::views::{RecordBody, RecordPage};
-use crate::{Dataset, Resolver};
-
-/// Which part of a two-part sort a statement reads.
-#[derive(Clone, Copy, PartialEq)]
-pub(crate) enum Part {
-    /// No sort, or a sort key that is never missing (`_id`): one ordered read.
-    All,
-    /// Records that have the first sort key's value.
-    HasValue,
-    /// Records that lack it, in file order (then the later keys).
-    Missing,
-}
+use crate::resolver::Resolver;
 
 impl Resolver {
     /// Resolves the full-text terms of `filter` to dictionary ids.
@@ -62,10 +54,10 @@ impl Resolver {
         }
         let mut date_values = Vec::new();
         for (column, range) in &filter.ranges {
-            if !crate::sql::is_date_range(range) {
+            if !crate::engine::store::sql::is_date_range(range) {
                 continue;
             }
-            let statement = crate::sql::distinct_values(
+            let statement = crate::engine::store::sql::distinct_values(
                 self.backend(),
                 schema.version_id,
                 schema.sql_column(*column),
@@ -493,7 +485,7 @@ enum Stored {
 }
 
 impl Stored {
-    /// A body SQLite holds as text, unpacked ([`crate::packed`]).
+    /// A body SQLite holds as text, unpacked ([`crate::dataset::packed`]).
     fn text(schema: &DatasetSchema, stored: String) -> Result<Stored, ApiError> {
         if !Layout::is_packed(&stored) {
             return Ok(Stored::Text(stored));
@@ -540,38 +532,6 @@ impl Stored {
             )),
         }
     }
-}
-
-/// Appends the rest of a condition and the order of one `part` of a sort (after
-/// [`from_where`]): ` AND c IS NOT NULL ORDER BY c DESC, …, "pos"` and the like; the file order
-/// (`pos`) breaks every tie.
-pub(crate) fn order_by(sql: &mut Sql, schema: &DatasetSchema, sort: &[(Column, bool)], part: Part) {
-    let mut keys = sort.iter();
-    sql.push(" ");
-    if part != Part::All {
-        let (first, descending) = keys.next().expect("a two-part sort has a first key");
-        let column = schema.sql_column(*first);
-        if part == Part::HasValue {
-            sql.push(" AND ")
-                .ident(column)
-                .push(" IS NOT NULL ORDER BY ")
-                .ident(column)
-                .push(if *descending { " DESC, " } else { ", " });
-        } else {
-            sql.push(" AND ").ident(column).push(" IS NULL ORDER BY ");
-        }
-    } else {
-        sql.push("ORDER BY ");
-    }
-    for (column, descending) in keys {
-        let column = schema.sql_column(*column);
-        if column != "_id" {
-            sql.push("(").ident(column).push(" IS NULL), ");
-        }
-        sql.ident(column)
-            .push(if *descending { " DESC, " } else { ", " });
-    }
-    sql.push("\"pos\"");
 }
 
 /// SQL's LIMIT and OFFSET are signed 64-bit.

@@ -13,9 +13,9 @@ use super::column::{
     Codes, Dict, IdColumn, MISSING, NumBuilder, Postings, StrBuilder, TextColumn, code_counts,
 };
 use super::{FieldIndex, MemIndex};
-use crate::direct::DirectSqlite;
-use crate::schema::DatasetSchema;
-use crate::sql::Sql;
+use crate::dataset::schema::DatasetSchema;
+use crate::engine::store::direct::DirectSqlite;
+use crate::engine::store::sql::Sql;
 
 /// Rows read per statement: bounded memory for the result set, few round trips.
 const CHUNK: i64 = 5_000;

@@ -12,10 +12,11 @@ use std::collections::HashMap;
 use super::bits::Bits;
 use super::column::{Codes, MISSING, NumColumn, Postings, StrColumn};
 use super::{FieldIndex, MemIndex};
-use crate::agg::{KeyPart, Tally, bin, check_group_count, date_part, finish, numeric_stats_sorted};
+use crate::answer::groups::{KeyPart, Tally, bin, check_group_count, date_part, finish};
+use crate::answer::percentiles::numeric_stats_sorted;
+use crate::answer::views::{AggResult, NumericStats};
 use crate::error::ApiError;
 use crate::request::{AggQuery, Grouping};
-use crate::views::{AggResult, NumericStats};
 
 /// One `group_by` item as codes: per row, the rank of its key part ([`MISSING`] when the row
 /// has none), and each rank's part. A keyword's codes are the column's own, borrowed, and its

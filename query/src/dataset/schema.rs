@@ -8,7 +8,8 @@ use entity::{FieldType, dataset_field};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::packed::Layout;
+use super::packed::Layout;
+use super::scan::Scan;
 
 /// Where a name of a request points.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -80,7 +81,7 @@ pub struct DatasetSchema {
     /// How the version's bodies are packed on SQLite.
     pub layout: Layout,
     /// Whether the store indexes each typed column (`odqs import --store-indexes`), so a
-    /// store-path page may walk its sort column's index ([`crate::sql::Access::SortIndex`]).
+    /// store-path page may walk its sort column's index ([`crate::engine::store::sql::Access::SortIndex`]).
     pub store_indexes: bool,
     /// The contract's entries, `_id` first.
     pub entries: Vec<SchemaEntry>,
@@ -243,7 +244,7 @@ impl DatasetSchema {
         self.order.is_shaped(text)
     }
 
-    /// The schema's entries as JSON, as a page writes them ([`crate::views::RecordPage::write_json`]).
+    /// The schema's entries as JSON, as a page writes them ([`crate::answer::views::RecordPage::write_json`]).
     pub fn entries_json(&self) -> &str {
         &self.entries_json
     }
@@ -302,9 +303,50 @@ impl KeyTree {
             return true; // not an object: shaping leaves it alone
         }
         let mut scan = Scan::new(text);
-        scan.in_order(self).is_some() && {
+        self.scan_in_order(&mut scan).is_some() && {
             scan.space();
-            scan.at == scan.text.len()
+            scan.at_end()
+        }
+    }
+
+    /// An object whose keys follow `tree`: `_id` only first, each other key a child of the
+    /// tree after the previous one, nested objects of children that have children in order.
+    fn scan_in_order(&self, scan: &mut Scan<'_>) -> Option<()> {
+        scan.eat(b'{')?;
+        if scan.eat(b'}').is_some() {
+            return Some(());
+        }
+        let mut next = 0;
+        let mut first = true;
+        loop {
+            let key = scan.key()?;
+            scan.eat(b':')?;
+            if key == b"_id" {
+                if !first {
+                    return None;
+                }
+                scan.value()?;
+            } else {
+                let offset = self.children[next..]
+                    .iter()
+                    .position(|(k, _)| k.as_bytes() == key)?;
+                next += offset + 1;
+                let sub = &self.children[next - 1].1;
+                if !sub.children.is_empty() && scan.peek()? == b'{' {
+                    sub.scan_in_order(scan)?;
+                } else {
+                    scan.value()?;
+                }
+            }
+            first = false;
+            match scan.peek()? {
+                b',' => scan.advance(),
+                b'}' => {
+                    scan.advance();
+                    return Some(());
+                }
+                _ => return None,
+            }
         }
     }
 
@@ -330,159 +372,6 @@ impl KeyTree {
             out.extend(object);
         }
         out
-    }
-}
-
-/// Reads a stored text's keys and says whether they are in [`KeyTree`] order (see
-/// [`KeyTree::is_shaped`]), skipping values byte by byte without reading them (issue 13: a
-/// third of the cost of serde's reader, which checked each string and number on the way).
-/// Every method answers `None` at the first key out of place, an escaped key (shaped slowly,
-/// by the reader) or anything malformed. [`crate::packed`] reads bodies with it too.
-pub(super) struct Scan<'t> {
-    text: &'t str,
-    at: usize,
-}
-
-impl<'t> Scan<'t> {
-    pub(super) fn new(text: &'t str) -> Self {
-        Scan { text, at: 0 }
-    }
-
-    /// Whether everything was read (a space left over is not).
-    pub(super) fn at_end(&self) -> bool {
-        self.at == self.text.len()
-    }
-
-    /// The text of the next value, read past.
-    pub(super) fn value_text(&mut self) -> Option<&'t str> {
-        self.peek()?;
-        let start = self.at;
-        self.value()?;
-        // A value starts and ends at ASCII bytes or the end: `get` finds char boundaries.
-        self.text.get(start..self.at)
-    }
-    fn space(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.text.as_bytes().get(self.at) {
-            self.at += 1;
-        }
-    }
-
-    fn peek(&mut self) -> Option<u8> {
-        self.space();
-        self.text.as_bytes().get(self.at).copied()
-    }
-
-    pub(super) fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.peek()? == byte).then(|| self.at += 1)
-    }
-
-    /// An object whose keys follow `tree`: `_id` only first, each other key a child of the
-    /// tree after the previous one, nested objects of children that have children in order.
-    fn in_order(&mut self, tree: &KeyTree) -> Option<()> {
-        self.eat(b'{')?;
-        if self.eat(b'}').is_some() {
-            return Some(());
-        }
-        let mut next = 0;
-        let mut first = true;
-        loop {
-            let key = self.key()?;
-            self.eat(b':')?;
-            if key == b"_id" {
-                if !first {
-                    return None;
-                }
-                self.value()?;
-            } else {
-                let offset = tree.children[next..]
-                    .iter()
-                    .position(|(k, _)| k.as_bytes() == key)?;
-                next += offset + 1;
-                let sub = &tree.children[next - 1].1;
-                if !sub.children.is_empty() && self.peek()? == b'{' {
-                    self.in_order(sub)?;
-                } else {
-                    self.value()?;
-                }
-            }
-            first = false;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// A key without escapes, as its bytes.
-    pub(super) fn key(&mut self) -> Option<&'t [u8]> {
-        self.eat(b'"')?;
-        let start = self.at;
-        loop {
-            match *self.text.as_bytes().get(self.at)? {
-                b'"' => break,
-                b'\\' => return None,
-                _ => self.at += 1,
-            }
-        }
-        self.at += 1;
-        Some(&self.text.as_bytes()[start..self.at - 1])
-    }
-
-    /// Past a string whose opening quote was read.
-    fn string(&mut self) -> Option<()> {
-        loop {
-            match *self.text.as_bytes().get(self.at)? {
-                b'"' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                b'\\' => self.at += 2,
-                _ => self.at += 1,
-            }
-        }
-    }
-
-    /// Past one value of any kind.
-    fn value(&mut self) -> Option<()> {
-        match self.peek()? {
-            b'"' => {
-                self.at += 1;
-                self.string()
-            }
-            b'{' | b'[' => {
-                let mut depth = 0usize;
-                loop {
-                    match *self.text.as_bytes().get(self.at)? {
-                        b'"' => {
-                            self.at += 1;
-                            self.string()?;
-                            continue;
-                        }
-                        b'{' | b'[' => depth += 1,
-                        b'}' | b']' => depth -= 1,
-                        _ => {}
-                    }
-                    self.at += 1;
-                    if depth == 0 {
-                        return Some(());
-                    }
-                }
-            }
-            _ => {
-                let start = self.at;
-                while let Some(&b) = self.text.as_bytes().get(self.at) {
-                    if matches!(b, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') {
-                        break;
-                    }
-                    self.at += 1;
-                }
-                (self.at > start).then_some(())
-            }
-        }
     }
 }
 

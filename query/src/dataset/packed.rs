@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::schema::Scan;
+use super::scan::Scan;
 
 /// The top-level keys of a version's records, in the order bodies are packed in.
 #[derive(Clone, Debug, Default)]
@@ -25,7 +25,7 @@ pub struct Layout {
 
 impl Layout {
     /// `_id`, then the first segment of each field name (`pos` for `pos.lat`), first seen
-    /// first: the order [`crate::schema::DatasetSchema::shape`] writes records in.
+    /// first: the order [`crate::dataset::schema::DatasetSchema::shape`] writes records in.
     pub fn new<'a>(field_names: impl IntoIterator<Item = &'a str>) -> Self {
         let mut keys = vec![String::from("_id")];
         for name in field_names {

@@ -12,11 +12,12 @@ use sea_orm::{
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use crate::answer::views::{DatasetDetail, DatasetItem, DatasetLinks, DatasetList};
+use crate::dataset::Dataset;
+use crate::dataset::schema::DatasetSchema;
 use crate::error::ApiError;
-use crate::params::Paging;
-use crate::schema::DatasetSchema;
-use crate::views::{DatasetDetail, DatasetItem, DatasetLinks, DatasetList};
-use crate::{Dataset, Resolver};
+use crate::request::params::Paging;
+use crate::resolver::Resolver;
 
 fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&Rfc3339).unwrap_or_default()

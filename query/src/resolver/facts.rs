@@ -12,13 +12,15 @@ use entity::record::{records_table, text_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend};
 use serde_json::Value;
 
+use crate::answer::views::{RecordPage, json_number};
+use crate::dataset::Dataset;
+use crate::dataset::schema::Field;
+use crate::engine::memory::{FieldIndex, MemIndex};
+use crate::engine::store::sql::Sql;
 use crate::error::ApiError;
-use crate::memory::{FieldIndex, MemIndex};
-use crate::params::{AggParams, RecordParams};
-use crate::schema::Field;
-use crate::sql::Sql;
-use crate::views::{RecordPage, json_number};
-use crate::{Dataset, Resolver, request};
+use crate::request;
+use crate::request::params::{AggParams, RecordParams};
+use crate::resolver::Resolver;
 
 /// How many common values a keyword or boolean field shows.
 pub const TOP_VALUES: usize = 5;

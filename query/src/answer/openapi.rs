@@ -6,7 +6,7 @@ use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, Schem
 use utoipa::openapi::{KnownFormat, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::views::{Percentiles, Record, Stats};
+use crate::answer::views::{Percentiles, Record, Stats};
 
 impl PartialSchema for Record {
     fn schema() -> RefOr<Schema> {

@@ -11,9 +11,9 @@ use super::bits::Bits;
 use super::column::{IdColumn, MISSING, NumColumn, StrColumn};
 use super::rows::Rows;
 use super::{FieldIndex, MemIndex};
+use crate::dataset::schema::Column;
 use crate::dates;
 use crate::request::{ExactValue, Filter, Range, RangeValue};
-use crate::schema::Column;
 
 /// [`MemIndex::text_page`] merges row lists for pages ending at most this far into the
 /// matches; deeper pages walk the bit set, whose cost does not grow with the page.

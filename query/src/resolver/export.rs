@@ -3,7 +3,7 @@
 //!
 //! Planning happens once, before the first byte: the ordered positions of the matching
 //! records are computed (from the in-memory index: its filter and the sort walk of
-//! [`MemIndex::page`](crate::memory::MemIndex::page) without a limit; from the store: `SELECT
+//! [`MemIndex::page`](crate::engine::memory::MemIndex::page) without a limit; from the store: `SELECT
 //! pos … ORDER BY …` with the same two-part sort as a records page, in statements of
 //! [`POSITION_BATCH`] rows), so the total is
 //! known up front and the order is the one `records` pages through. That list is what an
@@ -25,15 +25,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use sea_orm::ConnectionTrait;
-use serde_json::Value;
 
+use crate::answer::encode::{self, CsvColumn};
+use crate::dataset::Dataset;
+use crate::dataset::schema::Column;
+use crate::engine::store::sql::{Access, Sql, from_where};
+use crate::engine::store::sql::{Part, order_by};
 use crate::error::ApiError;
-use crate::params::ExportFormat;
-use crate::records::{Part, order_by};
 use crate::request::ExportQuery;
-use crate::schema::Column;
-use crate::sql::{Access, Sql, from_where};
-use crate::{Dataset, Resolver};
+use crate::request::params::ExportFormat;
+use crate::resolver::Resolver;
 
 /// Records read from the store per statement and written per response chunk.
 pub const BATCH_RECORDS: usize = 1000;
@@ -81,13 +82,6 @@ impl ExportCounters {
     }
 }
 
-/// One CSV column: its header (the field's dotted name) and the path to its value.
-#[derive(Debug)]
-struct CsvColumn {
-    name: String,
-    path: Vec<String>,
-}
-
 /// An export under way: the ordered positions of its records and how far it got. Dropping it
 /// ends the export (and logs how far it got).
 #[derive(Debug)]
@@ -122,7 +116,7 @@ impl Resolver {
             None => self.export_positions(&dataset, &query).await?,
         };
         let columns = match query.format {
-            ExportFormat::Csv => csv_columns(&dataset, query.fields.as_deref()),
+            ExportFormat::Csv => encode::csv_columns(&dataset.schema, query.fields.as_deref()),
             ExportFormat::Ndjson => Vec::new(),
         };
         self.exports.running.fetch_add(1, Ordering::SeqCst);
@@ -200,25 +194,6 @@ impl Resolver {
     }
 }
 
-/// `_id` and the fields a projection selects (all without one), in schema order.
-fn csv_columns(dataset: &Dataset, projection: Option<&[String]>) -> Vec<CsvColumn> {
-    let selected = |name: &str| {
-        projection.is_none_or(|paths| {
-            paths.iter().any(|p| {
-                name == p || (name.starts_with(p.as_str()) && name[p.len()..].starts_with('.'))
-            })
-        })
-    };
-    std::iter::once("_id")
-        .chain(dataset.schema.fields.iter().map(|f| f.name.as_str()))
-        .filter(|name| *name == "_id" || selected(name))
-        .map(|name| CsvColumn {
-            name: name.to_string(),
-            path: name.split('.').map(str::to_string).collect(),
-        })
-        .collect()
-}
-
 impl Export {
     /// Records the export sends, known before the first byte (`X-Total-Count`).
     pub fn total(&self) -> u64 {
@@ -243,7 +218,7 @@ impl Export {
         if self.query.format == ExportFormat::Csv && !self.header_sent {
             self.header_sent = true;
             let header: Vec<&str> = self.columns.iter().map(|c| c.name.as_str()).collect();
-            write_csv_record(&mut out, &header)?;
+            encode::write_csv_record(&mut out, &header)?;
         }
         if self.next >= self.rows.len() {
             return Ok((!out.is_empty()).then_some(out));
@@ -261,28 +236,14 @@ impl Export {
             .fetch_add(docs.len() as u64, Ordering::SeqCst);
         self.next = end;
         out.reserve(docs.len() * 256);
-        match self.query.format {
-            ExportFormat::Ndjson => {
-                let projection = self.query.fields.as_deref();
-                for doc in docs {
-                    let record = self.dataset.schema.shape(doc, projection);
-                    serde_json::to_writer(&mut out, &record).map_err(|_| ApiError::Internal)?;
-                    out.push(b'\n');
-                }
-            }
-            ExportFormat::Csv => {
-                let mut writer = csv_writer(&mut out);
-                let mut cells: Vec<String> = Vec::with_capacity(self.columns.len());
-                for doc in &docs {
-                    cells.clear();
-                    cells.extend(self.columns.iter().map(|c| cell(doc, c)));
-                    writer
-                        .write_record(&cells)
-                        .map_err(|_| ApiError::Internal)?;
-                }
-                writer.flush().map_err(|_| ApiError::Internal)?;
-            }
-        }
+        encode::write_batch(
+            &mut out,
+            self.query.format,
+            &self.dataset.schema,
+            self.query.fields.as_deref(),
+            &self.columns,
+            docs,
+        )?;
         Ok(Some(out))
     }
 }
@@ -302,72 +263,5 @@ impl Drop for Export {
             tracing::info!(slug = %self.dataset.meta.slug, format = self.query.format.as_str(),
                 records_read = sent, total, seconds, "export stopped before its end (the client went away or a read failed)");
         }
-    }
-}
-
-/// A CSV writer with RFC 4180 quoting (fields with a comma, quote or line break are quoted,
-/// quotes doubled) and CRLF line ends.
-fn csv_writer(out: &mut Vec<u8>) -> csv::Writer<&mut Vec<u8>> {
-    csv::WriterBuilder::new()
-        .terminator(csv::Terminator::CRLF)
-        .from_writer(out)
-}
-
-fn write_csv_record(out: &mut Vec<u8>, record: &[&str]) -> Result<(), ApiError> {
-    let mut writer = csv_writer(out);
-    writer
-        .write_record(record)
-        .and_then(|()| writer.flush().map_err(csv::Error::from))
-        .map_err(|_| ApiError::Internal)
-}
-
-/// The CSV cell of `column` in `doc`: empty when missing or null, strings as they are,
-/// numbers and booleans as JSON writes them (which `odqs import` reads back to the same
-/// value), lists and objects of `json` fields as their JSON text.
-fn cell(doc: &Value, column: &CsvColumn) -> String {
-    let value = match doc.get(&column.name) {
-        Some(value) => Some(value),
-        None => column
-            .path
-            .iter()
-            .try_fold(doc, |value, key| value.as_object()?.get(key)),
-    };
-    match value {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        Some(Value::Bool(b)) => b.to_string(),
-        Some(other) => other.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn cells_and_quoting() {
-        let column = |name: &str| CsvColumn {
-            name: name.into(),
-            path: name.split('.').map(str::to_string).collect(),
-        };
-        let doc = json!({"a": "x, \"y\"\nz", "n": 2.5, "i": 7, "b": true, "p": {"q": "deep"},
-                         "l": [1, 2], "nil": null});
-        let cells: Vec<String> = ["a", "n", "i", "b", "p.q", "l", "nil", "gone"]
-            .iter()
-            .map(|n| cell(&doc, &column(n)))
-            .collect();
-        assert_eq!(
-            cells,
-            ["x, \"y\"\nz", "2.5", "7", "true", "deep", "[1,2]", "", ""]
-        );
-        let mut out = Vec::new();
-        let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
-        write_csv_record(&mut out, &refs).unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "\"x, \"\"y\"\"\nz\",2.5,7,true,deep,\"[1,2]\",,\r\n"
-        );
     }
 }

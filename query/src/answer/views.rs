@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use crate::schema::{DatasetSchema, SchemaEntry};
+use crate::dataset::schema::{DatasetSchema, SchemaEntry};
 
 /// An item of `GET /datasets` (contract §3).
 #[derive(Clone, Debug, Serialize, PartialEq)]

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::Dataset;
+use crate::dataset::Dataset;
 
 /// Entries kept before the cache starts over (a few MB at most).
 const CAPACITY: usize = 50_000;

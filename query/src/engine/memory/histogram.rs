@@ -7,8 +7,8 @@
 
 use super::bits::Bits;
 use super::column::{Code, Codes, NumColumn, Numbers};
-use crate::agg::{numeric_stats_sorted, percentile_at};
-use crate::views::{NumericStats, Percentiles};
+use crate::answer::percentiles::{numeric_stats_sorted, percentile_at};
+use crate::answer::views::{NumericStats, Percentiles};
 
 /// Widest range of values (`max - min + 1`) counted this way.
 const MAX_SPAN: i64 = 1 << 16;
@@ -154,7 +154,7 @@ fn stats(histogram: &[u32], low: i64, count: u64, labels: &[f64]) -> NumericStat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::column::MISSING;
+    use crate::engine::memory::column::MISSING;
 
     /// Against the general method: each group's values sorted, then summed and ranked.
     #[test]

@@ -5,8 +5,8 @@
 use entity::record::{column_index, records_table, text_table};
 use sea_orm::{DatabaseBackend, Statement, Value};
 
+use crate::dataset::schema::{Column, DatasetSchema};
 use crate::request::{ExactValue, Filter, RangeValue};
-use crate::schema::{Column, DatasetSchema};
 
 /// A statement being written: text plus bound values.
 pub struct Sql {
@@ -354,6 +354,49 @@ pub fn dictionary_lookup(backend: DatabaseBackend, version_id: i64, term: &str) 
         }
     }
     sql.build()
+}
+
+/// Which part of a two-part sort a statement reads.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Part {
+    /// No sort, or a sort key that is never missing (`_id`): one ordered read.
+    All,
+    /// Records that have the first sort key's value.
+    HasValue,
+    /// Records that lack it, in file order (then the later keys).
+    Missing,
+}
+
+/// Appends the rest of a condition and the order of one `part` of a sort (after
+/// [`from_where`]): ` AND c IS NOT NULL ORDER BY c DESC, …, "pos"` and the like; the file order
+/// (`pos`) breaks every tie.
+pub fn order_by(sql: &mut Sql, schema: &DatasetSchema, sort: &[(Column, bool)], part: Part) {
+    let mut keys = sort.iter();
+    sql.push(" ");
+    if part != Part::All {
+        let (first, descending) = keys.next().expect("a two-part sort has a first key");
+        let column = schema.sql_column(*first);
+        if part == Part::HasValue {
+            sql.push(" AND ")
+                .ident(column)
+                .push(" IS NOT NULL ORDER BY ")
+                .ident(column)
+                .push(if *descending { " DESC, " } else { ", " });
+        } else {
+            sql.push(" AND ").ident(column).push(" IS NULL ORDER BY ");
+        }
+    } else {
+        sql.push("ORDER BY ");
+    }
+    for (column, descending) in keys {
+        let column = schema.sql_column(*column);
+        if column != "_id" {
+            sql.push("(").ident(column).push(" IS NULL), ");
+        }
+        sql.ident(column)
+            .push(if *descending { " DESC, " } else { ", " });
+    }
+    sql.push("\"pos\"");
 }
 
 #[cfg(test)]
