@@ -68,9 +68,9 @@ pub struct RecordPage {
     pub schema: Vec<SchemaEntry>,
 }
 
-/// A record of a page: shaped by [`crate::DatasetSchema::shape`], or its stored text when that
-/// is already what shaping would write ([`crate::DatasetSchema::is_shaped`], which also read it
-/// through as JSON), sent without a parse and a re-write (issue 13). Both serialize to the same
+/// A record of a page: shaped by [`crate::dataset::DatasetSchema::shape`], or its stored text when that
+/// is already what shaping would write ([`crate::dataset::DatasetSchema::is_shaped`], which also read it
+/// through as JSON), sent without a parse and a re-write. Both serialize to the same
 /// bytes.
 #[derive(Clone, Debug)]
 pub enum RecordBody {
@@ -122,9 +122,9 @@ impl Serialize for RecordBody {
 }
 
 impl RecordPage {
-    /// The page's JSON, the same bytes as `serde_json::to_writer(self)`, assembled from slices
-    /// (issue 13): stored bodies are copied as they are, and the entries of `schema` (the
-    /// page's dataset) come written already ([`crate::DatasetSchema::entries_json`]).
+    /// The page's JSON, the same bytes as `serde_json::to_writer(self)`, assembled from slices:
+    /// stored bodies are copied as they are, and the entries of `schema` (the
+    /// page's dataset) come written already ([`crate::dataset::DatasetSchema::entries_json`]).
     pub fn write_json(&self, schema: &DatasetSchema, out: &mut Vec<u8>) -> serde_json::Result<()> {
         use std::io::Write;
         write!(

@@ -1,5 +1,5 @@
-//! Record bodies stored without their keys on SQLite (issue 13: a flight's keys were 256 of its
-//! 460 bytes, and the file five times the CSV).
+//! Record bodies stored without their keys on SQLite, where keys would be most of a body's
+//! bytes.
 //!
 //! A body whose keys are `_id` and then some of the schema's top-level names, in the schema's
 //! order, is stored as the JSON array of its values: `{"_id":"7","year":2013,"tz":-5}` becomes

@@ -81,7 +81,7 @@ pub struct DatasetSchema {
     /// How the version's bodies are packed on SQLite.
     pub layout: Layout,
     /// Whether the store indexes each typed column (`odqs import --store-indexes`), so a
-    /// store-path page may walk its sort column's index ([`crate::engine::store::sql::Access::SortIndex`]).
+    /// store-path page may walk its sort column's index (the store's `Access::SortIndex`).
     pub store_indexes: bool,
     /// The contract's entries, `_id` first.
     pub entries: Vec<SchemaEntry>,
@@ -235,7 +235,7 @@ impl DatasetSchema {
     }
 
     /// Whether a stored record's text is already, byte for byte, what [`Self::shape`] writes
-    /// without a projection, so a page can send it as stored (issue 13: no parse and re-write).
+    /// without a projection, so a page can send it as stored (no parse and re-write).
     /// It is when, at every level, `_id` comes first and the other keys are the schema's, in
     /// its order; anything else (an unknown key, another order, an escaped key) says no, and
     /// the record is shaped. Stored texts are `serde_json`'s own writing, which reads back to
@@ -244,7 +244,7 @@ impl DatasetSchema {
         self.order.is_shaped(text)
     }
 
-    /// The schema's entries as JSON, as a page writes them ([`crate::answer::views::RecordPage::write_json`]).
+    /// The schema's entries as JSON, as a page writes them (`RecordPage::write_json` sends them as they are).
     pub fn entries_json(&self) -> &str {
         &self.entries_json
     }

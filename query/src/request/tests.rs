@@ -37,7 +37,7 @@ fn sort_syntax() {
     }
 }
 
-/// Field names with `<` and `>` (issue 33): a trailing mark is the direction when the rest
+/// Field names with `<` and `>`: a trailing mark is the direction when the rest
 /// names a field, else part of the name.
 #[test]
 fn sort_keys_with_marks_in_names() {

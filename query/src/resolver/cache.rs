@@ -1,7 +1,7 @@
 //! What requests keep so they skip the store: totals ([`Totals`]), resolved datasets
 //! ([`Datasets`]) and record bodies ([`Bodies`]).
 //!
-//! Totals that don't cost a scan. A `COUNT(*)` of a large match costs 100–200 ms, and paging
+//! Totals that don't cost a scan. A `COUNT(*)` of a large match is a scan, and paging
 //! through one query asks for the same total on every page; datasets change only by import, so
 //! a total is a pure function of (version, normalized condition) and can be kept. The map is
 //! bounded: when full it starts over, which costs at most one recount per entry.
@@ -59,7 +59,7 @@ pub fn catalog_changed() {
 }
 
 /// Published datasets resolved lately, by slug, so a request for a known dataset costs no
-/// store statement (issue 13). Only found datasets are kept.
+/// store statement. Only found datasets are kept.
 #[derive(Debug, Default)]
 pub struct Datasets {
     map: Mutex<HashMap<String, (Dataset, Instant, u64)>>,
@@ -99,8 +99,8 @@ pub const BODY_SHARE: u64 = 16;
 const BODY_OVERHEAD: usize = 64;
 
 /// Record bodies as answers write them (shaped, without a projection), by (version, position),
-/// so a page or a record asked for again costs no store statement and no reshaping (issue 13:
-/// on PostgreSQL a page's round trip and its JSONB re-read were most of a simple read).
+/// so a page or a record asked for again costs no store statement and no reshaping
+/// (on PostgreSQL a page's round trip and its JSONB re-read are most of a simple read).
 /// Versions never change, so a kept body is never stale. Two generations bound the memory:
 /// bodies go into the young one, and when it holds half the budget the old one is dropped and
 /// the young one takes its place; a body found in the old one moves back into the young one.

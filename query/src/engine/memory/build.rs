@@ -24,7 +24,7 @@ const CHUNK: i64 = 5_000;
 /// enough to decide whether to try within a budget (the text dictionary is not counted). Per
 /// row: `_id` about 16 bytes (text, end, sorted position), a number 6 (a 1–2 byte value and a
 /// 2-byte row in value order, with room for wider ones), a keyword or text 4 (a narrow code
-/// and a 2-byte row); flights ×10 is estimated at 450 MiB and takes 388.
+/// and a 2-byte row).
 pub fn estimate(schema: &DatasetSchema, rows: u64) -> u64 {
     let per_row: u64 = 16
         + schema
@@ -42,7 +42,7 @@ pub fn estimate(schema: &DatasetSchema, rows: u64) -> u64 {
 
 /// Reads version `schema.version_id` (`rows` records) into an index: from the SQLite file on a
 /// blocking thread when `direct` reads it (values borrowed, not copied, and no hand-off per
-/// row: issue 13), else (PostgreSQL, or when that read fails) through the pool.
+/// row), else (PostgreSQL, or when that read fails) through the pool.
 pub async fn build(
     db: &DatabaseConnection,
     direct: Option<&Arc<DirectSqlite>>,
@@ -96,8 +96,7 @@ pub async fn build(
 }
 
 /// Versions of at least this many rows are read from the SQLite file by two threads at once,
-/// each a half of the positions: reading and collecting is most of a build (issue 13: 8.6 s
-/// of 10.4 at flights ×10), and until the build ends that version's requests go to the store
+/// each a half of the positions: reading and collecting is most of a build, and until the build ends that version's requests go to the store
 /// (or wait, under a waiting policy).
 const PARALLEL_FROM_ROWS: u64 = 100_000;
 
@@ -195,9 +194,8 @@ async fn read_pool(
     }
 }
 
-/// Reads the rows from PostgreSQL as one `COPY … TO STDOUT` in text format (issue 13: the
-/// chunked statements decoded each row into a result map first, and a build of flights ×10
-/// took 26 s). Lines are cut from the stream whatever its message boundaries.
+/// Reads the rows from PostgreSQL as one `COPY … TO STDOUT` in text format (chunked
+/// statements decode each row into a result map first, which made builds slow). Lines are cut from the stream whatever its message boundaries.
 async fn read_copy(
     pool: &sqlx::PgPool,
     version_id: i64,

@@ -1,4 +1,4 @@
-//! Grouped statistics of an integer column by counting (issue 13): one pass over the matching
+//! Grouped statistics of an integer column by counting: one pass over the matching
 //! rows in file order adds each value to its group's histogram, where the general method walks
 //! the column's value order and reads every row's group at random. Sums, extremes and
 //! percentiles read off the counts are those of the sorted values bit for bit: the values are

@@ -1,7 +1,7 @@
 //! In-memory indexes: each published version's typed columns, held in memory so filters,
 //! totals, sorts and aggregations cost microseconds to a few milliseconds instead of a store
 //! scan. Versions never change, so an index is built once per version (at start, and for new
-//! versions when first asked or found by [`crate::resolver::Resolver::refresh_indexes`]) and is
+//! versions when first asked or found by the resolver's periodic refresh) and is
 //! correct for as long as the version is live. The store stays the source of truth: it serves
 //! record bodies by position, and it answers everything while an index is being built, for
 //! datasets beyond the memory budget, and when indexes are turned off.
@@ -33,8 +33,7 @@ use column::{Dict, IdColumn, NumColumn, StrColumn, TextColumn};
 use crate::dataset::Dataset;
 use crate::engine::store::direct::DirectSqlite;
 
-/// The memory indexes may take unless configured: flights (336,776 rows, 24 fields) takes
-/// about 38 MiB (flights ×10: 388 MiB).
+/// The memory indexes may take unless configured.
 pub const DEFAULT_BUDGET_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// How much memory indexes may take, and whether a request waits for its dataset's index.

@@ -1,4 +1,4 @@
-//! Lists of rows in about half the bytes (issue 13). A row list (one value's rows, a number
+//! Lists of rows in about half the bytes. A row list (one value's rows, a number
 //! column's value order) runs through the rows in ascending stretches, so neighbours mostly
 //! share their upper 16 bits: each row keeps its lower 16 bits, and each stretch of equal upper
 //! bits keeps where it starts. A list without such stretches (`_id`'s order, a permutation)
@@ -187,8 +187,7 @@ impl<'a> Rows<'a> {
     }
 
     /// Adds these rows to `bits`, stretch by stretch: a stretch's rows share one block of
-    /// 65,536 bits, so each is one shift and one OR into that block (issue 13: `q=boeing` at
-    /// flights ×10 sets 829,120 bits from hundreds of lists).
+    /// 65,536 bits, so each is one shift and one OR into that block.
     pub fn insert_into(&self, bits: &mut Bits) {
         match self.list {
             RowList::Wide(rows) => rows[self.range.clone()]

@@ -279,8 +279,8 @@ impl MemIndex {
     /// anything else (and for pages beyond [`MERGED_PAGES_UP_TO`]), which the bit set path
     /// answers. A row
     /// holds one code per field, so the total is the matched codes' row counts summed and the
-    /// page a merge of their row lists: no bit set of every match (issue 13: `q=boeing` at
-    /// flights ×10 set 829,120 bits a request to show 20).
+    /// page a merge of their row lists: no bit set of every match (a common term would set
+    /// a bit per matching row to show 20).
     pub fn text_page(
         &self,
         filter: &Filter,

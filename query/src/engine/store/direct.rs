@@ -1,4 +1,4 @@
-//! Record bodies read straight from the SQLite file, on the calling thread (issue 13). sqlx
+//! Record bodies read straight from the SQLite file, on the calling thread. sqlx
 //! runs each SQLite connection on a worker thread of its own; handing it a statement and taking
 //! the rows back cost more than the primary-key read itself (a third of a page's CPU went to
 //! futex wake-ups). Only this one read, the hottest, takes the direct way, and when it fails

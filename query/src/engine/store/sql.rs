@@ -108,7 +108,7 @@ pub enum Access {
     /// Walk this sort column's index and check the conditions row by row. On SQLite the
     /// statement names the index (`INDEXED BY`) and writes the conditions' columns `+"c"`:
     /// SQLite otherwise prefers an equality index and sorts every match, which is right for a
-    /// few matches and slow for many (46,087 flights: 88 ms against 1 ms), and a connection
+    /// few matches and slow for many, and a connection
     /// that has not loaded the statistics of a fresh import may even scan the whole table.
     SortIndex(Column),
 }

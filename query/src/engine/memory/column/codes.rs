@@ -75,7 +75,7 @@ impl Code for u32 {
     }
 }
 
-/// A column's codes by row in the narrowest unsigned type its dictionary needs (issue 13: a
+/// A column's codes by row in the narrowest unsigned type its dictionary needs (a
 /// carrier takes one byte, not four); each type's largest value stands for [`MISSING`].
 #[derive(Clone, Debug)]
 pub enum Codes {

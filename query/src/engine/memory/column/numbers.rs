@@ -4,7 +4,7 @@
 use super::*;
 
 /// A number column's values by row, each held in the narrowest type that keeps every value of
-/// the column exactly (issue 13: flights' numbers are small integers, 1–2 bytes instead of 8).
+/// the column exactly (small integers take 1–2 bytes instead of 8).
 /// Integer types give their smallest value to "missing"; floats use NaN.
 #[derive(Debug)]
 pub enum Numbers {
@@ -251,8 +251,8 @@ pub(super) fn whole_in(v: f64, min: f64, max: f64) -> bool {
     v.fract() == 0.0 && v > min && v <= max
 }
 
-/// The rows with a value by value then row, by counting: linear where a comparison sort of
-/// flights ×10 took seconds a column. `None` when the values span too wide a range.
+/// The rows with a value by value then row, by counting: linear, where a comparison sort of a
+/// large column takes seconds. `None` when the values span too wide a range.
 pub(super) fn counting_order<T: Copy + PartialEq + Into<i64>>(
     values: &[T],
     missing: T,

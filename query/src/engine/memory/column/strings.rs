@@ -27,8 +27,8 @@ impl StrColumn {
 }
 
 /// `_id`: unique texts kept in file order, with the rows in byte order of their ids. A
-/// dictionary would add each row's code and each code's row list (issue 13: 23 bytes a row at
-/// flights ×10 where this takes 15), and building one hashed every id.
+/// dictionary would add each row's code and each code's row list, and building one would
+/// hash every id.
 #[derive(Debug, Default)]
 pub struct IdColumn {
     /// Row `r`'s id is `ids.get(r)`.
@@ -82,7 +82,7 @@ impl IdColumn {
 pub struct StrBuilder {
     /// Each distinct value once, with its provisional code (order of first appearance). Hashed
     /// with foldhash, not SipHash: a build hashes every value of every row, and these keys come
-    /// from the store, not from a request (issue 13: SipHash was a tenth of a build's time).
+    /// from the store, not from a request.
     pub(super) seen: HashMap<Box<str>, u32, foldhash::fast::RandomState>,
     pub(super) codes: Codes,
 }

@@ -1,3 +1,5 @@
+//! The column shapes checked on small columns: byte order, postings, narrow types, parts.
+
 use super::*;
 
 #[test]
