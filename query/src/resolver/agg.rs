@@ -4,18 +4,53 @@
 
 use std::cmp::Ordering;
 
-use super::Resolver;
+use super::{Prepared, Resolver, record_count};
 use crate::answer::groups::{KeyPart, Tally, check_group_count, finish};
 use crate::answer::percentiles::numeric_stats;
 use crate::answer::views::AggResult;
+use crate::cost;
 use crate::dataset::{Column, Dataset};
 use crate::engine::store::fold;
 use crate::engine::store::sql::{Access, Sql, from_where};
 use crate::error::ApiError;
+use crate::request::params::AggParams;
 use crate::request::params::MAX_GROUPS;
-use crate::request::{AggQuery, Grouping};
+use crate::request::{self, AggQuery, Grouping};
 
 impl Resolver {
+    /// `GET /datasets/{slug}/agg`, prepared: the dataset resolved, the parameters validated
+    /// against its schema, the tag and the weight (a scan of the dataset's columns).
+    pub async fn prepare_agg(
+        &self,
+        slug: &str,
+        params: &AggParams,
+    ) -> Result<Prepared<AggQuery>, ApiError> {
+        let dataset = self.dataset(slug).await?;
+        self.prepare_agg_in(dataset, params)
+    }
+
+    /// [`Self::prepare_agg`] on a dataset already resolved.
+    pub fn prepare_agg_in(
+        &self,
+        dataset: Dataset,
+        params: &AggParams,
+    ) -> Result<Prepared<AggQuery>, ApiError> {
+        let query = request::agg_query(params, &dataset.schema)?;
+        let extra = Some(cost::scan_extra(record_count(&dataset)));
+        let etag = self.etag(&dataset, "agg", &query);
+        Ok(Prepared {
+            dataset,
+            query,
+            etag,
+            extra,
+        })
+    }
+
+    /// Runs a prepared agg request.
+    pub async fn run_agg(&self, prepared: &Prepared<AggQuery>) -> Result<AggResult, ApiError> {
+        self.agg(&prepared.dataset, &prepared.query).await
+    }
+
     /// `GET /datasets/{slug}/agg`.
     pub async fn agg(&self, dataset: &Dataset, query: &AggQuery) -> Result<AggResult, ApiError> {
         if let Some(index) = self.memory_index(dataset).await {

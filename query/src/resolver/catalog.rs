@@ -37,6 +37,11 @@ fn path_segment(slug: &str) -> String {
 }
 
 impl Resolver {
+    /// `GET /datasets/{slug}`: the dataset's metadata, in one call.
+    pub async fn dataset_detail(&self, slug: &str) -> Result<DatasetDetail, ApiError> {
+        Ok(self.detail(&self.dataset(slug).await?))
+    }
+
     /// The dataset published under `slug`, with its live version's schema.
     pub async fn dataset(&self, slug: &str) -> Result<Dataset, ApiError> {
         if slug.contains('\0') {

@@ -26,15 +26,16 @@ use std::time::Instant;
 
 use sea_orm::ConnectionTrait;
 
+use super::{Prepared, Resolver};
 use crate::answer::encode::{self, CsvColumn};
 use crate::dataset::Dataset;
 use crate::dataset::schema::Column;
 use crate::engine::store::sql::{Access, Sql, from_where};
 use crate::engine::store::sql::{Part, order_by};
 use crate::error::ApiError;
-use crate::request::ExportQuery;
 use crate::request::params::ExportFormat;
-use crate::resolver::Resolver;
+use crate::request::params::ExportParams;
+use crate::request::{self, ExportQuery};
 
 /// Records read from the store per statement and written per response chunk.
 pub const BATCH_RECORDS: usize = 1000;
@@ -99,6 +100,32 @@ pub struct Export {
 }
 
 impl Resolver {
+    /// `GET /datasets/{slug}/export`, prepared: the dataset resolved and the parameters
+    /// validated against its schema. Its weight is known once planned ([`Export::total`]).
+    pub async fn prepare_export(
+        &self,
+        slug: &str,
+        params: &ExportParams,
+    ) -> Result<Prepared<ExportQuery>, ApiError> {
+        let dataset = self.dataset(slug).await?;
+        let query = request::export_query(params, &dataset.schema)?;
+        let etag = self.etag(&dataset, "export", &query);
+        Ok(Prepared {
+            dataset,
+            query,
+            etag,
+            extra: None,
+        })
+    }
+
+    /// Plans a prepared export ([`Self::export`]).
+    pub async fn run_export(
+        self: &Arc<Self>,
+        prepared: Prepared<ExportQuery>,
+    ) -> Result<Export, ApiError> {
+        self.export(prepared.dataset, prepared.query).await
+    }
+
     /// Plans an export: validates nothing more (the query is valid), computes the ordered
     /// positions of the matches, and returns the export ready to write its first batch.
     pub async fn export(

@@ -140,6 +140,31 @@ impl Resolver {
     }
 }
 
+/// A request resolved to its dataset's live version and validated, before it runs: all a front
+/// end needs to answer `If-None-Match` and to weigh the request, then run it (`run_…`).
+#[derive(Clone, Debug)]
+pub struct Prepared<Q> {
+    pub dataset: Dataset,
+    pub query: Q,
+    /// The answer's tag ([`Resolver::etag`]), known before it runs.
+    pub etag: String,
+    /// Requests the answer weighs beyond one ([`crate::cost`]) when it reads the dataset's
+    /// columns (grouped statistics, full text); `None` when it weighs one.
+    pub extra: Option<u64>,
+}
+
+/// A single record asked for by `_id`, with its projection validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordById {
+    pub id: String,
+    pub fields: Option<Vec<String>>,
+}
+
+/// The records of `dataset`, for its weight.
+fn record_count(dataset: &Dataset) -> u64 {
+    u64::try_from(dataset.meta.record_count).unwrap_or(0)
+}
+
 /// `bytes` in lower-case hexadecimal: ETags and token hashes, on every request, so one table
 /// look-up a digit rather than a formatted string a byte.
 pub fn hex(bytes: &[u8]) -> String {

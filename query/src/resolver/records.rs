@@ -12,7 +12,9 @@ use entity::record::{self, records_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
 use serde_json::Value;
 
+use super::{Prepared, RecordById, Resolver, record_count};
 use crate::answer::views::{RecordBody, RecordPage};
+use crate::cost;
 use crate::dataset::Dataset;
 use crate::dataset::packed::Layout;
 use crate::dataset::schema::{Column, DatasetSchema};
@@ -20,10 +22,96 @@ use crate::engine::store::sql::{
     Access, Part, ResolvedFilter, Sql, dictionary_lookup, from_where, order_by,
 };
 use crate::error::ApiError;
-use crate::request::{Filter, RecordQuery};
-use crate::resolver::Resolver;
+use crate::request::params::RecordParams;
+use crate::request::{self, Filter, RecordQuery};
 
 impl Resolver {
+    /// `GET /datasets/{slug}/records`, prepared: the dataset resolved, the parameters
+    /// validated against its schema, the tag and the weight (full text weighs like a scan).
+    pub async fn prepare_records(
+        &self,
+        slug: &str,
+        params: &RecordParams,
+    ) -> Result<Prepared<RecordQuery>, ApiError> {
+        let dataset = self.dataset(slug).await?;
+        self.prepare_records_in(dataset, params)
+    }
+
+    /// [`Self::prepare_records`] on a dataset already resolved (GraphQL resolves each slug
+    /// once a document).
+    pub fn prepare_records_in(
+        &self,
+        dataset: Dataset,
+        params: &RecordParams,
+    ) -> Result<Prepared<RecordQuery>, ApiError> {
+        let query = request::record_query(params, &dataset.schema)?;
+        let searches = !query.filter.terms.is_empty() || !query.filter.field_terms.is_empty();
+        let extra = searches.then(|| cost::scan_extra(record_count(&dataset)));
+        let etag = self.etag(&dataset, "records", &query);
+        Ok(Prepared {
+            dataset,
+            query,
+            etag,
+            extra,
+        })
+    }
+
+    /// Runs a prepared records request: one page.
+    pub async fn run_records(
+        &self,
+        prepared: &Prepared<RecordQuery>,
+    ) -> Result<RecordPage, ApiError> {
+        self.records(&prepared.dataset, &prepared.query).await
+    }
+
+    /// `GET /datasets/{slug}/records/{id}`, prepared: the dataset resolved, the projection
+    /// validated, the tag.
+    pub async fn prepare_record(
+        &self,
+        slug: &str,
+        id: &str,
+        fields: Option<&[String]>,
+    ) -> Result<Prepared<RecordById>, ApiError> {
+        let dataset = self.dataset(slug).await?;
+        self.prepare_record_in(dataset, id, fields)
+    }
+
+    /// [`Self::prepare_record`] on a dataset already resolved.
+    pub fn prepare_record_in(
+        &self,
+        dataset: Dataset,
+        id: &str,
+        fields: Option<&[String]>,
+    ) -> Result<Prepared<RecordById>, ApiError> {
+        let fields = request::projection(fields, &dataset.schema)?;
+        let etag = self.etag(&dataset, "record", &(&id, &fields));
+        Ok(Prepared {
+            dataset,
+            query: RecordById {
+                id: id.to_string(),
+                fields,
+            },
+            etag,
+            extra: None,
+        })
+    }
+
+    /// Runs a prepared single-record request, as stored text when it can.
+    pub async fn run_record_body(
+        &self,
+        prepared: &Prepared<RecordById>,
+    ) -> Result<RecordBody, ApiError> {
+        let RecordById { id, fields } = &prepared.query;
+        self.record_body(&prepared.dataset, id, fields.as_deref())
+            .await
+    }
+
+    /// Runs a prepared single-record request, as a JSON value.
+    pub async fn run_record(&self, prepared: &Prepared<RecordById>) -> Result<Value, ApiError> {
+        let RecordById { id, fields } = &prepared.query;
+        self.record(&prepared.dataset, id, fields.as_deref()).await
+    }
+
     /// Resolves the full-text terms of `filter` to dictionary ids.
     pub(crate) async fn resolve<'a>(
         &self,

@@ -20,7 +20,7 @@ use axum::http::{HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use query::cost::extra_requests;
 use query::export::Export;
-use query::{ExportFormat, ExportParams, request};
+use query::{ExportFormat, ExportParams};
 
 use super::query_string::pairs;
 use crate::app::AppState;
@@ -156,9 +156,8 @@ pub async fn export_records(
         }
         .into());
     };
-    let dataset = state.resolver.dataset(&slug).await?;
-    let query = request::export_query(&params, &dataset.schema)?;
-    let export = state.resolver.export(dataset, query).await?;
+    let prepared = state.resolver.prepare_export(&slug, &params).await?;
+    let export = state.resolver.run_export(prepared).await?;
     let extra = extra_requests(export.total());
     let charge = match state.rate_limits.weigh(principal.token_id, extra) {
         Ok(charge) => charge,
