@@ -19,7 +19,9 @@ use crate::engine::memory::{FieldIndex, MemIndex};
 use crate::engine::store::sql::Sql;
 use crate::error::ApiError;
 use crate::request;
-use crate::request::params::{AggParams, RecordParams};
+use crate::request::params::{
+    AggParams, FilterParams, GroupByParam, RecordParams, parse_sort, split_list,
+};
 use crate::resolver::Resolver;
 
 /// How many common values a keyword or boolean field shows.
@@ -65,10 +67,13 @@ pub struct DatasetFacts {
     pub sample_ids: Vec<String>,
 }
 
-fn pairs(list: &[(&str, String)]) -> Vec<(String, String)> {
-    list.iter()
-        .map(|(n, v)| (n.to_string(), v.clone()))
-        .collect()
+/// The conditions `name[exists]=<exists>`, as a REST query string gives them (the bracketed
+/// name is told from a field's by the schema, in [`request::filter`]).
+fn exists(name: &str, exists: bool) -> FilterParams {
+    FilterParams {
+        exact: vec![(format!("{name}[exists]"), exists.to_string())],
+        ..FilterParams::default()
+    }
 }
 
 /// A number or date field's range straight from the index's sorted column: the first and last
@@ -117,13 +122,8 @@ impl Resolver {
             let missing = match field.field_type {
                 FieldType::Json => 0,
                 _ => {
-                    let exists = format!("{name}[exists]");
-                    self.facts_count(
-                        dataset,
-                        index.as_deref(),
-                        &[(exists.as_str(), "false".into())],
-                    )
-                    .await?
+                    self.facts_count(dataset, index.as_deref(), exists(name, false))
+                        .await?
                 }
             };
             let (top, range) = match field.field_type {
@@ -161,7 +161,13 @@ impl Resolver {
             });
         }
         let first = self
-            .facts_page(dataset, &[("per_page", SAMPLE_IDS.to_string())])
+            .facts_page(
+                dataset,
+                RecordParams {
+                    per_page: Some(SAMPLE_IDS),
+                    ..RecordParams::default()
+                },
+            )
             .await?;
         let sample_ids = first
             .records
@@ -180,25 +186,27 @@ impl Resolver {
         })
     }
 
-    /// A records page for query-string pairs, as `GET …/records` answers it.
+    /// A records page for `params`, as `GET …/records` answers it.
     async fn facts_page(
         &self,
         dataset: &Dataset,
-        list: &[(&str, String)],
+        params: RecordParams,
     ) -> Result<RecordPage, ApiError> {
-        let params = RecordParams::from_pairs(&pairs(list))?;
         let query = request::record_query(&params, &dataset.schema)?;
         self.records(dataset, &query).await
     }
 
-    /// How many records match the filters of `list` (the index's count, or the store's).
+    /// How many records match `filter` (the index's count, or the store's).
     async fn facts_count(
         &self,
         dataset: &Dataset,
         index: Option<&MemIndex>,
-        list: &[(&str, String)],
+        filter: FilterParams,
     ) -> Result<u64, ApiError> {
-        let params = RecordParams::from_pairs(&pairs(list))?;
+        let params = RecordParams {
+            filter,
+            ..RecordParams::default()
+        };
         let query = request::record_query(&params, &dataset.schema)?;
         if let Some(index) = index {
             return Ok(index.total(index.matches(&query.filter).as_ref()));
@@ -213,10 +221,14 @@ impl Resolver {
         dataset: &Dataset,
         name: &str,
     ) -> Result<Vec<ValueCount>, ApiError> {
-        let params = AggParams::from_pairs(&pairs(&[
-            ("group_by", name.to_string()),
-            ("limit", TOP_VALUES.to_string()),
-        ]))?;
+        let params = AggParams {
+            group_by: split_list(name)
+                .iter()
+                .map(|item| GroupByParam::parse(item))
+                .collect(),
+            limit: Some(TOP_VALUES as u64),
+            ..AggParams::default()
+        };
         let query = request::agg_query(&params, &dataset.schema)?;
         let answer = self.agg(dataset, &query).await?;
         Ok(answer
@@ -239,7 +251,14 @@ impl Resolver {
         let mut top = Vec::new();
         for value in ["false", "true"] {
             let count = self
-                .facts_count(dataset, index, &[(name, value.to_string())])
+                .facts_count(
+                    dataset,
+                    index,
+                    FilterParams {
+                        exact: vec![(name.to_string(), value.to_string())],
+                        ..FilterParams::default()
+                    },
+                )
                 .await?;
             if count > 0 {
                 top.push(ValueCount {
@@ -256,17 +275,13 @@ impl Resolver {
     async fn range(&self, dataset: &Dataset, name: &str) -> Result<Option<Range>, ApiError> {
         let mut ends = Vec::with_capacity(2);
         for direction in [">", "<"] {
-            let exists = format!("{name}[exists]");
-            let page = self
-                .facts_page(
-                    dataset,
-                    &[
-                        (exists.as_str(), "true".into()),
-                        ("sort", format!("{name}{direction}")),
-                        ("per_page", "1".into()),
-                    ],
-                )
-                .await?;
+            let params = RecordParams {
+                filter: exists(name, true),
+                sort: parse_sort(&format!("{name}{direction}"))?,
+                per_page: Some(1),
+                ..RecordParams::default()
+            };
+            let page = self.facts_page(dataset, params).await?;
             let first = page.records.first().map(|r| r.to_value());
             let Some(value) = first.as_ref().and_then(|r| value_at(r, name)) else {
                 return Ok(None);
