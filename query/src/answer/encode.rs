@@ -36,7 +36,7 @@ pub fn csv_columns(schema: &DatasetSchema, projection: Option<&[String]>) -> Vec
 /// One batch of records (`docs`, as stored) written to `out` in `format`: NDJSON lines shaped
 /// with `projection`, or CSV rows of `columns`.
 pub fn write_batch(
-    mut out: &mut Vec<u8>,
+    out: &mut Vec<u8>,
     format: ExportFormat,
     schema: &DatasetSchema,
     projection: Option<&[String]>,
@@ -47,12 +47,12 @@ pub fn write_batch(
         ExportFormat::Ndjson => {
             for doc in docs {
                 let record = schema.shape(doc, projection);
-                serde_json::to_writer(&mut out, &record).map_err(|_| ApiError::Internal)?;
+                serde_json::to_writer(&mut *out, &record).map_err(|_| ApiError::Internal)?;
                 out.push(b'\n');
             }
         }
         ExportFormat::Csv => {
-            let mut writer = csv_writer(&mut out);
+            let mut writer = csv_writer(out);
             let mut cells: Vec<String> = Vec::with_capacity(columns.len());
             for doc in &docs {
                 cells.clear();
