@@ -5,46 +5,6 @@
 use super::params::*;
 use crate::error::ApiError;
 
-/// What a query-string pair is, for both endpoints.
-enum Pair<'a> {
-    Q(&'a str),
-    QField(&'a str, &'a str),
-    Ids(&'a str),
-    Other(&'a str, &'a str),
-}
-
-fn classify<'a>(name: &'a str, value: &'a str) -> Result<Pair<'a>, ApiError> {
-    if name == "q" {
-        return Ok(Pair::Q(value));
-    }
-    if let Some(rest) = name.strip_prefix("q[") {
-        return match rest.strip_suffix(']') {
-            Some(field) if !field.is_empty() => Ok(Pair::QField(field, value)),
-            _ => Err(ApiError::invalid(
-                name,
-                format!("Cannot read the parameter {name:?}: write q[<field>]=terms."),
-            )),
-        };
-    }
-    if name == "_ids" {
-        return Ok(Pair::Ids(value));
-    }
-    Ok(Pair::Other(name, value))
-}
-
-fn add_filter(filter: &mut FilterParams, pair: Pair<'_>) -> Result<(), ApiError> {
-    match pair {
-        Pair::Q(value) => filter.q.push(value.to_string()),
-        Pair::QField(field, value) => filter.q_fields.push((field.into(), value.into())),
-        Pair::Ids(value) => filter
-            .ids
-            .get_or_insert_with(Vec::new)
-            .extend(split_list(value)),
-        Pair::Other(name, value) => filter.exact.push((name.into(), value.into())),
-    }
-    Ok(())
-}
-
 /// Takes a parameter that may be given once.
 fn once(slot: &mut Option<String>, name: &str, value: &str) -> Result<(), ApiError> {
     if slot.is_some() {
@@ -68,7 +28,7 @@ impl RecordParams {
                 "per_page" => once(&mut per_page, name, value)?,
                 "sort" => once(&mut sort, name, value)?,
                 "fields" => once(&mut fields, name, value)?,
-                _ => add_filter(&mut params.filter, classify(name, value)?)?,
+                _ => add_condition(&mut params.filter, name, value)?,
             }
         }
         params.page = page.map(|v| parse_count("page", &v)).transpose()?;
@@ -103,7 +63,7 @@ impl AggParams {
                         ),
                     ));
                 }
-                _ => add_filter(&mut params.filter, classify(name, value)?)?,
+                _ => add_condition(&mut params.filter, name, value)?,
             }
         }
         params.group_by = group_by
@@ -142,7 +102,7 @@ impl ExportParams {
                         ),
                     ));
                 }
-                _ => add_filter(&mut params.filter, classify(name, value)?)?,
+                _ => add_condition(&mut params.filter, name, value)?,
             }
         }
         if let Some(sort) = sort {

@@ -11,8 +11,8 @@ use crate::operators::Op;
 // The syntax rules, under the names the front ends know them by (`query::params::…`).
 use super::syntax::{PagingBounds, each_key_once, labels_in_range};
 pub use super::syntax::{
-    check, check_sort_keys, parse_count, parse_group_sort, parse_percentiles, parse_sort,
-    split_list, split_values,
+    add_condition, check, check_sort_keys, parse_count, parse_group_sort, parse_percentiles,
+    parse_sort, split_list, split_values,
 };
 
 /// Records per page when the client does not say (spec §8).

@@ -206,3 +206,50 @@ pub fn parse_group_sort(value: &str) -> Result<SortParam, ApiError> {
     }
     Ok(keys.remove(0))
 }
+
+/// What a condition's name says, as REST writes it (a query-string name, an MCP filter name).
+enum Pair<'a> {
+    Q(&'a str),
+    QField(&'a str, &'a str),
+    Ids(&'a str),
+    Other(&'a str, &'a str),
+}
+
+fn classify<'a>(name: &'a str, value: &'a str) -> Result<Pair<'a>, ApiError> {
+    if name == "q" {
+        return Ok(Pair::Q(value));
+    }
+    if let Some(rest) = name.strip_prefix("q[") {
+        return match rest.strip_suffix(']') {
+            Some(field) if !field.is_empty() => Ok(Pair::QField(field, value)),
+            _ => Err(ApiError::invalid(
+                name,
+                format!("Cannot read the parameter {name:?}: write q[<field>]=terms."),
+            )),
+        };
+    }
+    if name == "_ids" {
+        return Ok(Pair::Ids(value));
+    }
+    Ok(Pair::Other(name, value))
+}
+
+fn add_filter(filter: &mut FilterParams, pair: Pair<'_>) -> Result<(), ApiError> {
+    match pair {
+        Pair::Q(value) => filter.q.push(value.to_string()),
+        Pair::QField(field, value) => filter.q_fields.push((field.into(), value.into())),
+        Pair::Ids(value) => filter
+            .ids
+            .get_or_insert_with(Vec::new)
+            .extend(split_list(value)),
+        Pair::Other(name, value) => filter.exact.push((name.into(), value.into())),
+    }
+    Ok(())
+}
+
+/// Adds the condition `name=value`, named as REST names conditions: `q` (full text), `q[field]`
+/// (full text in one field), `_ids` (a comma-separated list), else a field with an optional
+/// `[op]` (which only the schema can tell from a field's own name).
+pub fn add_condition(filter: &mut FilterParams, name: &str, value: &str) -> Result<(), ApiError> {
+    add_filter(filter, classify(name, value)?)
+}

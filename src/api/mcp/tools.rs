@@ -12,7 +12,7 @@ use query::params::{
     DEFAULT_PER_PAGE, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS, MAX_PER_PAGE, MAX_PERCENTILES,
     ProjectionParams,
 };
-use query::{AggParams, ApiError, ExportFormat, ExportParams, Paging, RecordParams, operators};
+use query::{ApiError, ExportFormat, Paging, operators};
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
@@ -96,7 +96,7 @@ impl Tools {
             }
             "search_records" => {
                 let args: SearchRecords = parse(arguments)?;
-                let params = RecordParams::from_pairs(&args.pairs()?)?;
+                let params = args.params()?;
                 let prepared = resolver.prepare_records(&args.dataset, &params).await?;
                 self.weigh(principal, prepared.extra)?;
                 json(resolver.run_records(&prepared).await?)
@@ -111,7 +111,7 @@ impl Tools {
             }
             "aggregate" => {
                 let args: Aggregate = parse(arguments)?;
-                let params = AggParams::from_pairs(&args.pairs()?)?;
+                let params = args.params()?;
                 let prepared = resolver.prepare_agg(&args.dataset, &params).await?;
                 self.weigh(principal, prepared.extra)?;
                 json(resolver.run_agg(&prepared).await?)
@@ -140,7 +140,7 @@ impl Tools {
         principal: Principal,
     ) -> Result<CallToolResult, ApiError> {
         let resolver = &self.state.resolver;
-        let params = ExportParams::from_pairs(&args.pairs()?)?;
+        let params = args.params()?;
         let prepared = resolver.prepare_export(&args.dataset, &params).await?;
         let url = format!(
             "{}/export",
