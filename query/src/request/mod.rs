@@ -1,5 +1,5 @@
 //! Requests before and after they meet a dataset: typed parameters with their syntax rules
-//! ([`params`], [`syntax`]; [`pairs`] reads them from a query string), then validated against one version's schema and normalized
+//! ([`params`], [`syntax`]; reading them from a query string is REST's), then validated against one version's schema and normalized
 //! ([`filter`], [`records`], [`agg`], [`export`]), so that two requests that mean the same
 //! thing are equal (their cache key and `ETag` too). Every rule of contract §5 and §6 is
 //! checked here, once, whichever front end the parameters came from.
@@ -7,7 +7,6 @@
 pub mod agg;
 pub mod export;
 pub mod filter;
-pub mod pairs;
 pub mod params;
 pub mod records;
 pub mod syntax;

@@ -1,13 +1,7 @@
-//! The parameters' syntax rules and the query-string reader, as clients write them.
+//! The parameters' syntax rules, as clients write them.
 
 use super::params::*;
 use crate::error::ApiError;
-
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-}
 
 #[test]
 fn sort_syntax() {
@@ -67,34 +61,6 @@ fn sort_keys_with_marks_in_names() {
 }
 
 #[test]
-fn record_pairs() {
-    let p = RecordParams::from_pairs(&pairs(&[
-        ("q", "denver airport"),
-        ("q[name]", "x"),
-        ("carrier", "UA"),
-        ("carrier", "AA"),
-        ("_ids", "1, 2,"),
-        ("page", "3"),
-    ]))
-    .unwrap();
-    assert_eq!(p.filter.q, vec!["denver airport"]);
-    assert_eq!(p.filter.exact.len(), 2);
-    assert_eq!(p.filter.ids, Some(vec!["1".into(), "2".into()]));
-    assert_eq!(p.page, Some(3));
-    for bad in [
-        ("page", "x"),
-        ("per_page", "-1"),
-        ("q[", "x"),
-        ("q[]", "x"),
-        ("_ids", ","),
-        ("fields", ""),
-    ] {
-        assert!(RecordParams::from_pairs(&pairs(&[bad])).is_err(), "{bad:?}");
-    }
-    assert!(RecordParams::from_pairs(&pairs(&[("page", "1"), ("page", "2")])).is_err());
-}
-
-#[test]
 fn paging_bounds() {
     assert!(Paging::new(Some(0), None).is_err());
     assert!(Paging::new(None, Some(0)).is_err());
@@ -106,50 +72,6 @@ fn paging_bounds() {
         Paging::new(Some(MAX_PAGE), Some(100)).unwrap().offset(),
         u64::MAX
     );
-}
-
-#[test]
-fn export_pairs() {
-    let p = ExportParams::from_pairs(&pairs(&[
-        ("carrier", "UA"),
-        ("format", "CSV"),
-        ("sort", "dep_delay<"),
-        ("fields", "carrier"),
-    ]))
-    .unwrap();
-    assert_eq!(p.format, ExportFormat::Csv);
-    assert_eq!(p.filter.exact.len(), 1);
-    assert_eq!(p.sort.len(), 1);
-    assert_eq!(
-        ExportParams::from_pairs(&[]).unwrap().format,
-        ExportFormat::Ndjson
-    );
-    for bad in [
-        ("page", "1"),
-        ("per_page", "10"),
-        ("format", "xml"),
-        ("format", ""),
-        ("fields", ","),
-        ("sort", "a,<"),
-    ] {
-        let error = ExportParams::from_pairs(&pairs(&[bad])).unwrap_err();
-        assert_eq!(error.code(), "invalid_parameter", "{bad:?}");
-    }
-    assert!(ExportParams::from_pairs(&pairs(&[("format", "csv"), ("format", "csv")])).is_err());
-    for name in EXPORT_PARAMETERS {
-        if let Ok(p) = ExportParams::from_pairs(&pairs(&[(name, value(name))])) {
-            assert!(p.filter.exact.is_empty(), "{name}");
-        }
-    }
-}
-
-fn value(name: &str) -> &'static str {
-    match name {
-        "page" | "per_page" => "1",
-        "format" => "csv",
-        "sort" | "fields" | "group_by" | "field" => "x",
-        _ => "a",
-    }
 }
 
 #[test]
@@ -192,27 +114,4 @@ fn percentile_labels_are_plain_numbers() {
             format!("_ids can list at most {MAX_IDS} identifiers.")
         )
     );
-}
-
-/// The reserved names are exactly those `from_pairs` does not read as a filter.
-#[test]
-fn reserved_names_are_not_filters() {
-    let value = |name: &str| match name {
-        "page" | "per_page" => "1",
-        "sort" | "fields" | "group_by" | "field" => "x",
-        _ => "a",
-    };
-    for name in RECORD_PARAMETERS {
-        let p = RecordParams::from_pairs(&pairs(&[(name, value(name))])).unwrap();
-        assert!(p.filter.exact.is_empty(), "{name}");
-    }
-    let p = RecordParams::from_pairs(&pairs(&[("carrier", "UA")])).unwrap();
-    assert_eq!(p.filter.exact.len(), 1);
-    for name in AGG_PARAMETERS {
-        if let Ok(p) = AggParams::from_pairs(&pairs(&[(name, value(name))])) {
-            assert!(p.filter.exact.is_empty(), "{name}");
-        }
-    }
-    let p = AggParams::from_pairs(&pairs(&[("carrier", "UA")])).unwrap();
-    assert_eq!(p.filter.exact.len(), 1);
 }

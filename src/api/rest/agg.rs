@@ -3,9 +3,8 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use query::AggParams;
 
-use super::query_string::pairs;
+use super::query_string::{agg_params, pairs};
 use crate::app::AppState;
 use crate::auth::bearer::Principal;
 use crate::http::caching::conditional;
@@ -37,7 +36,7 @@ pub async fn aggregate(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
-    let params = AggParams::from_pairs(&pairs(query.as_deref()))?;
+    let params = agg_params(&pairs(query.as_deref()))?;
     let prepared = state.resolver.prepare_agg(&slug, &params).await?;
     let extra = prepared.extra.unwrap_or(0);
     let charge = match state.rate_limits.weigh(principal.token_id, extra) {

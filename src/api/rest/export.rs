@@ -18,11 +18,11 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use query::ExportFormat;
 use query::cost::extra_requests;
 use query::export::Export;
-use query::{ExportFormat, ExportParams};
 
-use super::query_string::pairs;
+use super::query_string::{export_params, pairs};
 use crate::app::AppState;
 use crate::auth::bearer::Principal;
 use crate::http::error::{ApiError, HttpError};
@@ -145,7 +145,7 @@ pub async fn export_records(
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
-    let params = ExportParams::from_pairs(&pairs(query.as_deref()))?;
+    let params = export_params(&pairs(query.as_deref()))?;
     let Some(slot) = state.export_slots.take(principal) else {
         tracing::debug!(
             token_id = principal.token_id,

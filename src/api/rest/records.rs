@@ -3,10 +3,9 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use query::RecordParams;
 use query::params::ProjectionParams;
 
-use super::query_string::pairs;
+use super::query_string::{pairs, record_params};
 use crate::app::AppState;
 use crate::auth::bearer::Principal;
 use crate::http::caching::conditional_written;
@@ -38,7 +37,7 @@ pub async fn list_records(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
-    let params = RecordParams::from_pairs(&pairs(query.as_deref()))?;
+    let params = record_params(&pairs(query.as_deref()))?;
     let prepared = state.resolver.prepare_records(&slug, &params).await?;
     // Full text reads the text columns of every record: it weighs like a scan.
     let charge = match prepared.extra {
