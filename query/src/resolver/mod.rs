@@ -7,6 +7,7 @@ pub mod cache;
 pub mod catalog;
 pub mod export;
 pub mod facts;
+pub mod record;
 pub mod records;
 pub mod single_flight;
 

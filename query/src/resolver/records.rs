@@ -12,7 +12,7 @@ use entity::record::{self, records_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
 use serde_json::Value;
 
-use super::{Prepared, RecordById, Resolver, record_count};
+use super::{Prepared, Resolver, record_count};
 use crate::answer::views::{RecordBody, RecordPage};
 use crate::cost;
 use crate::dataset::Dataset;
@@ -62,54 +62,6 @@ impl Resolver {
         prepared: &Prepared<RecordQuery>,
     ) -> Result<RecordPage, ApiError> {
         self.records(&prepared.dataset, &prepared.query).await
-    }
-
-    /// `GET /datasets/{slug}/records/{id}`, prepared: the dataset resolved, the projection
-    /// validated, the tag.
-    pub async fn prepare_record(
-        &self,
-        slug: &str,
-        id: &str,
-        fields: Option<&[String]>,
-    ) -> Result<Prepared<RecordById>, ApiError> {
-        let dataset = self.dataset(slug).await?;
-        self.prepare_record_in(dataset, id, fields)
-    }
-
-    /// [`Self::prepare_record`] on a dataset already resolved.
-    pub fn prepare_record_in(
-        &self,
-        dataset: Dataset,
-        id: &str,
-        fields: Option<&[String]>,
-    ) -> Result<Prepared<RecordById>, ApiError> {
-        let fields = request::projection(fields, &dataset.schema)?;
-        let etag = self.etag(&dataset, "record", &(&id, &fields));
-        Ok(Prepared {
-            dataset,
-            query: RecordById {
-                id: id.to_string(),
-                fields,
-            },
-            etag,
-            extra: None,
-        })
-    }
-
-    /// Runs a prepared single-record request, as stored text when it can.
-    pub async fn run_record_body(
-        &self,
-        prepared: &Prepared<RecordById>,
-    ) -> Result<RecordBody, ApiError> {
-        let RecordById { id, fields } = &prepared.query;
-        self.record_body(&prepared.dataset, id, fields.as_deref())
-            .await
-    }
-
-    /// Runs a prepared single-record request, as a JSON value.
-    pub async fn run_record(&self, prepared: &Prepared<RecordById>) -> Result<Value, ApiError> {
-        let RecordById { id, fields } = &prepared.query;
-        self.record(&prepared.dataset, id, fields.as_deref()).await
     }
 
     /// Resolves the full-text terms of `filter` to dictionary ids.
@@ -405,7 +357,7 @@ impl Resolver {
 
     /// [`Self::at_positions`] as the body cache or the store gives the bodies: those not kept
     /// are read in one statement, shaped once, and kept.
-    async fn stored_at_positions(
+    pub(super) async fn stored_at_positions(
         &self,
         schema: &DatasetSchema,
         rows: &[u32],
@@ -518,55 +470,11 @@ impl Resolver {
             .all(&self.db)
             .await?)
     }
-
-    /// One record by id, optionally projected, as a JSON value (GraphQL, MCP).
-    pub async fn record(
-        &self,
-        dataset: &Dataset,
-        id: &str,
-        fields: Option<&[String]>,
-    ) -> Result<Value, ApiError> {
-        Ok(self.record_body(dataset, id, fields).await?.into_value())
-    }
-
-    /// `GET /datasets/{slug}/records/{id}`: one record, optionally projected; its stored text
-    /// when shaping would not change it, as on a page.
-    pub async fn record_body(
-        &self,
-        dataset: &Dataset,
-        id: &str,
-        fields: Option<&[String]>,
-    ) -> Result<RecordBody, ApiError> {
-        if id.contains('\0') {
-            // No id holds one, and PostgreSQL cannot take one as a bound text.
-            return Err(ApiError::RecordNotFound { id: id.into() });
-        }
-        let backend = self.backend();
-        let schema = &dataset.schema;
-        if let Some(index) = self.memory_index(dataset).await {
-            let not_found = || ApiError::RecordNotFound { id: id.into() };
-            let row = index.id.find(id).ok_or_else(not_found)?;
-            let stored = self.stored_at_positions(schema, &[row]).await?.pop();
-            return stored.ok_or_else(not_found)?.shaped(schema, fields);
-        }
-        let mut sql = Sql::new(backend);
-        sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
-            .push(record::doc_select(backend))
-            .push(" FROM ")
-            .ident(&records_table(schema.version_id))
-            .push(" WHERE \"_id\" = ")
-            .bind(id.to_string());
-        let found = record::Model::find_by_statement(sql.build())
-            .one(&self.db)
-            .await?
-            .ok_or_else(|| ApiError::RecordNotFound { id: id.into() })?;
-        Ok(RecordBody::Shaped(schema.shape(found.doc, fields)))
-    }
 }
 
 /// A record body as the store gives it (SQLite's text, PostgreSQL's JSONB read as a value), or
 /// as the body cache keeps it: already shaped, without a projection.
-enum Stored {
+pub(super) enum Stored {
     Text(String),
     Value(Value),
     Shaped(Arc<str>),
@@ -603,7 +511,7 @@ impl Stored {
 
     /// The body as a page shows it: the stored text itself when shaping would not change it,
     /// else shaped and projected.
-    fn shaped(
+    pub(super) fn shaped(
         self,
         schema: &DatasetSchema,
         projection: Option<&[String]>,
