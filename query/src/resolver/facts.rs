@@ -20,7 +20,7 @@ use crate::engine::store::sql::Sql;
 use crate::error::ApiError;
 use crate::request;
 use crate::request::params::{
-    AggParams, FilterParams, GroupByParam, RecordParams, parse_sort, split_list,
+    AggParams, FilterParams, GroupByParam, RecordParams, add_condition, parse_sort, split_list,
 };
 use crate::resolver::Resolver;
 
@@ -67,13 +67,12 @@ pub struct DatasetFacts {
     pub sample_ids: Vec<String>,
 }
 
-/// The conditions `name[exists]=<exists>`, as a REST query string gives them (the bracketed
-/// name is told from a field's by the schema, in [`request::filter`]).
-fn exists(name: &str, exists: bool) -> FilterParams {
-    FilterParams {
-        exact: vec![(format!("{name}[exists]"), exists.to_string())],
-        ..FilterParams::default()
-    }
+/// The condition `name=value` as a REST query string gives it (read by the same grammar, so
+/// a guide counts what the API would).
+fn condition(name: &str, value: &str) -> Result<FilterParams, ApiError> {
+    let mut filter = FilterParams::default();
+    add_condition(&mut filter, name, value)?;
+    Ok(filter)
 }
 
 /// A number or date field's range straight from the index's sorted column: the first and last
@@ -122,8 +121,12 @@ impl Resolver {
             let missing = match field.field_type {
                 FieldType::Json => 0,
                 _ => {
-                    self.facts_count(dataset, index.as_deref(), exists(name, false))
-                        .await?
+                    self.facts_count(
+                        dataset,
+                        index.as_deref(),
+                        condition(&format!("{name}[exists]"), "false")?,
+                    )
+                    .await?
                 }
             };
             let (top, range) = match field.field_type {
@@ -251,14 +254,7 @@ impl Resolver {
         let mut top = Vec::new();
         for value in ["false", "true"] {
             let count = self
-                .facts_count(
-                    dataset,
-                    index,
-                    FilterParams {
-                        exact: vec![(name.to_string(), value.to_string())],
-                        ..FilterParams::default()
-                    },
-                )
+                .facts_count(dataset, index, condition(name, value)?)
                 .await?;
             if count > 0 {
                 top.push(ValueCount {
@@ -276,7 +272,7 @@ impl Resolver {
         let mut ends = Vec::with_capacity(2);
         for direction in [">", "<"] {
             let params = RecordParams {
-                filter: exists(name, true),
+                filter: condition(&format!("{name}[exists]"), "true")?,
                 sort: parse_sort(&format!("{name}{direction}"))?,
                 per_page: Some(1),
                 ..RecordParams::default()
