@@ -12,8 +12,8 @@ use crate::batch::Batch;
 use crate::errors::OrGraphql;
 use crate::inputs::{self, Conditions, FieldFilter, FieldSearch, GroupSort, SortKey};
 use crate::objects::{AggResult, Dataset, DatasetList, RecordPage};
-use query::cost::{self, CostMeter};
-use query::{self, Paging, Resolver, request};
+use query::cost::CostMeter;
+use query::{self, Paging, Resolver};
 
 /// The read API as a GraphQL schema (contract §10).
 pub struct QueryRoot;
@@ -86,13 +86,10 @@ impl QueryRoot {
         };
         let params = inputs::record_params(conditions, page, per_page, sort, fields).gql()?;
         let found = dataset(resolver, &batch, &slug).await?;
-        let query = request::record_query(&params, &found.schema).gql()?;
-        if !query.filter.terms.is_empty() || !query.filter.field_terms.is_empty() {
-            weigh(ctx, &found);
-        }
-        let etag = resolver.etag(&found, "records", &query);
+        let prepared = resolver.prepare_records_in(found, &params).gql()?;
+        weigh(ctx, prepared.extra);
         let page = batch
-            .page(etag, resolver.records(&found, &query))
+            .page(prepared.etag.clone(), resolver.run_records(&prepared))
             .await
             .gql()?;
         Ok(RecordPage::from(page.as_ref()))
@@ -108,10 +105,11 @@ impl QueryRoot {
     ) -> Result<Json<Value>> {
         let (resolver, batch) = parts(ctx);
         let found = dataset(resolver, &batch, &slug).await?;
-        let fields = request::projection(fields.as_deref(), &found.schema).gql()?;
-        let etag = resolver.etag(&found, "record", &(&id, &fields));
+        let prepared = resolver
+            .prepare_record_in(found, &id, fields.as_deref())
+            .gql()?;
         let record = batch
-            .record(etag, resolver.record(&found, &id, fields.as_deref()))
+            .record(prepared.etag.clone(), resolver.run_record(&prepared))
             .await
             .gql()?;
         Ok(Json(record.as_ref().clone()))
@@ -159,20 +157,21 @@ impl QueryRoot {
         };
         let params = inputs::agg_params(conditions, grouping).gql()?;
         let found = dataset(resolver, &batch, &slug).await?;
-        let query = request::agg_query(&params, &found.schema).gql()?;
-        weigh(ctx, &found);
-        let etag = resolver.etag(&found, "agg", &query);
-        let result = batch.agg(etag, resolver.agg(&found, &query)).await.gql()?;
+        let prepared = resolver.prepare_agg_in(found, &params).gql()?;
+        weigh(ctx, prepared.extra);
+        let result = batch
+            .agg(prepared.etag.clone(), resolver.run_agg(&prepared))
+            .await
+            .gql()?;
         Ok(AggResult::from(result.as_ref()))
     }
 }
 
-/// Counts a scan of `found`'s columns (grouped statistics, full text) on the request's
-/// [`CostMeter`], which the HTTP front end charges to the token once the document is answered.
-fn weigh(ctx: &Context<'_>, found: &query::Dataset) {
-    if let Some(meter) = ctx.data_opt::<CostMeter>() {
-        meter.add(cost::scan_extra(
-            u64::try_from(found.meta.record_count).unwrap_or(0),
-        ));
+/// Counts a prepared request's weight beyond one (a scan of a dataset's columns: grouped
+/// statistics, full text) on the request's [`CostMeter`], which the HTTP front end charges to
+/// the token once the document is answered.
+fn weigh(ctx: &Context<'_>, extra: Option<u64>) {
+    if let (Some(meter), Some(extra)) = (ctx.data_opt::<CostMeter>(), extra) {
+        meter.add(extra);
     }
 }

@@ -1,10 +1,7 @@
 //! What a request weighs against the rate limit. A page by primary key and a record by id cost
 //! one request; work that reads a whole dataset's columns costs more, in proportion to the rows
-//! it reads, so one token's grouped statistics cannot take the machine from everyone else
-//! (a token's heavy `agg` requests slowed other clients' pages from 1.2 to 61 ms at p50 when
-//! every request weighed one). With the default budget of 1,200 a minute, a token may run about
-//! 34 grouped statistics a minute over flights (336,776 records, weight 35) and 12 over
-//! datasets of a million records or more.
+//! it reads, so one token's grouped statistics cannot take the machine from everyone
+//! else.
 //!
 //! - grouped statistics (`agg`) and full-text searches (`q`, `q[field]`): one request plus one
 //!   per started [`ROWS_PER_REQUEST`] records of the dataset, at most [`MAX_EXTRA`] more;

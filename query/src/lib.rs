@@ -1,192 +1,44 @@
-//! The one resolver layer behind REST and GraphQL.
+//! The resolver of odqs: one layer behind REST, GraphQL and MCP that validates a request
+//! against a dataset's schema and answers it from the in-memory index or the store.
 //!
-//! - [`params`]: parameters as a client gives them, syntax-checked (page numbers, sort keys).
-//! - [`operators`]: the filter operators of contract §12.1 and which types take them;
-//!   [`dates`]: date text read as instants and UTC buckets.
-//! - [`request`]: [`RecordQuery`] / [`AggQuery`], validated against a dataset's schema and
-//!   normalized (contract §5, §6).
-//! - [`schema`]: one version's schema: names, types, columns, schema entries, record key order.
-//! - [`sql`]: statements for both stores, values always bound; [`direct`]: a page's bodies read
-//!   from an SQLite file without sqlx's worker thread.
-//! - [`records`], [`agg`], [`catalog`]: running requests; [`views`]: the answers' shapes.
-//! - [`export`]: every match of a request, streamed in batches as NDJSON or CSV.
-//! - [`cache`]: totals per (version, normalized condition), datasets change only by import;
-//!   resolved datasets, believed for [`cache::DATASET_FRESH_FOR`].
-//! - [`single_flight`]: one store computation per distinct request at a time.
-//! - [`memory`]: in-memory indexes per version, which answer filters, totals, sorts and
-//!   aggregations without the store when they fit the memory budget.
-//! - [`error`]: the contract's error codes.
+//! Its modules stand on floors, lowest first; a module imports only its own floor and the
+//! floors below it, never one above:
+//!
+//! 1. The contract's vocabulary: [`error`] (the error codes), [`cost`] (the weight of a
+//!    request), [`log_text`] (text clipped for logs), [`operators`] (the filter operators of
+//!    §12.1 and the types that take them), [`dates`] (date text as instants and UTC buckets).
+//! 2. [`dataset`]: one version's schema (fields, types, store columns, schema entries, record
+//!    key order), packed bodies, and a dataset resolved to its live version.
+//! 3. [`request`]: typed parameters with their syntax rules, validated against a schema into
+//!    [`RecordQuery`], [`AggQuery`] and [`ExportQuery`]. No query-string reading: that is
+//!    REST's.
+//! 4. [`answer`]: the answers' shapes: views, agg groups and their order, percentiles, the
+//!    export's encoders.
+//! 5. [`engine`]: what answers: the in-memory index ([`engine::memory`]) and the store
+//!    ([`engine::store`]: SQL for both stores, direct SQLite reads, the agg fold).
+//! 6. [`resolver`]: the facade, [`Resolver`]: one prepare and one run per endpoint, the
+//!    caches, the single flight, the catalog, the guides' facts and the export plan.
+//!
+//! The front ends reach the modules they use by the short paths re-exported below
+//! (`query::params`, `query::memory`, `query::views`…).
 
-pub mod agg;
-pub mod cache;
-pub mod catalog;
+pub mod answer;
 pub mod cost;
+pub mod dataset;
 pub mod dates;
-pub mod direct;
+pub mod engine;
 pub mod error;
-pub mod export;
-pub mod facts;
 pub mod log_text;
-pub mod memory;
-#[cfg(feature = "openapi")]
-mod openapi;
 pub mod operators;
-pub mod packed;
-pub mod params;
-pub mod records;
 pub mod request;
-pub mod schema;
-pub mod single_flight;
-pub mod sql;
-pub mod views;
+pub mod resolver;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
-use sea_orm::{DatabaseBackend, DatabaseConnection, EntityTrait};
-use serde::Serialize;
-use sha2::{Digest, Sha256};
-
+pub use answer::views;
+pub use dataset::{Dataset, DatasetSchema, packed, schema};
+pub use engine::memory;
 pub use error::ApiError;
-pub use params::{
-    AggParams, ExportFormat, ExportParams, FilterParams, Paging, RecordParams, SortParam,
+pub use request::params::{
+    self, AggParams, ExportFormat, ExportParams, FilterParams, Paging, RecordParams, SortParam,
 };
 pub use request::{AggQuery, ExportQuery, RecordQuery};
-pub use schema::DatasetSchema;
-
-/// Runs validated requests on the store. One per process, shared by REST and GraphQL; cheap
-/// to share behind an `Arc`.
-#[derive(Debug)]
-pub struct Resolver {
-    db: DatabaseConnection,
-    /// `{site_url}` without a trailing slash; every URL in an answer starts with it.
-    site_url: Arc<str>,
-    /// Schemas of versions seen, by version id (versions never change).
-    schemas: Mutex<HashMap<i64, Arc<DatasetSchema>>>,
-    totals: cache::Totals,
-    datasets: cache::Datasets,
-    memory: Arc<memory::Memory>,
-    flights: Flights,
-    exports: export::ExportCounters,
-    /// On an SQLite file, the reader of record bodies by position.
-    direct: Option<Arc<direct::DirectSqlite>>,
-    /// Record bodies served lately, within a share of the index budget.
-    bodies: cache::Bodies,
-}
-
-/// The body cache that goes with `policy`: none when indexes are off, so a store-only
-/// deployment keeps its memory bound.
-fn body_cache(policy: memory::IndexPolicy) -> cache::Bodies {
-    cache::Bodies::new(policy.budget_bytes / cache::BODY_SHARE)
-}
-
-/// Store computations under way, by kind of answer (see [`single_flight`]).
-#[derive(Debug, Default)]
-struct Flights {
-    records: single_flight::SingleFlight<views::RecordPage>,
-    agg: single_flight::SingleFlight<views::AggResult>,
-}
-
-/// A published dataset resolved to its live version, for the length of one request: the
-/// metadata row and that version's schema always belong together.
-#[derive(Clone, Debug)]
-pub struct Dataset {
-    pub meta: entity::dataset::Model,
-    pub schema: Arc<DatasetSchema>,
-}
-
-impl Resolver {
-    /// A resolver over `db`, building URLs from `site_url`.
-    pub fn new(db: DatabaseConnection, site_url: &str) -> Self {
-        let direct = match db.get_database_backend() {
-            DatabaseBackend::Sqlite => {
-                let options = db.get_sqlite_connection_pool().connect_options();
-                direct::DirectSqlite::new(options.get_filename()).map(Arc::new)
-            }
-            _ => None,
-        };
-        Resolver {
-            direct: direct.clone(),
-            db,
-            site_url: site_url.trim_end_matches('/').into(),
-            schemas: Mutex::new(HashMap::new()),
-            totals: cache::Totals::default(),
-            datasets: cache::Datasets::default(),
-            flights: Flights::default(),
-            exports: export::ExportCounters::default(),
-            memory: Arc::new(memory::Memory::new(
-                memory::IndexPolicy::default(),
-                direct.clone(),
-            )),
-            bodies: body_cache(memory::IndexPolicy::default()),
-        }
-    }
-
-    /// The same resolver with in-memory indexes under `policy`, and record bodies kept within
-    /// [`cache::BODY_SHARE`] of its budget.
-    pub fn with_index_policy(mut self, policy: memory::IndexPolicy) -> Self {
-        self.memory = Arc::new(memory::Memory::new(policy, self.direct.clone()));
-        self.bodies = body_cache(policy);
-        self
-    }
-
-    /// The in-memory index of `dataset`'s live version, when it is built (see
-    /// [`memory::IndexPolicy`]).
-    async fn memory_index(&self, dataset: &Dataset) -> Option<Arc<memory::MemIndex>> {
-        self.memory.index(&self.db, dataset).await
-    }
-
-    /// Starts building the indexes of every live version not indexed yet and drops those of
-    /// removed datasets: at start, and periodically, so versions imported by another process
-    /// are indexed before their first request.
-    pub async fn refresh_indexes(&self) -> Result<(), ApiError> {
-        if self.memory.policy().budget_bytes == 0 {
-            return Ok(());
-        }
-        let datasets = entity::dataset::Entity::find().all(&self.db).await?;
-        let live: std::collections::HashSet<i64> = datasets.iter().map(|d| d.id).collect();
-        self.memory.retain(&live);
-        for meta in datasets {
-            let schema = self.schema(meta.version_id).await?;
-            self.memory.prepare(&self.db, &Dataset { meta, schema });
-        }
-        Ok(())
-    }
-
-    /// Bytes held by in-memory indexes.
-    pub fn index_bytes(&self) -> u64 {
-        self.memory.used_bytes()
-    }
-
-    fn backend(&self) -> DatabaseBackend {
-        self.db.get_database_backend()
-    }
-
-    /// `{base_url}`: the site URL and `/api/v1`.
-    pub fn base_url(&self) -> String {
-        format!("{}/api/v1", self.site_url)
-    }
-
-    /// A strong validator for an answer: it depends only on the dataset version and the
-    /// normalized request, both immutable, so it can be computed before running the query.
-    pub fn etag(&self, dataset: &Dataset, endpoint: &str, request: &impl Serialize) -> String {
-        let mut hasher = Sha256::new();
-        hasher.update(dataset.schema.version_id.to_le_bytes());
-        hasher.update(endpoint.as_bytes());
-        hasher.update(serde_json::to_vec(request).unwrap_or_default());
-        let digest = hasher.finalize();
-        format!("\"{}\"", hex(&digest[..16]))
-    }
-}
-
-/// `bytes` in lower-case hexadecimal: ETags and token hashes, on every request, so one table
-/// look-up a digit rather than a formatted string a byte.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
-}
+pub use resolver::{Resolver, cache, catalog, export, facts, hex};

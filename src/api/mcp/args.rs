@@ -1,21 +1,20 @@
 //! The tools' arguments: the JSON face of the REST query strings. Each argument type turns
-//! into the same `(name, value)` pairs a query string decodes to, and those go through the
-//! query layer's `from_pairs` and `request` functions like a REST request: every rule (names,
-//! operators, bounds, limits) is checked there, once, and a broken one is the same error
-//! with the same code. The bounds written here only describe those rules to the client, from
+//! into the typed parameters the resolver takes, read by the same syntax rules as a REST
+//! request's (`query::params`), and validated by the resolver's `prepare_…` like any request:
+//! every rule (names, operators, bounds, limits) is checked there, once, and a broken one is
+//! the same error with the same code. The bounds written here only describe those rules to the client, from
 //! the same constants.
 
 use std::collections::BTreeMap;
 
 use query::ApiError;
 use query::params::{
-    AGG_PARAMETERS, EXPORT_PARAMETERS, MAX_GROUPS, MAX_PAGE, MAX_PER_PAGE, RECORD_PARAMETERS,
+    AGG_PARAMETERS, AggParams, EXPORT_PARAMETERS, ExportFormat, ExportParams, FilterParams,
+    GroupByParam, MAX_GROUPS, MAX_PAGE, MAX_PER_PAGE, RECORD_PARAMETERS, RecordParams,
+    add_condition, check, parse_group_sort, parse_percentiles, parse_sort, split_list,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
-
-/// Decoded query-string pairs, as `query` reads them.
-pub type Pairs = Vec<(String, String)>;
 
 /// A filter's value: text, a number, `true`/`false`, or a list for `in`.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -81,29 +80,29 @@ impl List {
 /// "origin[in]": ["EWR", "JFK"], "dep_time[exists]": false}`.
 pub type Filters = BTreeMap<String, FilterValue>;
 
-/// Adds `filters` to `pairs`, refusing a name that is one of the tool's own arguments (it
-/// would be read as that argument, not as a filter).
-fn push_filters(
-    pairs: &mut Pairs,
+/// The conditions of `q` and `filters`, named as REST names them, refusing first a name that
+/// is one of the tool's own arguments (it would be read as that argument, not as a filter).
+fn conditions(
+    q: &Option<String>,
     filters: &Option<Filters>,
     reserved: &[&str],
-) -> Result<(), ApiError> {
-    for (name, value) in filters.iter().flatten() {
+) -> Result<FilterParams, ApiError> {
+    for name in filters.iter().flat_map(|f| f.keys()) {
         if reserved.contains(&name.as_str()) && name != "q" && name != "_ids" {
             return Err(ApiError::invalid(
                 name.as_str(),
                 format!("{name} is an argument of its own, not a filter: pass it beside filters."),
             ));
         }
-        pairs.push((name.clone(), value.text()));
     }
-    Ok(())
-}
-
-fn push(pairs: &mut Pairs, name: &str, value: Option<String>) {
-    if let Some(value) = value {
-        pairs.push((name.to_string(), value));
+    let mut filter = FilterParams::default();
+    if let Some(q) = q {
+        add_condition(&mut filter, "q", q)?;
     }
+    for (name, value) in filters.iter().flatten() {
+        add_condition(&mut filter, name, &value.text())?;
+    }
+    Ok(filter)
 }
 
 /// `list_datasets`: `GET /datasets`.
@@ -151,16 +150,20 @@ pub struct SearchRecords {
 }
 
 impl SearchRecords {
-    /// The pairs of the records query string.
-    pub fn pairs(&self) -> Result<Pairs, ApiError> {
-        let mut pairs = Pairs::new();
-        push(&mut pairs, "q", self.q.clone());
-        push_filters(&mut pairs, &self.filters, RECORD_PARAMETERS)?;
-        push(&mut pairs, "sort", self.sort.as_ref().map(List::text));
-        push(&mut pairs, "fields", self.fields.as_ref().map(List::text));
-        push(&mut pairs, "page", self.page.map(|p| p.to_string()));
-        push(&mut pairs, "per_page", self.per_page.map(|p| p.to_string()));
-        Ok(pairs)
+    /// The records request's parameters.
+    pub fn params(&self) -> Result<RecordParams, ApiError> {
+        let mut params = RecordParams {
+            filter: conditions(&self.q, &self.filters, RECORD_PARAMETERS)?,
+            page: self.page,
+            per_page: self.per_page,
+            ..RecordParams::default()
+        };
+        if let Some(sort) = &self.sort {
+            params.sort = parse_sort(&sort.text())?;
+        }
+        params.fields = self.fields.as_ref().map(|f| split_list(&f.text()));
+        check(&params)?;
+        Ok(params)
     }
 }
 
@@ -208,30 +211,38 @@ pub struct Aggregate {
 }
 
 impl Aggregate {
-    /// The pairs of the agg query string.
-    pub fn pairs(&self) -> Result<Pairs, ApiError> {
-        let mut pairs = Pairs::new();
-        push(&mut pairs, "q", self.q.clone());
-        push_filters(&mut pairs, &self.filters, AGG_PARAMETERS)?;
-        push(
-            &mut pairs,
-            "group_by",
-            self.group_by.as_ref().map(List::text),
-        );
-        push(&mut pairs, "field", self.field.clone());
-        push(
-            &mut pairs,
-            "percentiles",
-            self.percentiles.as_ref().map(|p| {
-                p.iter()
-                    .map(|n| n.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            }),
-        );
-        push(&mut pairs, "sort", self.sort.clone());
-        push(&mut pairs, "limit", self.limit.map(|l| l.to_string()));
-        Ok(pairs)
+    /// The agg request's parameters (percentile labels read as REST reads them: plain
+    /// decimal numbers).
+    pub fn params(&self) -> Result<AggParams, ApiError> {
+        let filter = conditions(&self.q, &self.filters, AGG_PARAMETERS)?;
+        let group_by = self
+            .group_by
+            .as_ref()
+            .map(|g| {
+                split_list(&g.text())
+                    .iter()
+                    .map(|item| GroupByParam::parse(item))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let percentiles = self
+            .percentiles
+            .as_ref()
+            .map(|p| {
+                let labels = p.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+                parse_percentiles(&labels.join(","))
+            })
+            .transpose()?;
+        let params = AggParams {
+            filter,
+            group_by,
+            field: self.field.clone(),
+            percentiles,
+            sort: self.sort.as_deref().map(parse_group_sort).transpose()?,
+            limit: self.limit,
+        };
+        check(&params)?;
+        Ok(params)
     }
 }
 
@@ -254,14 +265,20 @@ pub struct ExportRecords {
 }
 
 impl ExportRecords {
-    /// The pairs of the export query string.
-    pub fn pairs(&self) -> Result<Pairs, ApiError> {
-        let mut pairs = Pairs::new();
-        push(&mut pairs, "q", self.q.clone());
-        push_filters(&mut pairs, &self.filters, EXPORT_PARAMETERS)?;
-        push(&mut pairs, "sort", self.sort.as_ref().map(List::text));
-        push(&mut pairs, "fields", self.fields.as_ref().map(List::text));
-        push(&mut pairs, "format", self.format.clone());
-        Ok(pairs)
+    /// The export request's parameters.
+    pub fn params(&self) -> Result<ExportParams, ApiError> {
+        let mut params = ExportParams {
+            filter: conditions(&self.q, &self.filters, EXPORT_PARAMETERS)?,
+            ..ExportParams::default()
+        };
+        if let Some(sort) = &self.sort {
+            params.sort = parse_sort(&sort.text())?;
+        }
+        params.fields = self.fields.as_ref().map(|f| split_list(&f.text()));
+        if let Some(format) = &self.format {
+            params.format = ExportFormat::parse(format)?;
+        }
+        check(&params)?;
+        Ok(params)
     }
 }

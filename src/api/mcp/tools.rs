@@ -12,10 +12,7 @@ use query::params::{
     DEFAULT_PER_PAGE, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS, MAX_PER_PAGE, MAX_PERCENTILES,
     ProjectionParams,
 };
-use query::{
-    AggParams, ApiError, Dataset, ExportFormat, ExportParams, Paging, RecordParams, cost,
-    operators, request,
-};
+use query::{ApiError, ExportFormat, Paging, operators};
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
@@ -52,13 +49,16 @@ impl Tools {
         Tools { state }
     }
 
-    /// Charges a scan of `dataset`'s columns (grouped statistics, full text) to the token,
-    /// as the REST endpoints do (`query::cost`), refusing when the budget cannot pay.
-    fn weigh(&self, principal: Principal, dataset: &Dataset) -> Result<(), ApiError> {
-        let records = u64::try_from(dataset.meta.record_count).unwrap_or(0);
+    /// Charges a prepared request's weight beyond one (a scan of a dataset's columns: grouped
+    /// statistics, full text) to the token, as the REST endpoints do (`query::cost`), refusing
+    /// when the budget cannot pay.
+    fn weigh(&self, principal: Principal, extra: Option<u64>) -> Result<(), ApiError> {
+        let Some(extra) = extra else {
+            return Ok(());
+        };
         self.state
             .rate_limits
-            .weigh(principal.token_id, cost::scan_extra(records))
+            .weigh(principal.token_id, extra)
             .map(|_| ())
             .map_err(|refused| ApiError::RateLimited {
                 retry_after: refused.reset_secs,
@@ -84,34 +84,29 @@ impl Tools {
             }
             "describe_dataset" => {
                 let args: Describe = parse(arguments)?;
-                json(resolver.detail(&resolver.dataset(&args.dataset).await?))
+                json(resolver.dataset_detail(&args.dataset).await?)
             }
             "search_records" => {
                 let args: SearchRecords = parse(arguments)?;
-                let params = RecordParams::from_pairs(&args.pairs()?)?;
-                let dataset = resolver.dataset(&args.dataset).await?;
-                let query = request::record_query(&params, &dataset.schema)?;
-                if !query.filter.terms.is_empty() || !query.filter.field_terms.is_empty() {
-                    self.weigh(principal, &dataset)?;
-                }
-                json(resolver.records(&dataset, &query).await?)
+                let params = args.params()?;
+                let prepared = resolver.prepare_records(&args.dataset, &params).await?;
+                self.weigh(principal, prepared.extra)?;
+                json(resolver.run_records(&prepared).await?)
             }
             "get_record" => {
                 let args: GetRecord = parse(arguments)?;
                 let projection = ProjectionParams::parse(args.fields().as_deref())?;
-                let dataset = resolver.dataset(&args.dataset).await?;
-                let fields = request::projection(projection.fields.as_deref(), &dataset.schema)?;
-                resolver
-                    .record(&dataset, &args.id, fields.as_deref())
-                    .await?
+                let prepared = resolver
+                    .prepare_record(&args.dataset, &args.id, projection.fields.as_deref())
+                    .await?;
+                resolver.run_record(&prepared).await?
             }
             "aggregate" => {
                 let args: Aggregate = parse(arguments)?;
-                let params = AggParams::from_pairs(&args.pairs()?)?;
-                let dataset = resolver.dataset(&args.dataset).await?;
-                let query = request::agg_query(&params, &dataset.schema)?;
-                self.weigh(principal, &dataset)?;
-                json(resolver.agg(&dataset, &query).await?)
+                let params = args.params()?;
+                let prepared = resolver.prepare_agg(&args.dataset, &params).await?;
+                self.weigh(principal, prepared.extra)?;
+                json(resolver.run_agg(&prepared).await?)
             }
             "export_records" => {
                 let args: ExportRecords = parse(arguments)?;
@@ -137,11 +132,13 @@ impl Tools {
         principal: Principal,
     ) -> Result<CallToolResult, ApiError> {
         let resolver = &self.state.resolver;
-        let params = ExportParams::from_pairs(&args.pairs()?)?;
-        let dataset = resolver.dataset(&args.dataset).await?;
-        let url = format!("{}/export", resolver.dataset_url(&dataset.meta.slug));
-        let query = request::export_query(&params, &dataset.schema)?;
-        let mut export = resolver.export(dataset, query).await?;
+        let params = args.params()?;
+        let prepared = resolver.prepare_export(&args.dataset, &params).await?;
+        let url = format!(
+            "{}/export",
+            resolver.dataset_url(&prepared.dataset.meta.slug)
+        );
+        let mut export = resolver.run_export(prepared).await?;
         let total = export.total();
         if total > MAX_EXPORT_RECORDS {
             return Err(ApiError::invalid(

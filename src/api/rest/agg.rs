@@ -3,9 +3,8 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use query::{AggParams, cost, request};
 
-use super::query_string::pairs;
+use super::query_string::{agg_params, pairs};
 use crate::auth::principal::Principal;
 use crate::http::caching::conditional;
 use crate::http::error::HttpError;
@@ -37,16 +36,15 @@ pub async fn aggregate(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
-    let params = AggParams::from_pairs(&pairs(query.as_deref()))?;
-    let dataset = state.resolver.dataset(&slug).await?;
-    let query = request::agg_query(&params, &dataset.schema)?;
-    let extra = cost::scan_extra(u64::try_from(dataset.meta.record_count).unwrap_or(0));
+    let params = agg_params(&pairs(query.as_deref()))?;
+    let prepared = state.resolver.prepare_agg(&slug, &params).await?;
+    let extra = prepared.extra.unwrap_or(0);
     let charge = match state.rate_limits.weigh(principal.token_id, extra) {
         Ok(charge) => charge,
         Err(refused) => return Ok(super::refusal(refused)),
     };
-    let etag = state.resolver.etag(&dataset, "agg", &query);
-    let mut response = conditional(&headers, etag, state.resolver.agg(&dataset, &query)).await?;
+    let etag = prepared.etag.clone();
+    let mut response = conditional(&headers, etag, state.resolver.run_agg(&prepared)).await?;
     if let Some(charge) = charge {
         response.extensions_mut().insert(charge);
     }

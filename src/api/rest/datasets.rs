@@ -76,8 +76,7 @@ pub async fn get_dataset(
         )
         .into());
     }
-    let dataset = state.resolver.dataset(&slug).await?;
     Ok(crate::http::caching::json_response(
-        &state.resolver.detail(&dataset),
+        &state.resolver.dataset_detail(&slug).await?,
     ))
 }

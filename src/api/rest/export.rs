@@ -16,11 +16,11 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use query::ExportFormat;
 use query::cost::extra_requests;
 use query::export::Export;
-use query::{ExportFormat, ExportParams, request};
 
-use super::query_string::pairs;
+use super::query_string::{export_params, pairs};
 use crate::auth::export_slots::{EXPORT_SLOT_RETRY_SECS, ExportSlot};
 use crate::auth::principal::Principal;
 use crate::http::error::{ApiError, HttpError};
@@ -60,7 +60,7 @@ pub async fn export_records(
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
-    let params = ExportParams::from_pairs(&pairs(query.as_deref()))?;
+    let params = export_params(&pairs(query.as_deref()))?;
     let Some(slot) = state.export_slots.take(principal) else {
         tracing::debug!(
             token_id = principal.token_id,
@@ -71,9 +71,8 @@ pub async fn export_records(
         }
         .into());
     };
-    let dataset = state.resolver.dataset(&slug).await?;
-    let query = request::export_query(&params, &dataset.schema)?;
-    let export = state.resolver.export(dataset, query).await?;
+    let prepared = state.resolver.prepare_export(&slug, &params).await?;
+    let export = state.resolver.run_export(prepared).await?;
     let extra = extra_requests(export.total());
     let charge = match state.rate_limits.weigh(principal.token_id, extra) {
         Ok(charge) => charge,

@@ -4,9 +4,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use query::params::ProjectionParams;
-use query::{RecordParams, cost, request};
 
-use super::query_string::pairs;
+use super::query_string::{pairs, record_params};
 use crate::auth::principal::Principal;
 use crate::http::caching::conditional_written;
 use crate::http::error::{ApiError, HttpError};
@@ -38,27 +37,20 @@ pub async fn list_records(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
-    let params = RecordParams::from_pairs(&pairs(query.as_deref()))?;
-    let dataset = state.resolver.dataset(&slug).await?;
-    let query = request::record_query(&params, &dataset.schema)?;
+    let params = record_params(&pairs(query.as_deref()))?;
+    let prepared = state.resolver.prepare_records(&slug, &params).await?;
     // Full text reads the text columns of every record: it weighs like a scan.
-    let searches = !query.filter.terms.is_empty() || !query.filter.field_terms.is_empty();
-    let charge = if searches {
-        let records = u64::try_from(dataset.meta.record_count).unwrap_or(0);
-        match state
-            .rate_limits
-            .weigh(principal.token_id, cost::scan_extra(records))
-        {
+    let charge = match prepared.extra {
+        Some(extra) => match state.rate_limits.weigh(principal.token_id, extra) {
             Ok(charge) => charge,
             Err(refused) => return Ok(super::refusal(refused)),
-        }
-    } else {
-        None
+        },
+        None => None,
     };
-    let etag = state.resolver.etag(&dataset, "records", &query);
-    let page = state.resolver.records(&dataset, &query);
+    let page = state.resolver.run_records(&prepared);
+    let etag = prepared.etag.clone();
     let mut response = conditional_written(&headers, etag, page, |page, out| {
-        page.write_json(&dataset.schema, out)
+        page.write_json(&prepared.dataset.schema, out)
     })
     .await?;
     if let Some(charge) = charge {
@@ -105,9 +97,11 @@ pub async fn get_record(
         }
         fields = ProjectionParams::parse(Some(&value))?.fields;
     }
-    let dataset = state.resolver.dataset(&slug).await?;
-    let fields = request::projection(fields.as_deref(), &dataset.schema)?;
-    let etag = state.resolver.etag(&dataset, "record", &(&id, &fields));
-    let record = state.resolver.record_body(&dataset, &id, fields.as_deref());
+    let prepared = state
+        .resolver
+        .prepare_record(&slug, &id, fields.as_deref())
+        .await?;
+    let record = state.resolver.run_record_body(&prepared);
+    let etag = prepared.etag.clone();
     conditional_written(&headers, etag, record, |record, out| record.write_json(out)).await
 }

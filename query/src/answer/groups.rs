@@ -1,0 +1,207 @@
+//! Groups of an agg answer before and after ordering (contract §6, §12.2). Both engines (the
+//! in-memory index and the store's fold) produce [`Tally`] rows, one per group, and [`finish`]
+//! orders, cuts and shapes them, so the rules of order, `limit`, `keys` and
+//! `ungrouped_records` are written once; [`date_part`] and [`bin`] make key parts the same way
+//! on both.
+
+use std::cmp::Ordering;
+use std::hash::{Hash, Hasher};
+
+use serde_json::Value;
+
+use super::views::{AggResult, Group, NumericStats, Stats, json_number};
+use crate::dates;
+use crate::error::ApiError;
+use crate::request::params::MAX_GROUPS;
+use crate::request::{AggQuery, GroupOrder};
+
+/// A part of a group's key, compared by type: strings in byte order, bins as numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeyPart {
+    Str(String),
+    Num(f64),
+}
+
+impl Eq for KeyPart {}
+
+impl Hash for KeyPart {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            KeyPart::Str(s) => s.hash(state),
+            KeyPart::Num(n) => n.to_bits().hash(state),
+        }
+    }
+}
+
+impl KeyPart {
+    /// The order of keys: strings in byte order, numbers as numbers.
+    pub fn compare(&self, other: &KeyPart) -> Ordering {
+        match (self, other) {
+            (KeyPart::Str(a), KeyPart::Str(b)) => a.cmp(b),
+            (KeyPart::Num(a), KeyPart::Num(b)) => a.total_cmp(b),
+            (KeyPart::Str(_), KeyPart::Num(_)) => Ordering::Greater,
+            (KeyPart::Num(_), KeyPart::Str(_)) => Ordering::Less,
+        }
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            KeyPart::Str(s) => Value::String(s.clone()),
+            KeyPart::Num(n) => json_number(*n),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            KeyPart::Str(s) => s.clone(),
+            KeyPart::Num(n) => json_number(*n).to_string(),
+        }
+    }
+}
+
+/// The key part of a date value under `bucket`: `None` when the text is not a date.
+pub fn date_part(text: &str, bucket: dates::DateBucket) -> Option<KeyPart> {
+    bucket.key(dates::parse(text)?).map(KeyPart::Str)
+}
+
+/// The lower bound of the bin of `value` of `width` (`-0` written as `0`).
+pub fn bin(value: f64, width: f64) -> f64 {
+    let low = (value / width).floor() * width;
+    if low == 0.0 { 0.0 } else { low }
+}
+
+/// Numbers in the order the answer shows them: `-0` and `0` are one number (both are written
+/// `0`; a group without values has the sum of no values, `-0`), so groups tied on them follow
+/// the key. The values are never NaN.
+fn compare_numbers(a: f64, b: f64) -> Ordering {
+    a.partial_cmp(&b).unwrap_or_else(|| a.total_cmp(&b))
+}
+
+/// One group before ordering: its key (whatever the path identifies groups by), its records
+/// and the statistics of `field`.
+pub struct Tally<K> {
+    pub key: K,
+    pub count: u64,
+    pub numeric: Option<NumericStats>,
+}
+
+/// Refuses an answer of more than [`MAX_GROUPS`] groups without `limit` (contract §12.2).
+pub fn check_group_count(groups: u64, query: &AggQuery) -> Result<(), ApiError> {
+    if groups > MAX_GROUPS && query.limit.is_none() {
+        return Err(ApiError::TooManyGroups {
+            groups,
+            max: MAX_GROUPS,
+        });
+    }
+    Ok(())
+}
+
+/// The answer: groups in the request's order (ties by key ascending), the first `limit` of
+/// them, each with its key parts rendered by `parts`.
+pub fn finish<K>(
+    query: &AggQuery,
+    total_records: u64,
+    mut groups: Vec<Tally<K>>,
+    compare_keys: impl Fn(&K, &K) -> Ordering,
+    parts: impl Fn(&K) -> Vec<KeyPart>,
+) -> AggResult {
+    let grouped: u64 = groups.iter().map(|g| g.count).sum();
+    let stat = |g: &Tally<K>| -> Option<f64> {
+        let n = g.numeric.as_ref()?;
+        match query.order {
+            GroupOrder::Sum => Some(n.sum),
+            GroupOrder::Avg => n.avg,
+            GroupOrder::Min => n.min,
+            GroupOrder::Max => n.max,
+            GroupOrder::Percentile(i) => n.percentiles.0.get(i).and_then(|(_, v)| *v),
+            GroupOrder::Count | GroupOrder::Key => None,
+        }
+    };
+    let direct = |o: Ordering| if query.descending { o.reverse() } else { o };
+    groups.sort_by(|a, b| {
+        let first = match query.order {
+            GroupOrder::Count => direct(a.count.cmp(&b.count)),
+            GroupOrder::Key => direct(compare_keys(&a.key, &b.key)),
+            _ => match (stat(a), stat(b)) {
+                (Some(x), Some(y)) => direct(compare_numbers(x, y)),
+                (x, y) => x.is_none().cmp(&y.is_none()),
+            },
+        };
+        first.then_with(|| compare_keys(&a.key, &b.key))
+    });
+    let total_groups = groups.len() as u64;
+    if let Some(limit) = query.limit {
+        groups.truncate(limit.min(total_groups) as usize);
+    }
+    let groups = groups
+        .into_iter()
+        .map(|g| {
+            let parts = parts(&g.key);
+            let key = parts
+                .iter()
+                .map(KeyPart::text)
+                .collect::<Vec<_>>()
+                .join(" | ");
+            let keys = query
+                .group_by
+                .iter()
+                .zip(&parts)
+                .map(|(item, part)| (item.label.clone(), part.json()))
+                .collect();
+            Group {
+                key,
+                keys,
+                stats: Stats {
+                    count: g.count,
+                    numeric: g.numeric,
+                },
+            }
+        })
+        .collect();
+    AggResult {
+        total_records,
+        total_groups,
+        ungrouped_records: total_records.saturating_sub(grouped),
+        groups,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::answer::percentiles::numeric_stats;
+
+    #[test]
+    fn groups_tied_on_zero_and_negative_zero_follow_the_key() {
+        let query = AggQuery {
+            filter: Default::default(),
+            group_by: Vec::new(),
+            field: Some(0),
+            percentiles: vec![50.0],
+            order: GroupOrder::Sum,
+            descending: false,
+            limit: None,
+        };
+        let tally = |key: &str, values: Vec<f64>| Tally {
+            key: key.to_string(),
+            count: values.len().max(1) as u64,
+            numeric: Some(numeric_stats(values, &query.percentiles, 1)),
+        };
+        // "a" has no values (a sum of nothing, -0); "b" sums to 0; "c" holds -0.0 itself.
+        let groups = vec![
+            tally("c", vec![-0.0]),
+            tally("b", vec![0.0]),
+            tally("a", vec![]),
+            tally("d", vec![-1.0]),
+        ];
+        let answer = finish(
+            &query,
+            4,
+            groups,
+            |a, b| a.cmp(b),
+            |k| vec![KeyPart::Str(k.clone())],
+        );
+        let keys: Vec<&str> = answer.groups.iter().map(|g| g.key.as_str()).collect();
+        assert_eq!(keys, ["d", "a", "b", "c"]);
+    }
+}

@@ -1,0 +1,355 @@
+//! In-memory indexes: each published version's typed columns, held in memory so filters,
+//! totals, sorts and aggregations cost microseconds to a few milliseconds instead of a store
+//! scan. Versions never change, so an index is built once per version (at start, and for new
+//! versions when first asked or found by the resolver's periodic refresh) and is
+//! correct for as long as the version is live. The store stays the source of truth: it serves
+//! record bodies by position, and it answers everything while an index is being built, for
+//! datasets beyond the memory budget, and when indexes are turned off.
+//!
+//! - [`column`]: dictionary-encoded strings, numbers in value order, per-value row lists.
+//! - [`bits`]: the set of rows a filter matches; [`rows`]: row lists in 2 bytes a row.
+//! - [`build`]: reading a version from the store.
+//! - [`select`]: filters and the order of a page; [`stats`]: grouped statistics, integer
+//!   columns by per-group [`histogram`]s.
+
+pub mod bits;
+pub mod build;
+pub mod column;
+pub mod histogram;
+pub mod rows;
+pub mod select;
+pub mod stats;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use sea_orm::DatabaseConnection;
+use tokio::sync::OnceCell;
+
+use column::{Dict, IdColumn, NumColumn, StrColumn, TextColumn};
+
+use crate::dataset::Dataset;
+use crate::engine::store::direct::DirectSqlite;
+
+/// The memory indexes may take unless configured.
+pub const DEFAULT_BUDGET_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// How much memory indexes may take, and whether a request waits for its dataset's index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexPolicy {
+    /// Bytes all indexes together may take; 0 turns them off.
+    pub budget_bytes: u64,
+    /// Wait for a version's index on its first request instead of answering from the store
+    /// while it is built in the background. Tests use it to know which path answers.
+    pub wait: bool,
+}
+
+impl IndexPolicy {
+    /// No indexes: every request is answered by the store.
+    pub const OFF: IndexPolicy = IndexPolicy {
+        budget_bytes: 0,
+        wait: false,
+    };
+
+    /// Indexes within `budget_bytes`, built in the background.
+    pub fn background(budget_bytes: u64) -> Self {
+        IndexPolicy {
+            budget_bytes,
+            wait: false,
+        }
+    }
+
+    /// Indexes within `budget_bytes`, a request waiting for its version's.
+    pub fn waiting(budget_bytes: u64) -> Self {
+        IndexPolicy {
+            budget_bytes,
+            wait: true,
+        }
+    }
+}
+
+impl Default for IndexPolicy {
+    fn default() -> Self {
+        IndexPolicy::background(DEFAULT_BUDGET_BYTES)
+    }
+}
+
+/// One field's column in an index.
+#[derive(Debug)]
+pub enum FieldIndex {
+    /// `json` fields: not filterable, not held.
+    None,
+    /// Keyword, date and boolean fields.
+    Str(StrColumn),
+    Num(NumColumn),
+    Text(TextColumn),
+}
+
+/// One version's typed columns. Row `r` is the record at position `r + 1` in the file.
+#[derive(Debug)]
+pub struct MemIndex {
+    pub version_id: i64,
+    pub rows: u32,
+    pub id: IdColumn,
+    /// By schema field index.
+    pub fields: Vec<FieldIndex>,
+    /// The version's text dictionary, lower-cased; text columns hold codes into it.
+    pub texts: Dict,
+    pub bytes: usize,
+}
+
+impl MemIndex {
+    /// Assembles an index and measures it.
+    pub fn new(
+        version_id: i64,
+        rows: u32,
+        id: IdColumn,
+        fields: Vec<FieldIndex>,
+        texts: Dict,
+    ) -> Self {
+        let bytes = id.bytes()
+            + texts.bytes()
+            + fields
+                .iter()
+                .map(|f| match f {
+                    FieldIndex::None => 0,
+                    FieldIndex::Str(c) => c.bytes(),
+                    FieldIndex::Num(c) => c.bytes(),
+                    FieldIndex::Text(c) => c.bytes(),
+                })
+                .sum::<usize>();
+        MemIndex {
+            version_id,
+            rows,
+            id,
+            fields,
+            texts,
+            bytes,
+        }
+    }
+
+    /// How many rows `matches` holds (`None`: every row).
+    pub fn total(&self, matches: Option<&bits::Bits>) -> u64 {
+        matches.map_or(u64::from(self.rows), bits::Bits::count)
+    }
+}
+
+/// The index of one dataset's live version: built once, by whichever request or refresh
+/// gets there first.
+#[derive(Debug)]
+struct Slot {
+    version_id: i64,
+    started: AtomicBool,
+    index: OnceCell<Option<Arc<MemIndex>>>,
+    /// Bytes this slot added to [`State::used`], set under the state lock.
+    accounted: AtomicU64,
+}
+
+/// The indexes of a process, one slot per dataset.
+#[derive(Debug, Default)]
+pub struct Memory {
+    policy: IndexPolicy,
+    state: Mutex<State>,
+    /// One build at a time: a build's scratch memory is a multiple of its index's, and two at
+    /// once (every dataset at start) would add up.
+    building: tokio::sync::Mutex<()>,
+    /// On an SQLite file: builds read it directly.
+    direct: Option<Arc<DirectSqlite>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// By dataset id.
+    slots: HashMap<i64, Arc<Slot>>,
+    /// Bytes of the indexes in `slots`.
+    used: u64,
+}
+
+impl Memory {
+    /// Indexes under `policy`.
+    pub fn new(policy: IndexPolicy, direct: Option<Arc<DirectSqlite>>) -> Self {
+        Memory {
+            policy,
+            state: Mutex::default(),
+            building: tokio::sync::Mutex::new(()),
+            direct,
+        }
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> IndexPolicy {
+        self.policy
+    }
+
+    /// The index of `dataset`'s live version, if it is built (or, under a waiting policy,
+    /// once it is). `None` means: answer from the store.
+    pub async fn index(
+        self: &Arc<Self>,
+        db: &DatabaseConnection,
+        dataset: &Dataset,
+    ) -> Option<Arc<MemIndex>> {
+        if self.policy.budget_bytes == 0 {
+            return None;
+        }
+        let slot = self.slot(dataset)?;
+        if let Some(found) = slot.index.get() {
+            return found.clone();
+        }
+        if self.policy.wait {
+            slot.started.store(true, Ordering::SeqCst);
+            return slot
+                .index
+                .get_or_init(|| {
+                    self.clone()
+                        .build(db.clone(), dataset.clone(), slot.clone())
+                })
+                .await
+                .clone();
+        }
+        self.start(db, dataset, &slot);
+        None
+    }
+
+    /// Starts building `dataset`'s live version in the background unless it is built or
+    /// being built.
+    pub fn prepare(self: &Arc<Self>, db: &DatabaseConnection, dataset: &Dataset) {
+        if self.policy.budget_bytes == 0 {
+            return;
+        }
+        if let Some(slot) = self.slot(dataset) {
+            self.start(db, dataset, &slot);
+        }
+    }
+
+    /// Drops the indexes of datasets not in `live` (removed since).
+    pub fn retain(&self, live: &HashSet<i64>) {
+        let mut state = self.state.lock().expect("memory lock");
+        let gone: Vec<i64> = state
+            .slots
+            .keys()
+            .filter(|id| !live.contains(id))
+            .copied()
+            .collect();
+        for id in gone {
+            if let Some(slot) = state.slots.remove(&id) {
+                state.used -= slot_bytes(&slot);
+            }
+        }
+    }
+
+    /// Bytes held by built indexes.
+    pub fn used_bytes(&self) -> u64 {
+        self.state.lock().expect("memory lock").used
+    }
+
+    fn start(self: &Arc<Self>, db: &DatabaseConnection, dataset: &Dataset, slot: &Arc<Slot>) {
+        if slot.index.initialized() || slot.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (memory, db, dataset, slot) = (self.clone(), db.clone(), dataset.clone(), slot.clone());
+        tokio::spawn(async move {
+            let build = memory.build(db, dataset, slot.clone());
+            slot.index.get_or_init(|| build).await;
+        });
+    }
+
+    /// The slot of `dataset`'s version: a new one when the version is newer than the slot's,
+    /// none when the request resolved an older version than the slot's (mid-import).
+    fn slot(&self, dataset: &Dataset) -> Option<Arc<Slot>> {
+        let version_id = dataset.schema.version_id;
+        let mut state = self.state.lock().expect("memory lock");
+        if let Some(slot) = state.slots.get(&dataset.meta.id) {
+            if slot.version_id == version_id {
+                return Some(slot.clone());
+            }
+            if slot.version_id > version_id {
+                return None;
+            }
+        }
+        let slot = Arc::new(Slot {
+            version_id,
+            started: AtomicBool::new(false),
+            index: OnceCell::new(),
+            accounted: AtomicU64::new(0),
+        });
+        if let Some(old) = state.slots.insert(dataset.meta.id, slot.clone()) {
+            state.used -= slot_bytes(&old);
+        }
+        Some(slot)
+    }
+
+    /// Builds the index of `slot`'s version if it fits the budget; `None` otherwise or on a
+    /// store error (logged: the store answers instead).
+    async fn build(
+        self: Arc<Self>,
+        db: DatabaseConnection,
+        dataset: Dataset,
+        slot: Arc<Slot>,
+    ) -> Option<Arc<MemIndex>> {
+        let slug = &dataset.meta.slug;
+        let rows = dataset.meta.record_count.max(0) as u64;
+        let estimate = build::estimate(&dataset.schema, rows);
+        if self.used_bytes() + estimate > self.policy.budget_bytes {
+            tracing::info!(dataset = %slug, estimate_mib = estimate >> 20,
+                "in-memory index beyond the memory budget; the store answers");
+            return None;
+        }
+        let _one_at_a_time = self.building.lock().await;
+        let started = Instant::now();
+        let index = match build::build(&db, self.direct.as_ref(), &dataset.schema, rows).await {
+            Ok(index) => index,
+            Err(error) => {
+                tracing::warn!(dataset = %slug, %error, "in-memory index not built; the store answers");
+                return None;
+            }
+        };
+        let bytes = index.bytes as u64;
+        release_scratch();
+        let mut state = self.state.lock().expect("memory lock");
+        let current = state
+            .slots
+            .get(&dataset.meta.id)
+            .is_some_and(|s| Arc::ptr_eq(s, &slot));
+        if !current {
+            return None;
+        }
+        if state.used + bytes > self.policy.budget_bytes {
+            tracing::info!(dataset = %slug, mib = bytes >> 20,
+                "in-memory index beyond the memory budget; the store answers");
+            return None;
+        }
+        state.used += bytes;
+        slot.accounted.store(bytes, Ordering::SeqCst);
+        tracing::info!(
+            dataset = %slug,
+            version = dataset.schema.version_id,
+            rows = index.rows,
+            mib = format!("{:.1}", bytes as f64 / 1048576.0),
+            ms = started.elapsed().as_millis() as u64,
+            "index ready"
+        );
+        Some(Arc::new(index))
+    }
+}
+
+/// Hands the memory a build used for scratch (row chunks, hash maps) back to the system. glibc
+/// keeps what worker threads free in their arenas, where it would count in the process's
+/// resident size for good (flights: a few hundred MB).
+fn release_scratch() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim only returns free heap pages to the kernel; it takes no pointer.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+fn slot_bytes(slot: &Slot) -> u64 {
+    slot.accounted.load(Ordering::SeqCst)
+}

@@ -1,0 +1,350 @@
+//! Lists of rows in about half the bytes. A row list (one value's rows, a number
+//! column's value order) runs through the rows in ascending stretches, so neighbours mostly
+//! share their upper 16 bits: each row keeps its lower 16 bits, and each stretch of equal upper
+//! bits keeps where it starts. A list without such stretches (`_id`'s order, a permutation)
+//! stays 4 bytes a row.
+
+use std::ops::Range;
+
+use super::bits::Bits;
+
+/// Rows addressed by their lower bits; the upper bits come from the stretch.
+const LOW_BITS: u32 = 16;
+
+/// Where a stretch of rows with the same upper bits starts in the list, and those bits.
+#[derive(Clone, Copy, Debug)]
+pub struct Stretch {
+    start: u32,
+    high: u32,
+}
+
+/// A sequence of rows, held split into lower bits and stretches where that is smaller.
+#[derive(Debug)]
+pub enum RowList {
+    /// Each row in full.
+    Wide(Vec<u32>),
+    /// Each row's lower 16 bits, and the stretches of equal upper bits.
+    Split {
+        low: Vec<u16>,
+        stretches: Vec<Stretch>,
+    },
+}
+
+impl Default for RowList {
+    fn default() -> Self {
+        RowList::Wide(Vec::new())
+    }
+}
+
+impl RowList {
+    /// `rows` in whichever form takes fewer bytes.
+    pub fn new(rows: Vec<u32>) -> Self {
+        let mut stretches: Vec<Stretch> = Vec::new();
+        for (i, &row) in rows.iter().enumerate() {
+            let high = row >> LOW_BITS;
+            if stretches.last().is_none_or(|s| s.high != high) {
+                stretches.push(Stretch {
+                    start: i as u32,
+                    high,
+                });
+                // Split costs 2 bytes a row and 8 a stretch; wide 4 a row.
+                if stretches.len() * 4 > rows.len() {
+                    let mut rows = rows;
+                    rows.shrink_to_fit();
+                    return RowList::Wide(rows);
+                }
+            }
+        }
+        stretches.shrink_to_fit();
+        RowList::Split {
+            low: rows.iter().map(|&r| r as u16).collect(),
+            stretches,
+        }
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        match self {
+            RowList::Wide(rows) => rows.len(),
+            RowList::Split { low, .. } => low.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The row at `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> u32 {
+        match self {
+            RowList::Wide(rows) => rows[i],
+            RowList::Split { low, stretches } => {
+                let s = stretches.partition_point(|s| s.start as usize <= i) - 1;
+                (stretches[s].high << LOW_BITS) | u32::from(low[i])
+            }
+        }
+    }
+
+    /// The first row.
+    pub fn first(&self) -> Option<u32> {
+        (!self.is_empty()).then(|| self.get(0))
+    }
+
+    /// The last row.
+    pub fn last(&self) -> Option<u32> {
+        (!self.is_empty()).then(|| self.get(self.len() - 1))
+    }
+
+    /// Rows `range` of the list.
+    pub fn slice(&self, range: Range<usize>) -> Rows<'_> {
+        debug_assert!(range.start <= range.end && range.end <= self.len());
+        Rows { list: self, range }
+    }
+
+    /// The whole list.
+    pub fn all(&self) -> Rows<'_> {
+        self.slice(0..self.len())
+    }
+
+    /// The first index whose row `before` is false for (`before` holds for a prefix).
+    pub fn partition_point(&self, before: impl Fn(u32) -> bool) -> usize {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if before(self.get(mid)) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        match self {
+            RowList::Wide(rows) => rows.capacity() * 4,
+            RowList::Split { low, stretches } => {
+                low.capacity() * 2 + stretches.capacity() * size_of::<Stretch>()
+            }
+        }
+    }
+}
+
+/// A part of a [`RowList`], borrowed.
+#[derive(Clone, Debug)]
+pub struct Rows<'a> {
+    list: &'a RowList,
+    range: Range<usize>,
+}
+
+impl<'a> Rows<'a> {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.range.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.range.is_empty()
+    }
+
+    /// The row at `i` of this part.
+    pub fn get(&self, i: usize) -> u32 {
+        self.list.get(self.range.start + i)
+    }
+
+    /// The first row.
+    pub fn first(&self) -> Option<u32> {
+        (!self.is_empty()).then(|| self.get(0))
+    }
+
+    /// The rows in list order.
+    pub fn iter(&self) -> RowIter<'a> {
+        match self.list {
+            RowList::Wide(rows) => RowIter::Wide(rows[self.range.clone()].iter().copied()),
+            RowList::Split { low, stretches } => {
+                let next = self.range.start;
+                // The stretch holding `next`; with an empty range, any valid one.
+                let s = stretches
+                    .partition_point(|s| s.start as usize <= next)
+                    .saturating_sub(1);
+                RowIter::Split {
+                    low,
+                    stretches,
+                    next,
+                    end: self.range.end,
+                    stretch: s,
+                    high: stretches.get(s).map_or(0, |s| s.high << LOW_BITS),
+                    stretch_end: stretches
+                        .get(s + 1)
+                        .map_or(usize::MAX, |s| s.start as usize),
+                }
+            }
+        }
+    }
+
+    /// Adds these rows to `bits`, stretch by stretch: a stretch's rows share one block of
+    /// 65,536 bits, so each is one shift and one OR into that block.
+    pub fn insert_into(&self, bits: &mut Bits) {
+        match self.list {
+            RowList::Wide(rows) => rows[self.range.clone()]
+                .iter()
+                .for_each(|&row| bits.insert(row)),
+            RowList::Split { low, stretches } => {
+                let first = stretches
+                    .partition_point(|s| s.start as usize <= self.range.start)
+                    .saturating_sub(1);
+                for (k, stretch) in stretches.iter().enumerate().skip(first) {
+                    let start = (stretch.start as usize).max(self.range.start);
+                    let end = stretches
+                        .get(k + 1)
+                        .map_or(usize::MAX, |next| next.start as usize)
+                        .min(self.range.end);
+                    if start >= self.range.end {
+                        break;
+                    }
+                    if start < end {
+                        bits.insert_block(stretch.high << LOW_BITS, &low[start..end]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The rows, copied.
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+}
+
+/// The rows of a [`Rows`], in order.
+pub enum RowIter<'a> {
+    Wide(std::iter::Copied<std::slice::Iter<'a, u32>>),
+    Split {
+        low: &'a [u16],
+        stretches: &'a [Stretch],
+        next: usize,
+        end: usize,
+        stretch: usize,
+        /// The current stretch's upper bits, shifted into place.
+        high: u32,
+        /// Where the next stretch starts.
+        stretch_end: usize,
+    },
+}
+
+impl Iterator for RowIter<'_> {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        match self {
+            RowIter::Wide(rows) => rows.next(),
+            RowIter::Split {
+                low,
+                stretches,
+                next,
+                end,
+                stretch,
+                high,
+                stretch_end,
+            } => {
+                if *next >= *end {
+                    return None;
+                }
+                while *next >= *stretch_end {
+                    *stretch += 1;
+                    *high = stretches[*stretch].high << LOW_BITS;
+                    *stretch_end = stretches
+                        .get(*stretch + 1)
+                        .map_or(usize::MAX, |s| s.start as usize);
+                }
+                let row = *high | u32::from(low[*next]);
+                *next += 1;
+                Some(row)
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = match self {
+            RowIter::Wide(rows) => rows.len(),
+            RowIter::Split { next, end, .. } => end.saturating_sub(*next),
+        };
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for RowIter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lists of every shape read back as they were given, whole and in parts.
+    #[test]
+    fn lists_read_back_whole_and_in_parts() {
+        let ascending: Vec<u32> = (0..300_000).step_by(3).collect();
+        // Runs of equal values' rows, each ascending, as a number column's order is.
+        let runs: Vec<u32> = (0..4u32)
+            .flat_map(|k| (0..200_000u32).filter(move |r| r % 4 == k))
+            .collect();
+        // Neighbours mostly in different 65,536-row blocks.
+        let permutation: Vec<u32> = (0..1_000_000u64)
+            .map(|r| (r * 48_271 % 1_000_000) as u32)
+            .collect();
+        for (rows, split) in [
+            (ascending, true),
+            (runs, true),
+            (permutation, false),
+            (vec![], true),
+            (vec![70_000, 5, u32::MAX - 1], false),
+        ] {
+            let list = RowList::new(rows.clone());
+            assert_eq!(
+                matches!(list, RowList::Split { .. }),
+                split,
+                "{:?}",
+                &rows[..rows.len().min(5)]
+            );
+            assert_eq!(list.len(), rows.len());
+            assert_eq!(list.all().to_vec(), rows);
+            assert_eq!(list.first(), rows.first().copied());
+            assert_eq!(list.last(), rows.last().copied());
+            for (i, &row) in rows.iter().enumerate().step_by(997) {
+                assert_eq!(list.get(i), row);
+            }
+            let n = rows.len();
+            for range in [0..0, n / 3..n / 3, n / 3..n / 2, n / 2..n, 0..n.min(1)] {
+                let part = list.slice(range.clone());
+                assert_eq!(part.to_vec(), rows[range.clone()]);
+                assert_eq!(part.iter().len(), range.len());
+                // Set stretch by stretch, the same bits as one at a time.
+                if rows.iter().all(|&r| r < 1_000_000) {
+                    let (mut by_stretch, mut by_row) = (Bits::new(1_000_000), Bits::new(1_000_000));
+                    part.insert_into(&mut by_stretch);
+                    part.iter().for_each(|r| by_row.insert(r));
+                    assert_eq!(by_stretch, by_row);
+                }
+            }
+            if split {
+                assert!(list.bytes() < n * 4 || n == 0);
+            }
+        }
+    }
+
+    #[test]
+    fn partition_points_agree_with_slices() {
+        let rows: Vec<u32> = (0..150_000).map(|r| r * 2).collect();
+        let list = RowList::new(rows.clone());
+        for bound in [0, 1, 2, 65_535, 65_536, 131_072, 299_998, 400_000] {
+            assert_eq!(
+                list.partition_point(|r| r < bound),
+                rows.partition_point(|&r| r < bound)
+            );
+        }
+    }
+}

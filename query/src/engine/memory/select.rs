@@ -1,0 +1,593 @@
+//! Filters and page order on an in-memory index, with the store path's exact semantics:
+//! exact matches compare typed values, full-text terms are substrings of the lower-cased
+//! dictionary values, sorts put missing values last in both directions and break ties by file
+//! order.
+
+use std::borrow::Cow;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use super::bits::Bits;
+use super::column::{IdColumn, MISSING, NumColumn, StrColumn};
+use super::rows::Rows;
+use super::{FieldIndex, MemIndex};
+use crate::dataset::schema::Column;
+use crate::dates;
+use crate::request::{ExactValue, Filter, Range, RangeValue};
+
+/// [`MemIndex::text_page`] merges row lists for pages ending at most this far into the
+/// matches; deeper pages walk the bit set, whose cost does not grow with the page.
+const MERGED_PAGES_UP_TO: u64 = 10_000;
+
+/// A sort key's column.
+#[derive(Clone, Copy)]
+enum Key<'a> {
+    Id(&'a IdColumn),
+    Str(&'a StrColumn),
+    Num(&'a NumColumn),
+}
+
+impl Key<'_> {
+    fn has_value(self, row: u32) -> bool {
+        match self {
+            Key::Id(_) => true,
+            Key::Str(c) => c.codes.get(row as usize) != MISSING,
+            Key::Num(c) => !c.values.get(row as usize).is_nan(),
+        }
+    }
+
+    /// SQL's `(c IS NULL), c [DESC]`.
+    fn compare(self, a: u32, b: u32, descending: bool) -> Ordering {
+        let ordered = |x: Ordering| if descending { x.reverse() } else { x };
+        match self {
+            Key::Id(c) => ordered(c.get(a).cmp(c.get(b))),
+            Key::Str(c) => {
+                let (x, y) = (c.codes.get(a as usize), c.codes.get(b as usize));
+                match (x == MISSING, y == MISSING) {
+                    (false, false) => ordered(x.cmp(&y)),
+                    (a_missing, b_missing) => a_missing.cmp(&b_missing),
+                }
+            }
+            Key::Num(c) => {
+                let (x, y) = (c.values.get(a as usize), c.values.get(b as usize));
+                match (x.is_nan(), y.is_nan()) {
+                    (false, false) => ordered(x.total_cmp(&y)),
+                    (a_missing, b_missing) => a_missing.cmp(&b_missing),
+                }
+            }
+        }
+    }
+}
+
+impl MemIndex {
+    fn key(&self, column: Column) -> Option<Key<'_>> {
+        match column {
+            Column::Id => Some(Key::Id(&self.id)),
+            Column::Field(i) => match &self.fields[i] {
+                FieldIndex::Str(c) => Some(Key::Str(c)),
+                FieldIndex::Num(c) => Some(Key::Num(c)),
+                _ => None,
+            },
+        }
+    }
+
+    /// The rows matching `filter`; `None` when it has no condition (every row).
+    pub fn matches<'s>(&'s self, filter: &Filter) -> Option<Bits> {
+        // A frequent value's kept set stays borrowed until a second condition meets it; the
+        // two then make a new set in one pass (no copy of the first to intersect in place).
+        let mut acc: Option<Cow<'s, Bits>> = None;
+        let mut and = |bits: Cow<'s, Bits>| match &mut acc {
+            None => acc = Some(bits),
+            Some(Cow::Owned(a)) => a.intersect(&bits),
+            Some(Cow::Borrowed(a)) => acc = Some(Cow::Owned(a.and(&bits))),
+        };
+        for (column, values) in &filter.exact {
+            and(self.exact_rows(*column, values));
+        }
+        for (column, values) in &filter.not {
+            let mut bits = self.exact_rows(*column, values).into_owned();
+            bits.invert(self.rows as usize);
+            and(Cow::Owned(bits));
+        }
+        for (column, range) in &filter.ranges {
+            and(Cow::Owned(self.range_rows(*column, range)));
+        }
+        for (column, prefixes) in &filter.prefixes {
+            and(Cow::Owned(self.prefix_rows(*column, prefixes)));
+        }
+        for &(column, has) in &filter.exists {
+            let mut bits = self.present_rows(column);
+            if !has {
+                bits.invert(self.rows as usize);
+            }
+            and(Cow::Owned(bits));
+        }
+        if let Some(ids) = &filter.ids {
+            let mut bits = Bits::new(self.rows as usize);
+            for id in ids {
+                if let Some(row) = self.id.find(id) {
+                    bits.insert(row);
+                }
+            }
+            and(Cow::Owned(bits));
+        }
+        // Only `q` needs the list of text fields; most requests have none.
+        let text_fields: Vec<usize> = if filter.terms.is_empty() {
+            Vec::new()
+        } else {
+            (0..self.fields.len())
+                .filter(|&i| matches!(self.fields[i], FieldIndex::Text(_)))
+                .collect()
+        };
+        for term in &filter.terms {
+            let codes = self.texts.containing(term);
+            and(Cow::Owned(self.text_rows(&text_fields, &codes)));
+        }
+        for (field, terms) in &filter.field_terms {
+            let mut codes = self.texts.containing(&terms[0]);
+            for term in &terms[1..] {
+                codes.retain(|&c| self.texts.get(c).contains(term.as_str()));
+            }
+            and(Cow::Owned(self.text_rows(&[*field], &codes)));
+        }
+        acc.map(Cow::into_owned)
+    }
+
+    /// Rows whose `column` holds one of `values`: a frequent value's kept set is borrowed.
+    fn exact_rows(&self, column: Column, values: &[ExactValue]) -> Cow<'_, Bits> {
+        let key = self.key(column);
+        if let (Some(Key::Str(c)), [ExactValue::Str(s)]) = (key, values)
+            && let Some(bits) = c.dict.find(s).and_then(|code| c.dense(code))
+        {
+            return Cow::Borrowed(bits);
+        }
+        let mut bits = Bits::new(self.rows as usize);
+        for value in values {
+            match (key, value) {
+                (Some(Key::Str(c)), ExactValue::Str(s)) => {
+                    if let Some(code) = c.dict.find(s) {
+                        c.postings.add_to(code, &mut bits);
+                    }
+                }
+                (Some(Key::Id(c)), ExactValue::Str(s)) => {
+                    if let Some(row) = c.find(s) {
+                        bits.insert(row);
+                    }
+                }
+                (Some(Key::Num(c)), ExactValue::Num(n)) => {
+                    c.equal(*n).insert_into(&mut bits);
+                }
+                _ => {}
+            }
+        }
+        Cow::Owned(bits)
+    }
+
+    /// Rows whose `column` value lies in `range`: a binary search of a number column's value
+    /// order, a run of a keyword dictionary (byte order), or the date values whose instants
+    /// lie in it.
+    fn range_rows(&self, column: Column, range: &Range) -> Bits {
+        let mut bits = Bits::new(self.rows as usize);
+        match self.key(column) {
+            Some(Key::Num(c)) => {
+                let value = |r: u32| c.values.get(r as usize);
+                let low = match &range.lower {
+                    Some((RangeValue::Num(b), true)) => c.order.partition_point(|r| value(r) < *b),
+                    Some((RangeValue::Num(b), false)) => {
+                        c.order.partition_point(|r| value(r) <= *b)
+                    }
+                    _ => 0,
+                };
+                let high = match &range.upper {
+                    Some((RangeValue::Num(b), true)) => c.order.partition_point(|r| value(r) <= *b),
+                    Some((RangeValue::Num(b), false)) => c.order.partition_point(|r| value(r) < *b),
+                    _ => c.order.len(),
+                };
+                c.order.slice(low..high.max(low)).insert_into(&mut bits);
+            }
+            Some(Key::Str(c)) => {
+                let dates = matches!(range.lower, Some((RangeValue::Time(_), _)))
+                    || matches!(range.upper, Some((RangeValue::Time(_), _)));
+                let codes: Vec<u32> = if dates {
+                    (0..c.dict.len() as u32)
+                        .filter(|&code| {
+                            dates::parse(c.dict.get(code)).is_some_and(|t| range.holds_instant(t))
+                        })
+                        .collect()
+                } else {
+                    text_range(range, c.dict.len(), |code| c.dict.get(code)).collect()
+                };
+                self.code_rows(c, &codes, &mut bits);
+            }
+            Some(Key::Id(c)) => {
+                let sorted = c.sorted();
+                let part = text_range(range, sorted.len(), |i| c.get(sorted.get(i as usize)));
+                let part = part.start as usize..part.end as usize;
+                sorted.slice(part).insert_into(&mut bits);
+            }
+            None => {}
+        }
+        bits
+    }
+
+    /// Rows whose keyword `column` starts with one of `prefixes`: a run of the dictionary each.
+    fn prefix_rows(&self, column: Column, prefixes: &[String]) -> Bits {
+        let mut bits = Bits::new(self.rows as usize);
+        for prefix in prefixes {
+            match self.key(column) {
+                Some(Key::Str(c)) => {
+                    let codes = prefix_range(prefix, c.dict.len(), |code| c.dict.get(code));
+                    self.code_rows(c, &codes.collect::<Vec<_>>(), &mut bits);
+                }
+                Some(Key::Id(c)) => {
+                    let sorted = c.sorted();
+                    let part =
+                        prefix_range(prefix, sorted.len(), |i| c.get(sorted.get(i as usize)));
+                    let part = part.start as usize..part.end as usize;
+                    sorted.slice(part).insert_into(&mut bits);
+                }
+                _ => {}
+            }
+        }
+        bits
+    }
+
+    /// Adds the rows of dictionary `codes` of `column` to `bits`.
+    fn code_rows(&self, column: &StrColumn, codes: &[u32], bits: &mut Bits) {
+        for &code in codes {
+            column.postings.add_to(code, bits);
+        }
+    }
+
+    /// Rows that have a value in `column`.
+    fn present_rows(&self, column: Column) -> Bits {
+        let mut bits = Bits::new(self.rows as usize);
+        let mut mark = |present: &dyn Fn(usize) -> bool| {
+            for row in 0..self.rows as usize {
+                if present(row) {
+                    bits.insert(row as u32);
+                }
+            }
+        };
+        match column {
+            Column::Id => mark(&|_| true),
+            Column::Field(i) => match &self.fields[i] {
+                FieldIndex::Str(c) => mark(&|r| c.codes.get(r) != MISSING),
+                FieldIndex::Num(c) => mark(&|r| !c.values.get(r).is_nan()),
+                FieldIndex::Text(c) => mark(&|r| c.codes.get(r) != MISSING),
+                FieldIndex::None => {}
+            },
+        }
+        bits
+    }
+
+    /// Rows whose value in one of `fields` has one of the dictionary `codes`.
+    fn text_rows(&self, fields: &[usize], codes: &[u32]) -> Bits {
+        let mut bits = Bits::new(self.rows as usize);
+        for &field in fields {
+            if let FieldIndex::Text(column) = &self.fields[field] {
+                for &code in codes {
+                    column.postings.add_to(code, &mut bits);
+                }
+            }
+        }
+        bits
+    }
+
+    /// Total and rows `offset..offset + limit`, in file order (no `sort`), of a filter that
+    /// is one `q` term alone whose dictionary matches lie in one text field; `None` for
+    /// anything else (and for pages beyond [`MERGED_PAGES_UP_TO`]), which the bit set path
+    /// answers. A row
+    /// holds one code per field, so the total is the matched codes' row counts summed and the
+    /// page a merge of their row lists: no bit set of every match (a common term would set
+    /// a bit per matching row to show 20).
+    pub fn text_page(
+        &self,
+        filter: &Filter,
+        sort: &[(Column, bool)],
+        offset: u64,
+        limit: u64,
+    ) -> Option<(u64, Vec<u32>)> {
+        let [term] = filter.terms.as_slice() else {
+            return None;
+        };
+        if !sort.is_empty() || !filter.is_empty_but_terms() || offset + limit > MERGED_PAGES_UP_TO {
+            return None;
+        }
+        let codes = self.texts.containing(term);
+        let mut holding = self.fields.iter().filter_map(|field| match field {
+            FieldIndex::Text(c) if codes.iter().any(|&code| c.postings.len(code) > 0) => Some(c),
+            _ => None,
+        });
+        let Some(column) = holding.next() else {
+            return Some((0, Vec::new()));
+        };
+        if holding.next().is_some() {
+            return None;
+        }
+        let postings = &column.postings;
+        let total = codes
+            .iter()
+            .map(|&code| u64::from(postings.len(code)))
+            .sum();
+        let mut lists: Vec<Box<dyn Iterator<Item = u32> + '_>> = codes
+            .iter()
+            .filter(|&&code| postings.len(code) > 0)
+            .map(|&code| match postings.dense(code) {
+                Some(bits) => Box::new(bits.iter()) as Box<dyn Iterator<Item = u32>>,
+                None => Box::new(postings.rows(code).iter()),
+            })
+            .collect();
+        let mut heads: BinaryHeap<Reverse<(u32, usize)>> = lists
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(k, list)| Some(Reverse((list.next()?, k))))
+            .collect();
+        let mut page = Vec::with_capacity(limit as usize);
+        let mut skipped = 0;
+        while let Some(Reverse((row, k))) = heads.pop() {
+            if skipped < offset {
+                skipped += 1;
+            } else {
+                page.push(row);
+                if page.len() as u64 == limit {
+                    break;
+                }
+            }
+            if let Some(next) = lists[k].next() {
+                heads.push(Reverse((next, k)));
+            }
+        }
+        Some((total, page))
+    }
+
+    /// Rows `offset..offset + limit` of the matches in `sort` order (then file order).
+    pub fn page(
+        &self,
+        matches: Option<&Bits>,
+        sort: &[(Column, bool)],
+        offset: u64,
+        limit: u64,
+    ) -> Vec<u32> {
+        let limit = limit.min(u64::from(self.rows)) as usize;
+        let Some((&(first, descending), rest)) = sort.split_first() else {
+            return match matches {
+                Some(m) => m.iter_from(offset).take(limit).collect(),
+                None => {
+                    let start = offset.min(u64::from(self.rows)) as u32;
+                    let end = (u64::from(start) + limit as u64).min(u64::from(self.rows)) as u32;
+                    (start..end).collect()
+                }
+            };
+        };
+        let Some(key) = self.key(first) else {
+            return Vec::new();
+        };
+        let rest: Vec<(Key<'_>, bool)> = rest
+            .iter()
+            .filter_map(|&(c, d)| Some((self.key(c)?, d)))
+            .collect();
+        let mut walk = Walk {
+            matches,
+            rest: &rest,
+            skip: offset,
+            limit,
+            out: Vec::with_capacity(limit),
+        };
+        let done = match key {
+            // Ids are unique: each is a run of one row.
+            Key::Id(c) => {
+                let sorted = c.sorted();
+                let mut go = |i: usize| walk.run(1, std::iter::once(sorted.get(i)));
+                if descending {
+                    (0..sorted.len()).rev().any(&mut go)
+                } else {
+                    (0..sorted.len()).any(&mut go)
+                }
+            }
+            Key::Str(c) => {
+                let codes = 0..c.dict.len() as u32;
+                let mut go = |code: u32| match c.dense(code) {
+                    Some(bits) => walk.run(c.postings.len(code) as usize, bits.iter()),
+                    None => {
+                        let rows = c.postings.rows(code);
+                        walk.run(rows.len(), rows.iter())
+                    }
+                };
+                if descending {
+                    codes.rev().any(&mut go)
+                } else {
+                    codes.into_iter().any(&mut go)
+                }
+            }
+            Key::Num(c) => {
+                let runs = EqualRuns { column: c };
+                if descending {
+                    runs.rev().any(|run| walk.run(run.len(), run.iter()))
+                } else {
+                    runs.forward().any(|run| walk.run(run.len(), run.iter()))
+                }
+            }
+        };
+        if !done {
+            let missing: Vec<u32> = (0..self.rows).filter(|&r| !key.has_value(r)).collect();
+            walk.run(missing.len(), missing.into_iter());
+        }
+        walk.out
+    }
+}
+
+/// The positions in `0..n` of a list in byte order (`text` of a position) whose values lie in
+/// `range`.
+fn text_range<'t>(range: &Range, n: usize, text: impl Fn(u32) -> &'t str) -> std::ops::Range<u32> {
+    let first = |pred: &dyn Fn(&str) -> bool| partition(n, |i| pred(text(i)));
+    let low = match &range.lower {
+        Some((RangeValue::Str(b), true)) => first(&|v| v < b.as_str()),
+        Some((RangeValue::Str(b), false)) => first(&|v| v <= b.as_str()),
+        _ => 0,
+    };
+    let high = match &range.upper {
+        Some((RangeValue::Str(b), true)) => first(&|v| v <= b.as_str()),
+        Some((RangeValue::Str(b), false)) => first(&|v| v < b.as_str()),
+        _ => n as u32,
+    };
+    low..high.max(low)
+}
+
+/// The positions in `0..n` of a list in byte order whose values start with `prefix`.
+fn prefix_range<'t>(prefix: &str, n: usize, text: impl Fn(u32) -> &'t str) -> std::ops::Range<u32> {
+    let low = partition(n, |i| text(i) < prefix);
+    let high = partition(n, |i| {
+        let v = text(i);
+        v < prefix || v.starts_with(prefix)
+    });
+    low..high.max(low)
+}
+
+/// The first code in `0..n` for which `before` is false (`before` holds for a prefix of codes).
+fn partition(n: usize, before: impl Fn(u32) -> bool) -> u32 {
+    let (mut low, mut high) = (0u32, n as u32);
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if before(mid) {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    low
+}
+
+/// Emits the matching rows of runs of equal first-key values until the page is full.
+struct Walk<'a, 'k> {
+    matches: Option<&'a Bits>,
+    rest: &'a [(Key<'k>, bool)],
+    skip: u64,
+    limit: usize,
+    out: Vec<u32>,
+}
+
+impl Walk<'_, '_> {
+    /// Takes what the page needs of `run` (`len` rows, ascending); true when the page is full.
+    fn run(&mut self, len: usize, run: impl Iterator<Item = u32>) -> bool {
+        let matching = |r: &u32| self.matches.is_none_or(|m| m.contains(*r));
+        if self.rest.is_empty() || len < 2 {
+            for row in run.filter(matching) {
+                if self.skip > 0 {
+                    self.skip -= 1;
+                } else {
+                    self.out.push(row);
+                    if self.out.len() >= self.limit {
+                        return true;
+                    }
+                }
+            }
+            return self.out.len() >= self.limit;
+        }
+        let mut rows: Vec<u32> = run.filter(matching).collect();
+        if (rows.len() as u64) <= self.skip {
+            self.skip -= rows.len() as u64;
+            return false;
+        }
+        rows.sort_by(|&a, &b| {
+            self.rest
+                .iter()
+                .map(|&(key, descending)| key.compare(a, b, descending))
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal)
+                .then(a.cmp(&b))
+        });
+        for row in rows.into_iter().skip(self.skip as usize) {
+            self.skip = 0;
+            self.out.push(row);
+            if self.out.len() >= self.limit {
+                return true;
+            }
+        }
+        self.skip = 0;
+        false
+    }
+}
+
+/// The runs of equal values in a number column's order; each run is in file order. A run's
+/// far end is found by galloping, so long runs of small integers cost a few look-ups each.
+struct EqualRuns<'a> {
+    column: &'a NumColumn,
+}
+
+impl<'a> EqualRuns<'a> {
+    fn value(&self, i: usize) -> f64 {
+        self.column.values.get(self.column.order.get(i) as usize)
+    }
+
+    /// The first index in `from..to` whose value differs from `v`, searching outwards from
+    /// `from` (values are ordered, so equal ones are contiguous).
+    fn run_end(&self, from: usize, to: usize, v: f64) -> usize {
+        let (mut low, mut step) = (from, 1);
+        // Invariant: every index below `low` holds `v`.
+        while low + step < to && self.value(low + step) == v {
+            low += step;
+            step *= 2;
+        }
+        let mut high = (low + step).min(to);
+        low += 1;
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.value(mid) == v {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+
+    /// The first index of the run ending at `end` (exclusive), holding `v`.
+    fn run_start(&self, end: usize, v: f64) -> usize {
+        let (mut high, mut step) = (end - 1, 1);
+        // Invariant: every index from `high` to `end` holds `v`.
+        while high >= step && self.value(high - step) == v {
+            high -= step;
+            step *= 2;
+        }
+        let mut low = high.saturating_sub(step);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.value(mid) == v {
+                high = mid;
+            } else {
+                low = mid + 1;
+            }
+        }
+        high
+    }
+
+    /// The runs from the largest value down, each still in file order.
+    fn rev(self) -> impl Iterator<Item = Rows<'a>> {
+        let mut end = self.column.order.len();
+        std::iter::from_fn(move || {
+            if end == 0 {
+                return None;
+            }
+            let start = self.run_start(end, self.value(end - 1));
+            let run = self.column.order.slice(start..end);
+            end = start;
+            Some(run)
+        })
+    }
+
+    /// The runs from the smallest value up.
+    fn forward(self) -> impl Iterator<Item = Rows<'a>> {
+        let mut start = 0;
+        let len = self.column.order.len();
+        std::iter::from_fn(move || {
+            if start >= len {
+                return None;
+            }
+            let end = self.run_end(start, len, self.value(start));
+            let run = self.column.order.slice(start..end);
+            start = end;
+            Some(run)
+        })
+    }
+}

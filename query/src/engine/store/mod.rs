@@ -1,0 +1,7 @@
+//! The store side of the engine, for both SQLite and PostgreSQL: statements with bound values
+//! ([`sql`]), record bodies and rows read straight from an SQLite file ([`direct`]), and the
+//! fold of an agg's grouped rows ([`fold`]).
+
+pub mod direct;
+pub mod fold;
+pub mod sql;

@@ -1,0 +1,414 @@
+//! Building SQL for both stores: the same statement shape with the backend's placeholders. Only
+//! column names from the schema and table names derived from a version id are written into
+//! the text; every value a client sent is a bound parameter.
+
+use entity::record::{column_index, records_table, text_table};
+use sea_orm::{DatabaseBackend, Statement, Value};
+
+use crate::dataset::schema::{Column, DatasetSchema};
+use crate::request::{ExactValue, Filter, RangeValue};
+
+/// A statement being written: text plus bound values.
+pub struct Sql {
+    backend: DatabaseBackend,
+    pub text: String,
+    values: Vec<Value>,
+}
+
+impl Sql {
+    pub fn new(backend: DatabaseBackend) -> Self {
+        Sql {
+            backend,
+            text: String::with_capacity(256),
+            values: Vec::new(),
+        }
+    }
+
+    /// Appends SQL text (never client input).
+    pub fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    /// Appends a placeholder bound to `value`.
+    pub fn bind(&mut self, value: impl Into<Value>) -> &mut Self {
+        self.values.push(value.into());
+        match self.backend {
+            DatabaseBackend::Postgres => {
+                let n = self.values.len();
+                self.text.push_str(&format!("${n}"));
+            }
+            _ => self.text.push('?'),
+        }
+        self
+    }
+
+    /// Appends a double-quoted identifier that comes from the schema.
+    pub fn ident(&mut self, name: &str) -> &mut Self {
+        debug_assert!(!name.contains('"'));
+        self.text.push('"');
+        self.text.push_str(name);
+        self.text.push('"');
+        self
+    }
+
+    /// The finished statement.
+    pub fn build(self) -> Statement {
+        Statement::from_sql_and_values(self.backend, self.text, self.values)
+    }
+}
+
+/// A filter whose full-text terms have been resolved to text-dictionary ids.
+pub struct ResolvedFilter<'a> {
+    pub filter: &'a Filter,
+    /// For each `q` term, the ids of the dictionary values containing it.
+    pub term_ids: Vec<Vec<i64>>,
+    /// For each `q[name]` entry, the ids of values containing all its terms.
+    pub field_ids: Vec<Vec<i64>>,
+    /// For each date range (in [`Filter::ranges`] order), the stored texts whose instants lie
+    /// in it: a date is stored as the file wrote it, so its order as text is not its order in
+    /// time.
+    pub date_values: Vec<Vec<String>>,
+}
+
+impl ResolvedFilter<'_> {
+    /// Whether some term or date range matched nothing, so no record can match.
+    pub fn matches_nothing(&self) -> bool {
+        self.term_ids.iter().any(Vec::is_empty)
+            || self.field_ids.iter().any(Vec::is_empty)
+            || self.date_values.iter().any(Vec::is_empty)
+    }
+}
+
+/// Whether a range compares instants (a date field's).
+pub fn is_date_range(range: &crate::request::Range) -> bool {
+    matches!(range.lower, Some((RangeValue::Time(_), _)))
+        || matches!(range.upper, Some((RangeValue::Time(_), _)))
+}
+
+/// The smallest string above every string that starts with `prefix`, in byte (code point)
+/// order; `None` when there is none.
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+/// Which index a records statement should be read through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Let the store's planner choose.
+    Planner,
+    /// Walk this sort column's index and check the conditions row by row. On SQLite the
+    /// statement names the index (`INDEXED BY`) and writes the conditions' columns `+"c"`:
+    /// SQLite otherwise prefers an equality index and sorts every match, which is right for a
+    /// few matches and slow for many, and a connection
+    /// that has not loaded the statistics of a fresh import may even scan the whole table.
+    SortIndex(Column),
+}
+
+/// `FROM "records_vN" WHERE …` for a resolved filter (`WHERE 1=1` when it has no condition).
+pub fn from_where(
+    sql: &mut Sql,
+    schema: &DatasetSchema,
+    resolved: &ResolvedFilter<'_>,
+    access: Access,
+) {
+    sql.push(" FROM ").ident(&records_table(schema.version_id));
+    let sqlite = sql.backend == DatabaseBackend::Sqlite;
+    let unindexed = match access {
+        Access::SortIndex(column) if sqlite => {
+            let index = column_index(schema.version_id, schema.sql_column(column));
+            sql.push(" INDEXED BY ").ident(&index);
+            true
+        }
+        _ => false,
+    };
+    sql.push(" WHERE 1=1");
+    let condition = |sql: &mut Sql| {
+        sql.push(if unindexed { " AND +" } else { " AND " });
+    };
+    let filter = resolved.filter;
+    for (column, values) in &filter.exact {
+        condition(sql);
+        sql.ident(schema.sql_column(*column));
+        if let [value] = values.as_slice() {
+            sql.push(" = ");
+            bind_exact(sql, value);
+        } else {
+            sql.push(" IN (");
+            for (i, value) in values.iter().enumerate() {
+                if i > 0 {
+                    sql.push(", ");
+                }
+                bind_exact(sql, value);
+            }
+            sql.push(")");
+        }
+    }
+    let column = |sql: &mut Sql, c: Column| {
+        if unindexed {
+            sql.push("+");
+        }
+        sql.ident(schema.sql_column(c));
+    };
+    for (c, values) in &filter.not {
+        sql.push(" AND (");
+        column(sql, *c);
+        sql.push(" IS NULL OR ");
+        column(sql, *c);
+        sql.push(" NOT IN (");
+        for (i, value) in values.iter().enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            bind_exact(sql, value);
+        }
+        sql.push("))");
+    }
+    let mut dates = resolved.date_values.iter();
+    for (c, range) in &filter.ranges {
+        if is_date_range(range) {
+            let values = dates.next().map(Vec::as_slice).unwrap_or_default();
+            sql.push(" AND ");
+            column(sql, *c);
+            in_texts(sql, values);
+            continue;
+        }
+        for (bound, lower) in [(&range.lower, true), (&range.upper, false)] {
+            let Some((value, inclusive)) = bound else {
+                continue;
+            };
+            sql.push(" AND ");
+            column(sql, *c);
+            sql.push(match (lower, inclusive) {
+                (true, true) => " >= ",
+                (true, false) => " > ",
+                (false, true) => " <= ",
+                (false, false) => " < ",
+            });
+            match value {
+                RangeValue::Num(n) => sql.bind(*n),
+                RangeValue::Str(s) => sql.bind(s.clone()),
+                RangeValue::Time(_) => sql.push("NULL"),
+            };
+        }
+    }
+    for (c, prefixes) in &filter.prefixes {
+        sql.push(" AND (");
+        for (i, prefix) in prefixes.iter().enumerate() {
+            if i > 0 {
+                sql.push(" OR ");
+            }
+            sql.push("(");
+            column(sql, *c);
+            sql.push(" >= ").bind(prefix.clone());
+            if let Some(end) = prefix_end(prefix) {
+                sql.push(" AND ");
+                column(sql, *c);
+                sql.push(" < ").bind(end);
+            }
+            sql.push(")");
+        }
+        sql.push(")");
+    }
+    for &(c, has) in &filter.exists {
+        if c == Column::Id {
+            sql.push(if has { " AND 1=1" } else { " AND 1=0" });
+            continue;
+        }
+        sql.push(" AND ");
+        column(sql, c);
+        sql.push(if has { " IS NOT NULL" } else { " IS NULL" });
+    }
+    if let Some(ids) = &filter.ids {
+        sql.push(" AND \"_id\" IN (");
+        for (i, id) in ids.iter().enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            sql.bind(id.clone());
+        }
+        sql.push(")");
+    }
+    let text_columns: Vec<&str> = schema
+        .text_fields()
+        .map(|i| schema.sql_column(Column::Field(i)))
+        .collect();
+    for ids in &resolved.term_ids {
+        sql.push(" AND (");
+        for (i, column) in text_columns.iter().enumerate() {
+            if i > 0 {
+                sql.push(" OR ");
+            }
+            if unindexed {
+                sql.push("+");
+            }
+            in_ids(sql, column, ids);
+        }
+        if text_columns.is_empty() {
+            sql.push("1=0");
+        }
+        sql.push(")");
+    }
+    for ((index, _), ids) in filter.field_terms.iter().zip(&resolved.field_ids) {
+        condition(sql);
+        in_ids(sql, schema.sql_column(Column::Field(*index)), ids);
+    }
+}
+
+fn bind_exact(sql: &mut Sql, value: &ExactValue) {
+    match value {
+        ExactValue::Str(s) => sql.bind(s.clone()),
+        ExactValue::Num(n) => sql.bind(*n),
+    };
+}
+
+/// `column` holds one of `ids`. PostgreSQL gets the ids as one bound array, so the planner sees
+/// how few they are (a sub-select hid that and it chose a sequential scan); SQLite reads them
+/// from one bound JSON array.
+fn in_ids(sql: &mut Sql, column: &str, ids: &[i64]) {
+    sql.ident(column);
+    match sql.backend {
+        DatabaseBackend::Postgres => {
+            sql.push(" = ANY(").bind(ids.to_vec()).push(")");
+        }
+        _ => {
+            let json = serde_json::to_string(ids).expect("ids serialize");
+            sql.push(" IN (SELECT value FROM json_each(")
+                .bind(json)
+                .push("))");
+        }
+    }
+}
+
+/// ` IN (…)` of stored texts: one bound array on PostgreSQL, one bound JSON array on SQLite.
+fn in_texts(sql: &mut Sql, values: &[String]) {
+    match sql.backend {
+        DatabaseBackend::Postgres => {
+            sql.push(" = ANY(").bind(values.to_vec()).push(")");
+        }
+        _ => {
+            let json = serde_json::to_string(values).expect("texts serialize");
+            sql.push(" IN (SELECT value FROM json_each(")
+                .bind(json)
+                .push("))");
+        }
+    }
+}
+
+/// The distinct stored texts of `column` (a date field's, for its ranges).
+pub fn distinct_values(backend: DatabaseBackend, version_id: i64, column: &str) -> Statement {
+    let mut sql = Sql::new(backend);
+    sql.push("SELECT DISTINCT ")
+        .ident(column)
+        .push(" AS v FROM ")
+        .ident(&records_table(version_id))
+        .push(" WHERE ")
+        .ident(column)
+        .push(" IS NOT NULL");
+    sql.build()
+}
+
+/// The statement that finds the dictionary ids of values containing `term` (lower-cased):
+/// a trigram index search for terms of three characters or more, a scan of the (small)
+/// dictionary for shorter ones.
+pub fn dictionary_lookup(backend: DatabaseBackend, version_id: i64, term: &str) -> Statement {
+    let table = text_table(version_id);
+    let mut sql = Sql::new(backend);
+    match backend {
+        DatabaseBackend::Postgres => {
+            let mut pattern = String::with_capacity(term.len() + 2);
+            pattern.push('%');
+            for c in term.chars() {
+                if matches!(c, '%' | '_' | '\\') {
+                    pattern.push('\\');
+                }
+                pattern.push(c);
+            }
+            pattern.push('%');
+            sql.push("SELECT \"tid\" AS id FROM ")
+                .ident(&table)
+                .push(" WHERE \"value\" LIKE ")
+                .bind(pattern);
+        }
+        _ if term.chars().count() >= 3 => {
+            let phrase = format!("\"{}\"", term.replace('"', "\"\""));
+            sql.push("SELECT rowid AS id FROM ")
+                .ident(&table)
+                .push(" WHERE \"value\" MATCH ")
+                .bind(phrase);
+        }
+        _ => {
+            sql.push("SELECT rowid AS id FROM ")
+                .ident(&table)
+                .push(" WHERE instr(\"value\", ")
+                .bind(term.to_string())
+                .push(") > 0");
+        }
+    }
+    sql.build()
+}
+
+/// Which part of a two-part sort a statement reads.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Part {
+    /// No sort, or a sort key that is never missing (`_id`): one ordered read.
+    All,
+    /// Records that have the first sort key's value.
+    HasValue,
+    /// Records that lack it, in file order (then the later keys).
+    Missing,
+}
+
+/// Appends the rest of a condition and the order of one `part` of a sort (after
+/// [`from_where`]): ` AND c IS NOT NULL ORDER BY c DESC, …, "pos"` and the like; the file order
+/// (`pos`) breaks every tie.
+pub fn order_by(sql: &mut Sql, schema: &DatasetSchema, sort: &[(Column, bool)], part: Part) {
+    let mut keys = sort.iter();
+    sql.push(" ");
+    if part != Part::All {
+        let (first, descending) = keys.next().expect("a two-part sort has a first key");
+        let column = schema.sql_column(*first);
+        if part == Part::HasValue {
+            sql.push(" AND ")
+                .ident(column)
+                .push(" IS NOT NULL ORDER BY ")
+                .ident(column)
+                .push(if *descending { " DESC, " } else { ", " });
+        } else {
+            sql.push(" AND ").ident(column).push(" IS NULL ORDER BY ");
+        }
+    } else {
+        sql.push("ORDER BY ");
+    }
+    for (column, descending) in keys {
+        let column = schema.sql_column(*column);
+        if column != "_id" {
+            sql.push("(").ident(column).push(" IS NULL), ");
+        }
+        sql.ident(column)
+            .push(if *descending { " DESC, " } else { ", " });
+    }
+    sql.push("\"pos\"");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ends_follow_code_point_order() {
+        assert_eq!(prefix_end("N5").as_deref(), Some("N6"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{D7FF}").as_deref(), Some("\u{E000}"));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        assert_eq!(prefix_end(""), None);
+    }
+}

@@ -1,0 +1,93 @@
+//! A records request (contract §5) validated: conditions, paging, sort keys and projection;
+//! the sort and projection rules are the export's too.
+
+use serde::Serialize;
+
+use super::filter::{Filter, filter, sorted_unique};
+use super::params::{Paging, ProjectionParams, RecordParams, SortParam, check};
+use crate::dataset::{Column, DatasetSchema};
+use crate::error::ApiError;
+
+/// A validated records request.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RecordQuery {
+    pub filter: Filter,
+    pub paging: Paging,
+    /// Sort keys (column, descending); ties and unsorted requests follow file order.
+    pub sort: Vec<(Column, bool)>,
+    pub fields: Option<Vec<String>>,
+}
+
+/// Validates a records request (contract §5).
+pub fn record_query(
+    params: &RecordParams,
+    schema: &DatasetSchema,
+) -> Result<RecordQuery, ApiError> {
+    check(params)?;
+    let filter = filter(&params.filter, schema)?;
+    let paging = Paging::new(params.page, params.per_page)?;
+    let sort = sort_keys(&params.sort, schema)?;
+    let fields = projection(params.fields.as_deref(), schema)?;
+    Ok(RecordQuery {
+        filter,
+        paging,
+        sort,
+        fields,
+    })
+}
+
+/// Checks sort keys against the schema: known names of sortable (non-text) fields, each once.
+/// A key written with a trailing `<` or `>` names the field before the mark if there is one,
+/// else the whole text ([`SortParam::resolve`]).
+pub(super) fn sort_keys(
+    keys: &[SortParam],
+    schema: &DatasetSchema,
+) -> Result<Vec<(Column, bool)>, ApiError> {
+    let mut sort: Vec<(Column, bool)> = Vec::with_capacity(keys.len());
+    for key in keys {
+        let (name, descending) = key
+            .resolve(|name| schema.column(name).is_some())
+            .ok_or_else(|| ApiError::UnknownField {
+                field: key.name.clone(),
+            })?;
+        let column = schema.column(&name).ok_or_else(|| ApiError::UnknownField {
+            field: name.clone(),
+        })?;
+        let field_type = schema.field_type(column);
+        if !field_type.is_exact() {
+            return Err(ApiError::invalid(
+                "sort",
+                format!(
+                    "{name} is a {field_type} field and cannot be sorted; sort by a keyword, number, boolean or date field."
+                ),
+            ));
+        }
+        if sort.iter().any(|(c, _)| *c == column) {
+            return Err(ApiError::invalid(
+                "sort",
+                format!("The sort key {name} is given twice."),
+            ));
+        }
+        sort.push((column, descending));
+    }
+    Ok(sort)
+}
+
+/// Checks a `fields` projection (of records, a single record or an export).
+pub fn projection(
+    fields: Option<&[String]>,
+    schema: &DatasetSchema,
+) -> Result<Option<Vec<String>>, ApiError> {
+    check(&ProjectionParams {
+        fields: fields.map(<[String]>::to_vec),
+    })?;
+    match fields {
+        None => Ok(None),
+        Some(list) => {
+            if let Some(bad) = list.iter().find(|name| !schema.projectable(name)) {
+                return Err(ApiError::UnknownField { field: bad.clone() });
+            }
+            Ok(Some(sorted_unique(list.to_vec())))
+        }
+    }
+}

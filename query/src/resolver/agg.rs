@@ -1,0 +1,159 @@
+//! `GET /datasets/{slug}/agg` (contract §6, §12.2): from the in-memory index when it answers,
+//! else a grouped statement on the store, folded by [`crate::engine::store::fold`] and finished
+//! like the index's groups ([`crate::answer::groups::finish`]).
+
+use std::cmp::Ordering;
+
+use super::{Prepared, Resolver, record_count};
+use crate::answer::groups::{KeyPart, Tally, check_group_count, finish};
+use crate::answer::percentiles::numeric_stats;
+use crate::answer::views::AggResult;
+use crate::cost;
+use crate::dataset::{Column, Dataset};
+use crate::engine::store::fold;
+use crate::engine::store::sql::{Access, Sql, from_where};
+use crate::error::ApiError;
+use crate::request::params::AggParams;
+use crate::request::params::MAX_GROUPS;
+use crate::request::{self, AggQuery, Grouping};
+
+impl Resolver {
+    /// `GET /datasets/{slug}/agg`, prepared: the dataset resolved, the parameters validated
+    /// against its schema, the tag and the weight (a scan of the dataset's columns).
+    pub async fn prepare_agg(
+        &self,
+        slug: &str,
+        params: &AggParams,
+    ) -> Result<Prepared<AggQuery>, ApiError> {
+        let dataset = self.dataset(slug).await?;
+        self.prepare_agg_in(dataset, params)
+    }
+
+    /// [`Self::prepare_agg`] on a dataset already resolved.
+    pub fn prepare_agg_in(
+        &self,
+        dataset: Dataset,
+        params: &AggParams,
+    ) -> Result<Prepared<AggQuery>, ApiError> {
+        let query = request::agg_query(params, &dataset.schema)?;
+        let extra = Some(cost::scan_extra(record_count(&dataset)));
+        let etag = self.etag(&dataset, "agg", &query);
+        Ok(Prepared {
+            dataset,
+            query,
+            etag,
+            extra,
+        })
+    }
+
+    /// Runs a prepared agg request.
+    pub async fn run_agg(&self, prepared: &Prepared<AggQuery>) -> Result<AggResult, ApiError> {
+        self.agg(&prepared.dataset, &prepared.query).await
+    }
+
+    /// `GET /datasets/{slug}/agg`.
+    pub async fn agg(&self, dataset: &Dataset, query: &AggQuery) -> Result<AggResult, ApiError> {
+        if let Some(index) = self.memory_index(dataset).await {
+            let matches = index.matches(&query.filter);
+            if let Some(result) = index.agg(matches.as_ref(), query) {
+                return result;
+            }
+        }
+        let key = self.etag(dataset, "agg", query);
+        self.flights
+            .agg
+            .run(key, self.agg_from_store(dataset, query))
+            .await
+    }
+
+    /// [`Self::agg`] when no in-memory index answers.
+    async fn agg_from_store(
+        &self,
+        dataset: &Dataset,
+        query: &AggQuery,
+    ) -> Result<AggResult, ApiError> {
+        let schema = &dataset.schema;
+        let resolved = self.resolve(schema, &query.filter).await?;
+        let total_records = self.count(dataset, &resolved, None).await?;
+        let mut groups = fold::Groups::new();
+        if !resolved.matches_nothing() && total_records > 0 {
+            let columns: Vec<&str> = query
+                .group_by
+                .iter()
+                .map(|g| schema.sql_column(Column::Field(g.field)))
+                .collect();
+            // Keyword groups are the store's own groups: more than MAX_GROUPS of them without
+            // limit is refused without reading them all.
+            let exact_groups = query.field.is_none()
+                && query.group_by.iter().all(|g| g.grouping == Grouping::Value);
+            let cap = (exact_groups && query.limit.is_none()).then_some(MAX_GROUPS + 1);
+            let mut sql = Sql::new(self.db.get_database_backend());
+            sql.push("SELECT ");
+            for (i, column) in columns.iter().enumerate() {
+                sql.ident(column).push(&format!(" AS k{i}, "));
+            }
+            match query.field {
+                None => sql.push("COUNT(*) AS n"),
+                Some(field) => sql
+                    .ident(schema.sql_column(Column::Field(field)))
+                    .push(" AS v"),
+            };
+            from_where(&mut sql, schema, &resolved, Access::Planner);
+            for column in &columns {
+                sql.push(" AND ").ident(column).push(" IS NOT NULL");
+            }
+            if query.field.is_none() {
+                sql.push(" GROUP BY ");
+                for (i, column) in columns.iter().enumerate() {
+                    if i > 0 {
+                        sql.push(", ");
+                    }
+                    sql.ident(column);
+                }
+                if let Some(cap) = cap {
+                    sql.push(" LIMIT ").bind(cap as i64);
+                }
+            }
+            let statement = sql.build();
+            let read;
+            let records = dataset.meta.record_count;
+            (groups, read) =
+                match fold::fold_direct(self.direct.clone(), &statement, query, schema, records)
+                    .await
+                {
+                    Some(folded) => folded,
+                    None => fold::fold_stream(&self.db, statement.clone(), query, schema).await?,
+                };
+            if let Some(cap) = cap
+                && read >= cap
+            {
+                let groups = fold::count_store_groups(&self.db, statement).await?;
+                check_group_count(groups, query)?;
+            }
+        }
+        check_group_count(groups.len() as u64, query)?;
+        let tallies = groups
+            .into_iter()
+            .map(|(key, (count, values))| Tally {
+                key,
+                count,
+                numeric: query
+                    .field
+                    .map(|_| numeric_stats(values, &query.percentiles, count)),
+            })
+            .collect();
+        Ok(finish(
+            query,
+            total_records,
+            tallies,
+            |a: &Vec<KeyPart>, b: &Vec<KeyPart>| {
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| x.compare(y))
+                    .find(|o| o.is_ne())
+                    .unwrap_or(Ordering::Equal)
+            },
+            Clone::clone,
+        ))
+    }
+}

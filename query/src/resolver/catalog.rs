@@ -1,0 +1,175 @@
+//! Datasets: resolving a slug to its live version and schema, the dataset list and the
+//! metadata answer (contract §3).
+
+use std::sync::Arc;
+
+use entity::record::column_index;
+use entity::{dataset, dataset_field};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseBackend, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, Statement,
+};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::answer::views::{DatasetDetail, DatasetItem, DatasetLinks, DatasetList};
+use crate::dataset::Dataset;
+use crate::dataset::schema::DatasetSchema;
+use crate::error::ApiError;
+use crate::request::params::Paging;
+use crate::resolver::Resolver;
+
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&Rfc3339).unwrap_or_default()
+}
+
+/// Percent-encodes a slug for a URL path segment (slugs are mostly URL-safe already).
+fn path_segment(slug: &str) -> String {
+    let mut out = String::with_capacity(slug.len());
+    for b in slug.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Resolver {
+    /// `GET /datasets/{slug}`: the dataset's metadata, in one call.
+    pub async fn dataset_detail(&self, slug: &str) -> Result<DatasetDetail, ApiError> {
+        Ok(self.detail(&self.dataset(slug).await?))
+    }
+
+    /// The dataset published under `slug`, with its live version's schema.
+    pub async fn dataset(&self, slug: &str) -> Result<Dataset, ApiError> {
+        if slug.contains('\0') {
+            // No slug holds one, and PostgreSQL cannot take one as a bound text.
+            return Err(ApiError::DatasetNotFound { slug: slug.into() });
+        }
+        if let Some(found) = self.datasets.get(slug) {
+            return Ok(found);
+        }
+        let epoch = self.datasets.epoch();
+        let meta = dataset::Entity::find()
+            .filter(dataset::Column::Slug.eq(slug))
+            .one(&self.db)
+            .await?
+            .ok_or_else(|| ApiError::DatasetNotFound { slug: slug.into() })?;
+        let schema = self.schema(meta.version_id).await?;
+        let found = Dataset { meta, schema };
+        self.datasets.put(slug, found.clone(), epoch);
+        Ok(found)
+    }
+
+    /// The schema of a version, read once per process (versions are immutable).
+    pub(crate) async fn schema(&self, version_id: i64) -> Result<Arc<DatasetSchema>, ApiError> {
+        if let Some(found) = self.schemas.lock().expect("schemas lock").get(&version_id) {
+            return Ok(found.clone());
+        }
+        let rows = dataset_field::Entity::find()
+            .filter(dataset_field::Column::VersionId.eq(version_id))
+            .order_by_asc(dataset_field::Column::Position)
+            .all(&self.db)
+            .await?;
+        let mut schema = DatasetSchema::new(version_id, rows);
+        schema.store_indexes = self.has_column_indexes(&schema).await?;
+        let schema = Arc::new(schema);
+        let mut schemas = self.schemas.lock().expect("schemas lock");
+        // Forget versions no request has resolved lately; a few hundred schemas are small.
+        if schemas.len() > 1000 {
+            schemas.clear();
+        }
+        schemas.insert(version_id, schema.clone());
+        Ok(schema)
+    }
+
+    /// Whether the store holds the indexes of `schema`'s typed columns (one stands for all:
+    /// an import builds all of them or none).
+    async fn has_column_indexes(&self, schema: &DatasetSchema) -> Result<bool, ApiError> {
+        let Some(column) = schema.fields.iter().find_map(|f| f.column.as_deref()) else {
+            return Ok(false);
+        };
+        let index = column_index(schema.version_id, column);
+        let backend = self.backend();
+        let sql = match backend {
+            DatabaseBackend::Postgres => {
+                "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1"
+            }
+            _ => "SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = ?",
+        };
+        let found = self
+            .db
+            .query_one_raw(Statement::from_sql_and_values(backend, sql, [index.into()]))
+            .await?;
+        Ok(found.is_some())
+    }
+
+    /// `GET /datasets`: one page of the datasets, by slug.
+    pub async fn list_datasets(&self, paging: Paging) -> Result<DatasetList, ApiError> {
+        let total = dataset::Entity::find().count(&self.db).await?;
+        let rows = if paging.offset() >= total {
+            Vec::new()
+        } else {
+            dataset::Entity::find()
+                .order_by_asc(dataset::Column::Slug)
+                .offset(paging.offset())
+                .limit(paging.per_page)
+                .all(&self.db)
+                .await?
+        };
+        Ok(DatasetList {
+            datasets: rows.iter().map(|row| self.item(row)).collect(),
+            total,
+        })
+    }
+
+    /// Every published dataset, by slug: the catalog the guides list (`catalog.md`, the home
+    /// page, `odqs datasets list`).
+    pub async fn catalog(&self) -> Result<Vec<dataset::Model>, ApiError> {
+        Ok(dataset::Entity::find()
+            .order_by_asc(dataset::Column::Slug)
+            .all(&self.db)
+            .await?)
+    }
+
+    /// The URL of a dataset's metadata.
+    pub fn dataset_url(&self, slug: &str) -> String {
+        format!("{}/datasets/{}", self.base_url(), path_segment(slug))
+    }
+
+    fn item(&self, row: &dataset::Model) -> DatasetItem {
+        DatasetItem {
+            slug: row.slug.clone(),
+            title: row.title.clone(),
+            description: row.description.clone(),
+            record_count: row.record_count,
+            updated_at: rfc3339(row.updated_at),
+            url: self.dataset_url(&row.slug),
+        }
+    }
+
+    /// `GET /datasets/{slug}`: the metadata with schema entries and links.
+    pub fn detail(&self, dataset: &Dataset) -> DatasetDetail {
+        let row = &dataset.meta;
+        let url = self.dataset_url(&row.slug);
+        DatasetDetail {
+            item: self.item(row),
+            license: row.license.clone(),
+            source_url: row.source_url.clone(),
+            id_field: row.id_field.clone(),
+            created_at: rfc3339(row.created_at),
+            fields: dataset.schema.entries.clone(),
+            links: DatasetLinks {
+                records: format!("{url}/records"),
+                agg: format!("{url}/agg"),
+                skill: format!(
+                    "{}/datasets/{}/skill.md",
+                    self.site_url,
+                    path_segment(&row.slug)
+                ),
+            },
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! The facts a dataset's guides are written from (`skill.md`, contract §9; the MCP tools'
+//! context): per field its most common values with counts, its range, and how many records
+//! lack it, plus the first identifiers. Computed through the same resolver calls the API
+//! answers with (so from the in-memory index when it is built), and where the API has no call
+//! for a fact (the most frequent whole texts of a text field, the most common number) from the
+//! index or, without one, from the store with bound values; both ways give the same facts.
+//! Values are shown as the data writes them: a text's value is read from the first record
+//! that holds it, not from the lower-cased search dictionary.
+
+use entity::FieldType;
+use entity::record::{records_table, text_table};
+use sea_orm::{ConnectionTrait, DatabaseBackend};
+use serde_json::Value;
+
+use crate::answer::views::{RecordPage, json_number};
+use crate::dataset::Dataset;
+use crate::dataset::schema::Field;
+use crate::engine::memory::{FieldIndex, MemIndex};
+use crate::engine::store::sql::Sql;
+use crate::error::ApiError;
+use crate::request;
+use crate::request::params::{
+    AggParams, FilterParams, GroupByParam, RecordParams, add_condition, parse_sort, split_list,
+};
+use crate::resolver::Resolver;
+
+/// How many common values a keyword or boolean field shows.
+pub const TOP_VALUES: usize = 5;
+/// How many frequent texts a text field shows.
+pub const TOP_TEXTS: usize = 3;
+/// How many identifiers the guide quotes.
+pub const SAMPLE_IDS: u64 = 3;
+
+/// One value and how many records hold it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueCount {
+    /// A JSON string for keyword, boolean, date and text values, a JSON number for numbers.
+    pub value: Value,
+    pub count: u64,
+}
+
+/// The smallest and largest value of a number or date field (dates in stored-text order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Range {
+    pub min: Value,
+    pub max: Value,
+}
+
+/// What the guide says about one field.
+#[derive(Clone, Debug)]
+pub struct FieldFacts {
+    pub field: Field,
+    /// Most common values, most common first, ties by value: keyword and boolean values, the
+    /// whole texts of a text field, the one most common value of a number field.
+    pub top: Vec<ValueCount>,
+    pub range: Option<Range>,
+    /// Records without a value (`name[exists]=false`); 0 for `json` fields, which hold anything.
+    pub missing: u64,
+}
+
+/// Everything a dataset's guide is made from.
+#[derive(Clone, Debug)]
+pub struct DatasetFacts {
+    pub dataset: entity::dataset::Model,
+    pub fields: Vec<FieldFacts>,
+    /// The first records' identifiers, in file order.
+    pub sample_ids: Vec<String>,
+}
+
+/// The condition `name=value` as a REST query string gives it (read by the same grammar, so
+/// a guide counts what the API would).
+fn condition(name: &str, value: &str) -> Result<FilterParams, ApiError> {
+    let mut filter = FilterParams::default();
+    add_condition(&mut filter, name, value)?;
+    Ok(filter)
+}
+
+/// A number or date field's range straight from the index's sorted column: the first and last
+/// value of the number order, the first and last dictionary text a row holds (the dictionary
+/// is in byte order, as the records sort compares texts). The values the records sort gives,
+/// without reading a record.
+fn index_range(index: &MemIndex, position: usize) -> Option<Range> {
+    match index.fields.get(position)? {
+        FieldIndex::Num(column) => {
+            let (first, last) = (column.order.first()?, column.order.last()?);
+            Some(Range {
+                min: json_number(column.values.get(first as usize)),
+                max: json_number(column.values.get(last as usize)),
+            })
+        }
+        FieldIndex::Str(column) => {
+            let held = |code: &u32| column.postings.len(*code) > 0;
+            let codes = 0..column.dict.len() as u32;
+            let first = codes.clone().find(held)?;
+            let last = codes.rev().find(held)?;
+            Some(Range {
+                min: Value::String(column.dict.get(first).to_string()),
+                max: Value::String(column.dict.get(last).to_string()),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The value of `name` in a record as the API shows it (nested names are dotted paths).
+fn value_at<'a>(record: &'a Value, name: &str) -> Option<&'a Value> {
+    if let Some(v) = record.get(name) {
+        return Some(v);
+    }
+    name.split('.').try_fold(record, |v, part| v.get(part))
+}
+
+impl Resolver {
+    /// The facts of `dataset`'s live version.
+    pub async fn facts(&self, dataset: &Dataset) -> Result<DatasetFacts, ApiError> {
+        let index = self.memory_index(dataset).await;
+        let id_field = dataset.meta.id_field.as_deref();
+        let mut fields = Vec::with_capacity(dataset.schema.fields.len());
+        for (i, field) in dataset.schema.fields.iter().enumerate() {
+            let name = field.name.as_str();
+            let missing = match field.field_type {
+                FieldType::Json => 0,
+                _ => {
+                    self.facts_count(
+                        dataset,
+                        index.as_deref(),
+                        condition(&format!("{name}[exists]"), "false")?,
+                    )
+                    .await?
+                }
+            };
+            let (top, range) = match field.field_type {
+                FieldType::Keyword if id_field == Some(name) => (Vec::new(), None),
+                FieldType::Keyword => (self.top_keywords(dataset, name).await?, None),
+                FieldType::Boolean => (
+                    self.top_booleans(dataset, index.as_deref(), name).await?,
+                    None,
+                ),
+                FieldType::Number | FieldType::Date => {
+                    let range = match index.as_deref().and_then(|ix| index_range(ix, i)) {
+                        Some(range) => Some(range),
+                        None => self.range(dataset, name).await?,
+                    };
+                    let top = match (field.field_type, range.is_some()) {
+                        (FieldType::Number, true) => {
+                            self.number_mode(dataset, index.as_deref(), i, field)
+                                .await?
+                        }
+                        _ => Vec::new(),
+                    };
+                    (top, range)
+                }
+                FieldType::Text => (
+                    self.top_texts(dataset, index.as_deref(), i, field).await?,
+                    None,
+                ),
+                FieldType::Json => (Vec::new(), None),
+            };
+            fields.push(FieldFacts {
+                field: field.clone(),
+                top,
+                range,
+                missing,
+            });
+        }
+        let first = self
+            .facts_page(
+                dataset,
+                RecordParams {
+                    per_page: Some(SAMPLE_IDS),
+                    ..RecordParams::default()
+                },
+            )
+            .await?;
+        let sample_ids = first
+            .records
+            .iter()
+            .filter_map(|r| {
+                r.to_value()
+                    .get("_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect();
+        Ok(DatasetFacts {
+            dataset: dataset.meta.clone(),
+            fields,
+            sample_ids,
+        })
+    }
+
+    /// A records page for `params`, as `GET …/records` answers it.
+    async fn facts_page(
+        &self,
+        dataset: &Dataset,
+        params: RecordParams,
+    ) -> Result<RecordPage, ApiError> {
+        let query = request::record_query(&params, &dataset.schema)?;
+        self.records(dataset, &query).await
+    }
+
+    /// How many records match `filter` (the index's count, or the store's).
+    async fn facts_count(
+        &self,
+        dataset: &Dataset,
+        index: Option<&MemIndex>,
+        filter: FilterParams,
+    ) -> Result<u64, ApiError> {
+        let params = RecordParams {
+            filter,
+            ..RecordParams::default()
+        };
+        let query = request::record_query(&params, &dataset.schema)?;
+        if let Some(index) = index {
+            return Ok(index.total(index.matches(&query.filter).as_ref()));
+        }
+        let resolved = self.resolve(&dataset.schema, &query.filter).await?;
+        self.count(dataset, &resolved, None).await
+    }
+
+    /// A keyword field's most common values: `agg?group_by=name&limit=…`.
+    async fn top_keywords(
+        &self,
+        dataset: &Dataset,
+        name: &str,
+    ) -> Result<Vec<ValueCount>, ApiError> {
+        let params = AggParams {
+            group_by: split_list(name)
+                .iter()
+                .map(|item| GroupByParam::parse(item))
+                .collect(),
+            limit: Some(TOP_VALUES as u64),
+            ..AggParams::default()
+        };
+        let query = request::agg_query(&params, &dataset.schema)?;
+        let answer = self.agg(dataset, &query).await?;
+        Ok(answer
+            .groups
+            .into_iter()
+            .map(|g| ValueCount {
+                value: Value::String(g.key),
+                count: g.stats.count,
+            })
+            .collect())
+    }
+
+    /// A boolean field's values by count (a boolean takes no `group_by`: two counts).
+    async fn top_booleans(
+        &self,
+        dataset: &Dataset,
+        index: Option<&MemIndex>,
+        name: &str,
+    ) -> Result<Vec<ValueCount>, ApiError> {
+        let mut top = Vec::new();
+        for value in ["false", "true"] {
+            let count = self
+                .facts_count(dataset, index, condition(name, value)?)
+                .await?;
+            if count > 0 {
+                top.push(ValueCount {
+                    value: Value::String(value.into()),
+                    count,
+                });
+            }
+        }
+        top.sort_by_key(|v| std::cmp::Reverse(v.count));
+        Ok(top)
+    }
+
+    /// The first value of `name` in each sort direction.
+    async fn range(&self, dataset: &Dataset, name: &str) -> Result<Option<Range>, ApiError> {
+        let mut ends = Vec::with_capacity(2);
+        for direction in [">", "<"] {
+            let params = RecordParams {
+                filter: condition(&format!("{name}[exists]"), "true")?,
+                sort: parse_sort(&format!("{name}{direction}"))?,
+                per_page: Some(1),
+                ..RecordParams::default()
+            };
+            let page = self.facts_page(dataset, params).await?;
+            let first = page.records.first().map(|r| r.to_value());
+            let Some(value) = first.as_ref().and_then(|r| value_at(r, name)) else {
+                return Ok(None);
+            };
+            ends.push(value.clone());
+        }
+        let max = ends.pop().expect("two ends");
+        let min = ends.pop().expect("two ends");
+        Ok(Some(Range { min, max }))
+    }
+
+    /// The most common value of a number field (ties: the smallest).
+    async fn number_mode(
+        &self,
+        dataset: &Dataset,
+        index: Option<&MemIndex>,
+        position: usize,
+        field: &Field,
+    ) -> Result<Vec<ValueCount>, ApiError> {
+        if let Some(FieldIndex::Num(column)) = index.map(|i| &i.fields[position]) {
+            let mut best: Option<(f64, u64)> = None;
+            let mut run: Option<(f64, u64)> = None;
+            for row in column.order.all().iter() {
+                let value = column.values.get(row as usize);
+                run = match run {
+                    Some((v, n)) if v == value => Some((v, n + 1)),
+                    _ => Some((value, 1)),
+                };
+                if let Some((v, n)) = run
+                    && best.is_none_or(|(_, most)| n > most)
+                {
+                    best = Some((v, n));
+                }
+            }
+            return Ok(best
+                .map(|(v, count)| ValueCount {
+                    value: json_number(v),
+                    count,
+                })
+                .into_iter()
+                .collect());
+        }
+        let Some(column) = field.column.as_deref() else {
+            return Ok(Vec::new());
+        };
+        let mut sql = Sql::new(self.backend());
+        sql.push("SELECT ")
+            .ident(column)
+            .push(" AS v, COUNT(*) AS n FROM ")
+            .ident(&records_table(dataset.schema.version_id))
+            .push(" WHERE ")
+            .ident(column)
+            .push(" IS NOT NULL GROUP BY ")
+            .ident(column)
+            .push(" ORDER BY n DESC, v ASC LIMIT 1");
+        let Some(row) = self.db.query_one_raw(sql.build()).await? else {
+            return Ok(Vec::new());
+        };
+        let value: Option<f64> = row.try_get("", "v")?;
+        let count: i64 = row.try_get("", "n")?;
+        Ok(value
+            .map(|v| ValueCount {
+                value: json_number(v),
+                count: count as u64,
+            })
+            .into_iter()
+            .collect())
+    }
+
+    /// The most frequent whole texts of a text field, each as the first record holding it
+    /// writes it; ties by the lower-cased text's bytes.
+    async fn top_texts(
+        &self,
+        dataset: &Dataset,
+        index: Option<&MemIndex>,
+        position: usize,
+        field: &Field,
+    ) -> Result<Vec<ValueCount>, ApiError> {
+        // (lower-cased text, count, first row)
+        let mut top: Vec<(String, u64, u32)> = match index.map(|i| (i, &i.fields[position])) {
+            Some((index, FieldIndex::Text(column))) => (0..index.texts.len() as u32)
+                .filter_map(|code| {
+                    let rows = &column.postings;
+                    rows.first(code).map(|first| {
+                        let count = u64::from(rows.len(code));
+                        (index.texts.get(code).to_string(), count, first)
+                    })
+                })
+                .collect(),
+            _ => self.text_counts_from_store(dataset, field).await?,
+        };
+        top.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then_with(|| a.0.as_bytes().cmp(b.0.as_bytes()))
+        });
+        top.truncate(TOP_TEXTS);
+        let rows: Vec<u32> = top.iter().map(|t| t.2).collect();
+        let records = self.at_positions(&dataset.schema, &rows).await?;
+        Ok(top
+            .iter()
+            .zip(&records)
+            .map(|((lower, count, _), record)| ValueCount {
+                value: value_at(record, &field.name)
+                    .cloned()
+                    .unwrap_or_else(|| Value::String(lower.clone())),
+                count: *count,
+            })
+            .collect())
+    }
+
+    /// The store's counts of the texts tied with or above the `TOP_TEXTS`-th most frequent,
+    /// with each text's first row: enough to break ties the way the index does.
+    async fn text_counts_from_store(
+        &self,
+        dataset: &Dataset,
+        field: &Field,
+    ) -> Result<Vec<(String, u64, u32)>, ApiError> {
+        let Some(column) = field.column.as_deref() else {
+            return Ok(Vec::new());
+        };
+        let backend = self.backend();
+        let version = dataset.schema.version_id;
+        let records = records_table(version);
+        // The N-th highest count: every text with at least that many records is a candidate.
+        let mut sql = Sql::new(backend);
+        sql.push("SELECT COUNT(*) AS n FROM ")
+            .ident(&records)
+            .push(" WHERE ")
+            .ident(column)
+            .push(" IS NOT NULL GROUP BY ")
+            .ident(column)
+            .push(" ORDER BY n DESC LIMIT 1 OFFSET ")
+            .bind((TOP_TEXTS - 1) as i64);
+        let floor: i64 = match self.db.query_one_raw(sql.build()).await? {
+            Some(row) => row.try_get("", "n")?,
+            None => 1,
+        };
+        // The dictionary's id column: `tid` on PostgreSQL, the FTS5 rowid on SQLite.
+        let id = match backend {
+            DatabaseBackend::Postgres => "tid",
+            _ => "rowid",
+        };
+        let mut sql = Sql::new(backend);
+        sql.push("SELECT d.value AS v, top.n AS n, top.first AS first FROM (SELECT ")
+            .ident(column)
+            .push(" AS tid, COUNT(*) AS n, MIN(\"pos\") AS first FROM ")
+            .ident(&records)
+            .push(" WHERE ")
+            .ident(column)
+            .push(" IS NOT NULL GROUP BY ")
+            .ident(column)
+            .push(" HAVING COUNT(*) >= ")
+            .bind(floor)
+            .push(") AS top JOIN ")
+            .ident(&text_table(version))
+            .push(" AS d ON d.")
+            .push(id)
+            .push(" = top.tid");
+        let mut out = Vec::new();
+        for row in self.db.query_all_raw(sql.build()).await? {
+            let text: String = row.try_get("", "v")?;
+            let n: i64 = row.try_get("", "n")?;
+            let first: i64 = row.try_get("", "first")?;
+            out.push((text, n as u64, (first - 1) as u32));
+        }
+        Ok(out)
+    }
+}

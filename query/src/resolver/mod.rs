@@ -1,0 +1,179 @@
+//! The facade every front end calls: [`Resolver`] resolves a dataset, validates a request
+//! against it, and answers it from the in-memory index when one answers, else from the store,
+//! with the caches and the single flight in front of the store.
+
+pub mod agg;
+pub mod cache;
+pub mod catalog;
+pub mod export;
+pub mod facts;
+pub mod record;
+pub mod records;
+pub mod single_flight;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use sea_orm::{DatabaseBackend, DatabaseConnection, EntityTrait};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::answer::views;
+use crate::dataset::{Dataset, DatasetSchema};
+use crate::engine::memory;
+use crate::engine::store::direct;
+use crate::error::ApiError;
+
+/// Runs validated requests on the store. One per process, shared by REST and GraphQL; cheap
+/// to share behind an `Arc`.
+#[derive(Debug)]
+pub struct Resolver {
+    db: DatabaseConnection,
+    /// `{site_url}` without a trailing slash; every URL in an answer starts with it.
+    site_url: Arc<str>,
+    /// Schemas of versions seen, by version id (versions never change).
+    schemas: Mutex<HashMap<i64, Arc<DatasetSchema>>>,
+    totals: cache::Totals,
+    datasets: cache::Datasets,
+    memory: Arc<memory::Memory>,
+    flights: Flights,
+    exports: export::ExportCounters,
+    /// On an SQLite file, the reader of record bodies by position.
+    direct: Option<Arc<direct::DirectSqlite>>,
+    /// Record bodies served lately, within a share of the index budget.
+    bodies: cache::Bodies,
+}
+
+/// The body cache that goes with `policy`: none when indexes are off, so a store-only
+/// deployment keeps its memory bound.
+fn body_cache(policy: memory::IndexPolicy) -> cache::Bodies {
+    cache::Bodies::new(policy.budget_bytes / cache::BODY_SHARE)
+}
+
+/// Store computations under way, by kind of answer (see [`single_flight`]).
+#[derive(Debug, Default)]
+struct Flights {
+    records: single_flight::SingleFlight<views::RecordPage>,
+    agg: single_flight::SingleFlight<views::AggResult>,
+}
+
+impl Resolver {
+    /// A resolver over `db`, building URLs from `site_url`.
+    pub fn new(db: DatabaseConnection, site_url: &str) -> Self {
+        let direct = match db.get_database_backend() {
+            DatabaseBackend::Sqlite => {
+                let options = db.get_sqlite_connection_pool().connect_options();
+                direct::DirectSqlite::new(options.get_filename()).map(Arc::new)
+            }
+            _ => None,
+        };
+        Resolver {
+            direct: direct.clone(),
+            db,
+            site_url: site_url.trim_end_matches('/').into(),
+            schemas: Mutex::new(HashMap::new()),
+            totals: cache::Totals::default(),
+            datasets: cache::Datasets::default(),
+            flights: Flights::default(),
+            exports: export::ExportCounters::default(),
+            memory: Arc::new(memory::Memory::new(
+                memory::IndexPolicy::default(),
+                direct.clone(),
+            )),
+            bodies: body_cache(memory::IndexPolicy::default()),
+        }
+    }
+
+    /// The same resolver with in-memory indexes under `policy`, and record bodies kept within
+    /// [`cache::BODY_SHARE`] of its budget.
+    pub fn with_index_policy(mut self, policy: memory::IndexPolicy) -> Self {
+        self.memory = Arc::new(memory::Memory::new(policy, self.direct.clone()));
+        self.bodies = body_cache(policy);
+        self
+    }
+
+    /// The in-memory index of `dataset`'s live version, when it is built (see
+    /// [`memory::IndexPolicy`]).
+    async fn memory_index(&self, dataset: &Dataset) -> Option<Arc<memory::MemIndex>> {
+        self.memory.index(&self.db, dataset).await
+    }
+
+    /// Starts building the indexes of every live version not indexed yet and drops those of
+    /// removed datasets: at start, and periodically, so versions imported by another process
+    /// are indexed before their first request.
+    pub async fn refresh_indexes(&self) -> Result<(), ApiError> {
+        if self.memory.policy().budget_bytes == 0 {
+            return Ok(());
+        }
+        let datasets = entity::dataset::Entity::find().all(&self.db).await?;
+        let live: std::collections::HashSet<i64> = datasets.iter().map(|d| d.id).collect();
+        self.memory.retain(&live);
+        for meta in datasets {
+            let schema = self.schema(meta.version_id).await?;
+            self.memory.prepare(&self.db, &Dataset { meta, schema });
+        }
+        Ok(())
+    }
+
+    /// Bytes held by in-memory indexes.
+    pub fn index_bytes(&self) -> u64 {
+        self.memory.used_bytes()
+    }
+
+    fn backend(&self) -> DatabaseBackend {
+        self.db.get_database_backend()
+    }
+
+    /// `{base_url}`: the site URL and `/api/v1`.
+    pub fn base_url(&self) -> String {
+        format!("{}/api/v1", self.site_url)
+    }
+
+    /// A strong validator for an answer: it depends only on the dataset version and the
+    /// normalized request, both immutable, so it can be computed before running the query.
+    pub fn etag(&self, dataset: &Dataset, endpoint: &str, request: &impl Serialize) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(dataset.schema.version_id.to_le_bytes());
+        hasher.update(endpoint.as_bytes());
+        hasher.update(serde_json::to_vec(request).unwrap_or_default());
+        let digest = hasher.finalize();
+        format!("\"{}\"", hex(&digest[..16]))
+    }
+}
+
+/// A request resolved to its dataset's live version and validated, before it runs: all a front
+/// end needs to answer `If-None-Match` and to weigh the request, then run it (`run_…`).
+#[derive(Clone, Debug)]
+pub struct Prepared<Q> {
+    pub dataset: Dataset,
+    pub query: Q,
+    /// The answer's tag ([`Resolver::etag`]), known before it runs.
+    pub etag: String,
+    /// Requests the answer weighs beyond one ([`crate::cost`]) when it reads the dataset's
+    /// columns (grouped statistics, full text); `None` when it weighs one.
+    pub extra: Option<u64>,
+}
+
+/// A single record asked for by `_id`, with its projection validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordById {
+    pub id: String,
+    pub fields: Option<Vec<String>>,
+}
+
+/// The records of `dataset`, for its weight.
+fn record_count(dataset: &Dataset) -> u64 {
+    u64::try_from(dataset.meta.record_count).unwrap_or(0)
+}
+
+/// `bytes` in lower-case hexadecimal: ETags and token hashes, on every request, so one table
+/// look-up a digit rather than a formatted string a byte.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}

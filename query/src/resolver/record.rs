@@ -1,0 +1,108 @@
+//! `GET /datasets/{slug}/records/{id}` (contract §5): one record by its `_id`, optionally
+//! projected; from the in-memory index's id column and the body cache when it can, else by the
+//! store's primary key.
+
+use entity::record::{self, records_table};
+use sea_orm::FromQueryResult;
+use serde_json::Value;
+
+use super::{Prepared, RecordById, Resolver};
+use crate::answer::views::RecordBody;
+use crate::dataset::Dataset;
+use crate::engine::store::sql::Sql;
+use crate::error::ApiError;
+use crate::request;
+
+impl Resolver {
+    /// `GET /datasets/{slug}/records/{id}`, prepared: the dataset resolved, the projection
+    /// validated, the tag.
+    pub async fn prepare_record(
+        &self,
+        slug: &str,
+        id: &str,
+        fields: Option<&[String]>,
+    ) -> Result<Prepared<RecordById>, ApiError> {
+        let dataset = self.dataset(slug).await?;
+        self.prepare_record_in(dataset, id, fields)
+    }
+
+    /// [`Self::prepare_record`] on a dataset already resolved.
+    pub fn prepare_record_in(
+        &self,
+        dataset: Dataset,
+        id: &str,
+        fields: Option<&[String]>,
+    ) -> Result<Prepared<RecordById>, ApiError> {
+        let fields = request::projection(fields, &dataset.schema)?;
+        let etag = self.etag(&dataset, "record", &(&id, &fields));
+        Ok(Prepared {
+            dataset,
+            query: RecordById {
+                id: id.to_string(),
+                fields,
+            },
+            etag,
+            extra: None,
+        })
+    }
+
+    /// Runs a prepared single-record request, as stored text when it can.
+    pub async fn run_record_body(
+        &self,
+        prepared: &Prepared<RecordById>,
+    ) -> Result<RecordBody, ApiError> {
+        let RecordById { id, fields } = &prepared.query;
+        self.record_body(&prepared.dataset, id, fields.as_deref())
+            .await
+    }
+
+    /// Runs a prepared single-record request, as a JSON value.
+    pub async fn run_record(&self, prepared: &Prepared<RecordById>) -> Result<Value, ApiError> {
+        let RecordById { id, fields } = &prepared.query;
+        self.record(&prepared.dataset, id, fields.as_deref()).await
+    }
+
+    /// One record by id, optionally projected, as a JSON value (GraphQL, MCP).
+    pub async fn record(
+        &self,
+        dataset: &Dataset,
+        id: &str,
+        fields: Option<&[String]>,
+    ) -> Result<Value, ApiError> {
+        Ok(self.record_body(dataset, id, fields).await?.into_value())
+    }
+
+    /// `GET /datasets/{slug}/records/{id}`: one record, optionally projected; its stored text
+    /// when shaping would not change it, as on a page.
+    pub async fn record_body(
+        &self,
+        dataset: &Dataset,
+        id: &str,
+        fields: Option<&[String]>,
+    ) -> Result<RecordBody, ApiError> {
+        if id.contains('\0') {
+            // No id holds one, and PostgreSQL cannot take one as a bound text.
+            return Err(ApiError::RecordNotFound { id: id.into() });
+        }
+        let backend = self.backend();
+        let schema = &dataset.schema;
+        if let Some(index) = self.memory_index(dataset).await {
+            let not_found = || ApiError::RecordNotFound { id: id.into() };
+            let row = index.id.find(id).ok_or_else(not_found)?;
+            let stored = self.stored_at_positions(schema, &[row]).await?.pop();
+            return stored.ok_or_else(not_found)?.shaped(schema, fields);
+        }
+        let mut sql = Sql::new(backend);
+        sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
+            .push(record::doc_select(backend))
+            .push(" FROM ")
+            .ident(&records_table(schema.version_id))
+            .push(" WHERE \"_id\" = ")
+            .bind(id.to_string());
+        let found = record::Model::find_by_statement(sql.build())
+            .one(&self.db)
+            .await?
+            .ok_or_else(|| ApiError::RecordNotFound { id: id.into() })?;
+        Ok(RecordBody::Shaped(schema.shape(found.doc, fields)))
+    }
+}
