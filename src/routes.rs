@@ -97,22 +97,26 @@ fn api(state: AppState) -> Router<AppState> {
         .layer(cors())
 }
 
-/// The operations of the OpenAPI document, in its order.
+/// The operations of the OpenAPI document, in its order, and the answers REST documents
+/// beside its handlers.
 #[derive(OpenApi)]
-#[openapi(paths(
-    rest::datasets::list_datasets,
-    rest::datasets::get_dataset,
-    rest::records::list_records,
-    rest::records::get_record,
-    rest::export::export_records,
-    rest::agg::aggregate,
-    openapi::graphql::graphql_get,
-    openapi::graphql::graphql_post,
-    crate::auth::http::device::start,
-    crate::auth::http::device::token,
-    healthz,
-    readyz,
-))]
+#[openapi(
+    components(responses(rest::responses::ExportAnswer, rest::responses::NotModified)),
+    paths(
+        rest::datasets::list_datasets,
+        rest::datasets::get_dataset,
+        rest::records::list_records,
+        rest::records::get_record,
+        rest::export::export_records,
+        rest::agg::aggregate,
+        openapi::graphql::graphql_get,
+        openapi::graphql::graphql_post,
+        crate::auth::http::device::start,
+        crate::auth::http::device::token,
+        healthz,
+        readyz,
+    )
+)]
 pub struct ApiPaths;
 
 /// Contract §11: any origin may call the API with a bearer token; no cookies are involved.

@@ -7,21 +7,19 @@
 //! fields are one `style: form, explode: true` object parameter, so a generated client sends
 //! `carrier=UA` as a plain query pair; every parameter has the bounds the server enforces;
 //! every status an operation can answer is listed with the contract's error body and headers.
-//! `tests/openapi_clients.rs` holds it to that: it validates the document, runs schemathesis
+//! `tests/api/openapi_clients.rs` holds it to that: it validates the document, runs schemathesis
 //! against a live server, and drives a client generated from it.
 //!
 //! - this module: the document (info, components, tags, security) and its finishing touches;
 //!   the operations come from the route table (`crate::routes`), in its order.
-//! - [`parameters`]: the query parameters of each REST operation.
-//! - [`responses`]: the answers that are not errors (an export, 304); the error answers are
-//!   generated from the error table in [`crate::http::error::openapi`].
+//! - REST documents its own operations beside its handlers (`crate::api::rest::parameters`,
+//!   `crate::api::rest::responses`); the error answers are generated from the error table in
+//!   [`crate::http::error::openapi`].
 //! - [`graphql`]: the GraphQL endpoint's operations and shapes.
 //! - [`page`]: the `/docs` page.
 
 pub mod graphql;
 pub mod page;
-pub mod parameters;
-pub mod responses;
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
@@ -41,8 +39,6 @@ pub use crate::http::error::openapi::{
     Unavailable,
 };
 pub use page::docs_page;
-pub use parameters::{AggQuery, DatasetsQuery, ExportQuery, RecordQuery, RecordsQuery};
-pub use responses::{ExportAnswer, NotModified};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -52,7 +48,7 @@ pub use responses::{ExportAnswer, NotModified};
     ),
     components(
         schemas(ErrorBody, OAuthErrorBody, query::views::Record),
-        responses(ExportAnswer, NotModified, BadRequest, Unauthorized, NotFound, RequestTimeout, PayloadTooLarge, TooManyRequests, Unavailable),
+        responses(BadRequest, Unauthorized, NotFound, RequestTimeout, PayloadTooLarge, TooManyRequests, Unavailable),
     ),
     modifiers(&BearerAuth),
     tags(

@@ -14,18 +14,18 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/datasets/{slug}/agg", tag = "agg", operation_id = "aggregate",
     params(
         ("slug" = String, Path, description = "The dataset's slug", example = "flights"),
-        crate::api::openapi::AggQuery,
+        crate::api::rest::parameters::AggQuery,
     ),
     responses(
         (status = 200, description = "The groups, by count descending then key; records without a `group_by` value count in `total_records` but in no group", body = query::views::AggResult,
             headers(("ETag" = String, description = "The answer's tag, for `If-None-Match`"))),
-        (status = 304, response = crate::api::openapi::NotModified),
-        (status = 400, response = crate::api::openapi::BadRequest),
-        (status = 401, response = crate::api::openapi::Unauthorized),
-        (status = 404, response = crate::api::openapi::NotFound),
-        (status = 413, response = crate::api::openapi::PayloadTooLarge),
-        (status = 429, response = crate::api::openapi::TooManyRequests),
-        (status = 503, response = crate::api::openapi::Unavailable),
+        (status = 304, response = crate::api::rest::responses::NotModified),
+        (status = 400, response = crate::http::error::openapi::BadRequest),
+        (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 404, response = crate::http::error::openapi::NotFound),
+        (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
+        (status = 429, response = crate::http::error::openapi::TooManyRequests),
+        (status = 503, response = crate::http::error::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]

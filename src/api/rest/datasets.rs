@@ -12,14 +12,14 @@ use crate::state::AppState;
 
 /// Lists the datasets, by slug; `page` and `per_page` as for records.
 #[utoipa::path(get, path = "/datasets", tag = "datasets", operation_id = "list_datasets",
-    params(crate::api::openapi::DatasetsQuery),
+    params(crate::api::rest::parameters::DatasetsQuery),
     responses(
         (status = 200, description = "One page of the datasets", body = query::views::DatasetList),
-        (status = 400, response = crate::api::openapi::BadRequest),
-        (status = 401, response = crate::api::openapi::Unauthorized),
-        (status = 413, response = crate::api::openapi::PayloadTooLarge),
-        (status = 429, response = crate::api::openapi::TooManyRequests),
-        (status = 503, response = crate::api::openapi::Unavailable),
+        (status = 400, response = crate::http::error::openapi::BadRequest),
+        (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
+        (status = 429, response = crate::http::error::openapi::TooManyRequests),
+        (status = 503, response = crate::http::error::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]
@@ -54,12 +54,12 @@ pub async fn list_datasets(
     params(("slug" = String, Path, description = "The dataset's slug (may contain dots and tildes)", example = "flights")),
     responses(
         (status = 200, description = "The dataset's metadata", body = query::views::DatasetDetail),
-        (status = 400, response = crate::api::openapi::BadRequest),
-        (status = 401, response = crate::api::openapi::Unauthorized),
-        (status = 404, response = crate::api::openapi::NotFound),
-        (status = 413, response = crate::api::openapi::PayloadTooLarge),
-        (status = 429, response = crate::api::openapi::TooManyRequests),
-        (status = 503, response = crate::api::openapi::Unavailable),
+        (status = 400, response = crate::http::error::openapi::BadRequest),
+        (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 404, response = crate::http::error::openapi::NotFound),
+        (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
+        (status = 429, response = crate::http::error::openapi::TooManyRequests),
+        (status = 503, response = crate::http::error::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]

@@ -41,16 +41,16 @@ pub fn media_type(format: ExportFormat) -> &'static str {
 #[utoipa::path(get, path = "/datasets/{slug}/export", tag = "records", operation_id = "export_records",
     params(
         ("slug" = String, Path, description = "The dataset's slug", example = "flights"),
-        crate::api::openapi::ExportQuery,
+        crate::api::rest::parameters::ExportQuery,
     ),
     responses(
-        (status = 200, response = crate::api::openapi::ExportAnswer),
-        (status = 400, response = crate::api::openapi::BadRequest),
-        (status = 401, response = crate::api::openapi::Unauthorized),
-        (status = 404, response = crate::api::openapi::NotFound),
-        (status = 413, response = crate::api::openapi::PayloadTooLarge),
-        (status = 429, response = crate::api::openapi::TooManyRequests),
-        (status = 503, response = crate::api::openapi::Unavailable),
+        (status = 200, response = crate::api::rest::responses::ExportAnswer),
+        (status = 400, response = crate::http::error::openapi::BadRequest),
+        (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 404, response = crate::http::error::openapi::NotFound),
+        (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
+        (status = 429, response = crate::http::error::openapi::TooManyRequests),
+        (status = 503, response = crate::http::error::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]

@@ -5,8 +5,10 @@
 pub(crate) mod agg;
 pub(crate) mod datasets;
 pub mod export;
+pub mod parameters;
 mod query_string;
 pub(crate) mod records;
+pub mod responses;
 
 use crate::http::error::{ApiError, HttpError};
 

@@ -15,18 +15,18 @@ use crate::state::AppState;
 #[utoipa::path(get, path = "/datasets/{slug}/records", tag = "records", operation_id = "list_records",
     params(
         ("slug" = String, Path, description = "The dataset's slug", example = "flights"),
-        crate::api::openapi::RecordsQuery,
+        crate::api::rest::parameters::RecordsQuery,
     ),
     responses(
         (status = 200, description = "One page of matching records", body = query::views::RecordPage,
             headers(("ETag" = String, description = "The answer's tag, for `If-None-Match`"))),
-        (status = 304, response = crate::api::openapi::NotModified),
-        (status = 400, response = crate::api::openapi::BadRequest),
-        (status = 401, response = crate::api::openapi::Unauthorized),
-        (status = 404, response = crate::api::openapi::NotFound),
-        (status = 413, response = crate::api::openapi::PayloadTooLarge),
-        (status = 429, response = crate::api::openapi::TooManyRequests),
-        (status = 503, response = crate::api::openapi::Unavailable),
+        (status = 304, response = crate::api::rest::responses::NotModified),
+        (status = 400, response = crate::http::error::openapi::BadRequest),
+        (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 404, response = crate::http::error::openapi::NotFound),
+        (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
+        (status = 429, response = crate::http::error::openapi::TooManyRequests),
+        (status = 503, response = crate::http::error::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]
@@ -64,18 +64,18 @@ pub async fn list_records(
     params(
         ("slug" = String, Path, description = "The dataset's slug", example = "flights"),
         ("id" = String, Path, description = "The record's `_id`", example = "1"),
-        crate::api::openapi::RecordQuery,
+        crate::api::rest::parameters::RecordQuery,
     ),
     responses(
         (status = 200, description = "The record", body = query::views::Record,
             headers(("ETag" = String, description = "The answer's tag, for `If-None-Match`"))),
-        (status = 304, response = crate::api::openapi::NotModified),
-        (status = 400, response = crate::api::openapi::BadRequest),
-        (status = 401, response = crate::api::openapi::Unauthorized),
-        (status = 404, response = crate::api::openapi::NotFound),
-        (status = 413, response = crate::api::openapi::PayloadTooLarge),
-        (status = 429, response = crate::api::openapi::TooManyRequests),
-        (status = 503, response = crate::api::openapi::Unavailable),
+        (status = 304, response = crate::api::rest::responses::NotModified),
+        (status = 400, response = crate::http::error::openapi::BadRequest),
+        (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 404, response = crate::http::error::openapi::NotFound),
+        (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
+        (status = 429, response = crate::http::error::openapi::TooManyRequests),
+        (status = 503, response = crate::http::error::openapi::Unavailable),
     ),
     security(("bearer" = []))
 )]

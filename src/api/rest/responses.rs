@@ -40,7 +40,7 @@ impl<'r> ToResponse<'r> for ExportAnswer {
             "Every matching record, streamed in chunks of {BATCH_RECORDS}. The export counts as one request for the rate limit plus one per started {RECORDS_PER_REQUEST} records (charged up front from the total; `RateLimit` shows what is left after it; an export the budget cannot cover now is 429). `Accept-Encoding: gzip` (or `br`, `zstd`) compresses it. A store failure after the first byte cuts the body short (no final chunk), which clients report as an incomplete answer."
         ));
         for format in ExportFormat::ALL {
-            builder = builder.content(crate::api::rest::export::media_type(format), text());
+            builder = builder.content(super::export::media_type(format), text());
         }
         let response = builder
             .header(
