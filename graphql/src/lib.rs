@@ -31,7 +31,9 @@ use query::Resolver;
 /// The schema type the server holds.
 pub type OdqsSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
 
-fn builder() -> async_graphql::SchemaBuilder<QueryRoot, EmptyMutation, EmptySubscription> {
+/// The schema with its limits and no data: the SDL is written from it, and the tests of the
+/// limits run documents through it.
+pub fn builder() -> async_graphql::SchemaBuilder<QueryRoot, EmptyMutation, EmptySubscription> {
     Schema::build(QueryRoot, EmptyMutation, EmptySubscription)
         .limit_depth(MAX_DEPTH)
         .limit_complexity(MAX_COMPLEXITY)

@@ -56,8 +56,8 @@ pub const MAX_ALIASES: usize = 100;
 const FETCH_FIELDS: [&str; 3] = ["records", "record", "agg"];
 
 // async-graphql's messages for its two limits (pinned by a test).
-const TOO_DEEP: &str = "Query is nested too deep.";
-const TOO_COMPLEX: &str = "Query is too complex.";
+pub const TOO_DEEP: &str = "Query is nested too deep.";
+pub const TOO_COMPLEX: &str = "Query is too complex.";
 // async-graphql's parse-time recursion checks (text, then through fragment spreads).
 const RECURSION_LIMIT: &str = "recursion limit exceeded.";
 const RECURSION_PREFIX: &str = "The recursion depth of the query cannot be greater than";
@@ -388,7 +388,7 @@ impl<'a> Walk<'a> {
 
 /// A limit refusal of async-graphql, with our code and a clearer sentence; any other
 /// validation error with `graphql_validation_failed`.
-fn with_code(error: ServerError) -> ServerError {
+pub fn with_code(error: ServerError) -> ServerError {
     let refusal = match error.message.as_str() {
         TOO_DEEP => Refusal::TooDeep,
         TOO_COMPLEX => Refusal::TooComplex,
@@ -409,142 +409,4 @@ fn operation_code(error: &mut ServerError) {
         return;
     };
     *error = with_default_code(std::mem::replace(error, ServerError::new("", None)), code);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fetches_are_counted_through_aliases_and_fragments() {
-        let doc = async_graphql::parser::parse_query(
-            "query A { a: records(slug: \"x\") { total } b: agg(slug: \"x\", groupBy: \"k\") { totalGroups } ...F ... on Query { record(slug: \"x\", id: \"1\") } datasets { total } }
-             fragment F on Query { c: records(slug: \"y\") { total } d: records(slug: \"z\") { total } }
-             query B { records(slug: \"x\") { total } }",
-        )
-        .unwrap();
-        assert_eq!(fetches(&doc), 5);
-    }
-
-    /// Fragments each spreading the next twice, `levels` deep: 2^levels fields once expanded.
-    pub(crate) fn doubling(levels: usize) -> String {
-        let mut doc = String::from("query { ...F0 }\n");
-        for i in 0..levels {
-            doc += &format!("fragment F{i} on Query {{ ...F{n} ...F{n} }}\n", n = i + 1);
-        }
-        doc += &format!("fragment F{levels} on Query {{ datasets {{ total }} }}\n");
-        doc
-    }
-
-    #[test]
-    fn doubling_fragments_are_refused_in_one_pass() {
-        let doc = async_graphql::parser::parse_query(doubling(60)).unwrap();
-        // 2^60 expanded fields: counted without expanding (saturating, memoized).
-        assert_eq!(check_document(&doc), Err(Refusal::TooComplex));
-        assert_eq!(fetches(&doc), 0);
-        let small = async_graphql::parser::parse_query(doubling(3)).unwrap();
-        assert_eq!(check_document(&small), Ok(()));
-    }
-
-    #[test]
-    fn spreads_and_aliases_are_counted_once_expanded() {
-        let spreads = format!(
-            "query {{ {} }} fragment F on Query {{ __typename }}",
-            "...F ".repeat(MAX_FRAGMENT_SPREADS + 1)
-        );
-        // Each spread adds one field, so fields pass the complexity bound first unless it is
-        // larger; the spread count still refuses.
-        let doc = async_graphql::parser::parse_query(spreads).unwrap();
-        assert!(matches!(
-            check_document(&doc),
-            Err(Refusal::TooManySpreads | Refusal::TooComplex)
-        ));
-        let aliases: String = (0..=MAX_ALIASES)
-            .map(|i| format!("a{i}: __typename "))
-            .collect();
-        let doc = async_graphql::parser::parse_query(format!("{{ {aliases} }}")).unwrap();
-        assert_eq!(check_document(&doc), Err(Refusal::TooManyAliases));
-        let fetches: String = (0..=MAX_FETCHES)
-            .map(|i| format!("r{i}: record(slug: \"x\", id: \"1\") "))
-            .collect();
-        let doc = async_graphql::parser::parse_query(format!("{{ {fetches} }}")).unwrap();
-        assert_eq!(
-            check_document(&doc),
-            Err(Refusal::TooManyFetches(MAX_FETCHES + 1))
-        );
-    }
-
-    #[test]
-    fn text_is_checked_before_parsing() {
-        let long = format!(
-            "{{ datasets {{ total }} }} #{}",
-            "x".repeat(MAX_DOCUMENT_BYTES)
-        );
-        assert!(matches!(check_text(&long), Err(Refusal::TooLarge(_))));
-        let deep = format!(
-            "{}{}",
-            "{a".repeat(MAX_NESTING + 1),
-            "}".repeat(MAX_NESTING + 1)
-        );
-        assert_eq!(check_text(&deep), Err(Refusal::TooDeep));
-        // Brackets inside strings, block strings and comments do not count.
-        let quoted = format!(
-            "{{ dataset(slug: \"{0}\\\"{0}\") {{ slug }} }} # {0}\n \"\"\"{0}\"\"\"",
-            "{".repeat(MAX_NESTING + 1)
-        );
-        assert_eq!(check_text(&quoted), Ok(()));
-        let fine = "{ a { b { c } } }";
-        assert_eq!(check_text(fine), Ok(()));
-    }
-
-    #[test]
-    fn the_limit_messages_are_async_graphqls() {
-        // If async-graphql rewords its refusals, the codes would silently disappear.
-        for (message, code) in [
-            (TOO_DEEP, "query_too_deep"),
-            (TOO_COMPLEX, "query_too_complex"),
-        ] {
-            let coded = with_code(ServerError::new(message, None));
-            let ext = coded.extensions.expect("extensions");
-            assert_eq!(
-                ext.get("code"),
-                Some(&async_graphql::Value::from(code)),
-                "{message}"
-            );
-        }
-    }
-}
-
-#[cfg(test)]
-mod operation_tests {
-    use super::*;
-
-    /// async-graphql's refusals to choose an operation get their codes (and the messages this
-    /// matches on are still async-graphql's).
-    #[tokio::test]
-    async fn operation_choice_refusals_have_codes() {
-        let schema = crate::builder().finish();
-        let document = "query A { __typename } query B { __typename }";
-        for (name, code) in [
-            (None, OPERATION_NAME_REQUIRED_CODE),
-            (Some("C"), UNKNOWN_OPERATION),
-        ] {
-            let mut request = Request::new(document);
-            if let Some(name) = name {
-                request = request.operation_name(name);
-            }
-            let response = schema.execute(request).await;
-            let error = &response.errors[0];
-            assert_eq!(
-                error.extensions.as_ref().and_then(|e| e.get("code")),
-                Some(&async_graphql::Value::from(code)),
-                "{name:?}: {}",
-                error.message
-            );
-        }
-        let named = schema
-            .execute(Request::new(document).operation_name("B"))
-            .await;
-        assert!(named.errors.is_empty(), "{:?}", named.errors);
-    }
 }

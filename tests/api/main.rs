@@ -18,6 +18,7 @@ mod graphql;
 mod graphql_clients;
 mod graphql_http_audit;
 mod graphql_parity;
+mod graphql_rules;
 mod graphql_schema_file;
 mod guides;
 mod import;
