@@ -1,7 +1,7 @@
 //! The table of the contract's error codes (§7, §10): one row per code, with the kind of
 //! failure it is and what it means. Every front end reads a code's name and kind from here and
-//! maps the kind once: the HTTP status (`src/http/error.rs`), GraphQL's `extensions.code`
-//! (`graphql/src/errors.rs`), the OpenAPI error documentation (`src/api/openapi/responses.rs`).
+//! maps the kind once: the HTTP status (`src/http/error/mod.rs`), GraphQL's `extensions.code`
+//! (`graphql/src/errors.rs`), the OpenAPI error documentation (`src/api/rest/responses.rs`).
 //! A new code is one row here; the compiler then asks each front end for what it needs.
 
 /// What kind of failure a code is: the front ends map kinds, not codes, onto their protocol.

@@ -336,7 +336,7 @@ fn is_unavailable(error: &ServerError) -> bool {
         .is_some_and(|c| *c == async_graphql::Value::from(code))
 }
 
-/// The GraphiQL version vendored in `src/rest/graphiql/` (see its `LICENSES.md`); it is part of
+/// The GraphiQL version vendored in `src/api/graphql/graphiql/` (see its `LICENSES.md`); it is part of
 /// the assets' path, so they can be cached for good.
 pub const GRAPHIQL_VERSION: &str = "3.8.3";
 
