@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Flood tests for odqs on loopback (issue 33), bounded in time.
+"""Flood tests for odqs on loopback, bounded in time.
 
 Starts `odqs serve` from a built binary on a temporary data directory and a free loopback
 port, then runs up to six attacks, each on a freshly started server and each preceded by a

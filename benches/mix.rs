@@ -1,4 +1,4 @@
-//! The benchmark of issue 6: the query mix a–h against odqs (and, with `--datasette`, against
+//! The benchmark: the query mix a–h against odqs (and, with `--datasette`, against
 //! Datasette on the same data), in one run.
 //!
 //! ```sh
@@ -225,7 +225,7 @@ async fn run_mix(
     };
 
     let odqs_client = Client::new(server.addr, Some(format!("Bearer {token}")));
-    // The guide's facts (issue 14): the first skill.md is written from the index.
+    // The guide's facts: the first skill.md is written from the index.
     let started = Instant::now();
     let guide = odqs_client.get("/datasets/flights/skill.md").await?;
     let guide_ms = started.elapsed().as_secs_f64() * 1e3;

@@ -1,4 +1,4 @@
-//! The hardware's yardstick (issue 13): a minimal axum 0.8 server that answers each simple read
+//! The hardware's yardstick: a minimal axum 0.8 server that answers each simple read
 //! of the mix (a, d, h) with the very bytes odqs answered, from memory, behind a bearer-header
 //! check, on its own two-worker runtime like `odqs serve`. The load generator drives it in the
 //! same run, so odqs's throughput is reported as a share of what this machine can do for an
@@ -15,7 +15,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-/// The rows measured against the baseline, and the share of it each must reach (issue 13).
+/// The rows measured against the baseline, and the share of it each must reach.
 pub const ROWS: [&str; 3] = ["a", "d", "h"];
 pub const TARGET_SHARE: f64 = 0.25;
 

@@ -418,7 +418,7 @@ impl Report {
     }
 }
 
-/// flights×N targets (issue 13).
+/// flights×N targets.
 const SCALED_IMPORT_LIMIT: f64 = 60.0;
 const SCALED_FILE_FACTOR: f64 = 2.5;
 const SCALED_INDEX_MIB: f64 = 400.0;

@@ -1,4 +1,4 @@
-//! Flights ×N (issue 13): `flights.csv.gz` repeated N times, copy `k` with its ids offset by
+//! Flights ×N: `flights.csv.gz` repeated N times, copy `k` with its ids offset by
 //! `k` × the row count and its year (`year`, `time_hour`) shifted by `k`, so every id is unique
 //! and the copies do not fold onto the same dates.
 

@@ -1,4 +1,4 @@
-//! `/explore` (issue 5): the page and its short-lived token in-process, then headless Chromium
+//! `/explore`: the page and its short-lived token in-process, then headless Chromium
 //! driving it on the demo flights dataset as a person would: pick the dataset, search, apply a
 //! keyword filter, sort by clicking a column, go to page two, open a record, show grouped
 //! statistics. Each step's visible numbers are checked against the REST API's answer to the

@@ -1,4 +1,4 @@
-//! The GraphQL endpoint beyond parity (issue 5, contract §10): tokens as for REST, the IDE, the
+//! The GraphQL endpoint beyond parity (contract §10): tokens as for REST, the IDE, the
 //! depth, complexity and fetch limits with their codes, batching of identical sub-requests,
 //! and the checked-in example operations in `graphql/examples/`, run on both stores.
 
@@ -470,7 +470,7 @@ async fn graphql_over_http(store: TestStore) {
     assert_eq!(status, 400, "{body}");
 }
 
-/// Issue 33: choosing the operation to run fails with a code too: several operations and no
+/// Choosing the operation to run fails with a code too: several operations and no
 /// name (`operation_name_required`), a name the document does not hold (`unknown_operation`),
 /// over POST, GET and in a batch.
 async fn operation_name_errors_have_codes(store: TestStore) {

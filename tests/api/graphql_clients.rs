@@ -1,4 +1,4 @@
-//! GraphQL client libraries nobody here wrote, from npm (issue 12): urql 6 with its defaults
+//! GraphQL client libraries nobody here wrote, from npm: urql 6 with its defaults
 //! for GET, Apollo Client with `useGETForQueries`, graphql-request in GET mode
 //! (`tests/api/helpers/node/graphql-clients.mjs`), against a served odqs on both stores. Each must
 //! send its queries as `GET /api/v1/graphql?query=…`, get the same records and groups as REST, and

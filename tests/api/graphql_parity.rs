@@ -1,4 +1,4 @@
-//! REST and GraphQL give the same answers (issue 5, contract §10, §12).
+//! REST and GraphQL give the same answers (contract §10, §12).
 //!
 //! Every REST case of the store parity test (`tests/api/helpers/cases.rs`) that GraphQL's typed
 //! arguments can express is translated into a GraphQL document and sent to `POST /api/v1/graphql`

@@ -890,7 +890,7 @@ async fn widest_records_fit_and_wider_are_refused(store: TestStore) {
     }
 }
 
-/// Issue 33: each import message names the line the problem is on and the problem itself.
+/// Each import message names the line the problem is on and the problem itself.
 async fn messages_name_the_right_line_and_problem(store: TestStore) {
     let refused = |name: &'static str, data: Vec<u8>, id_field: Option<&'static str>| {
         let path = write_file(&store, name, &data);

@@ -1,4 +1,4 @@
-//! The MCP endpoint (contract §12.4, issue 14) driven by the official MCP Python SDK (`mcp` from
+//! The MCP endpoint (contract §12.4) driven by the official MCP Python SDK (`mcp` from
 //! PyPI, in the venv of `tests/api/helpers/py/mod.rs`), on both stores, against a real server on a
 //! socket with the demo datasets: it initializes, lists the six tools, and calls each; every answer
 //! equals the REST answer to the same request, and every refusal carries the REST error's
@@ -432,7 +432,7 @@ impl Drop for Process {
 
 both_stores!(a_clients_text_reaches_the_log_clipped);
 
-/// Issue 33: five requests with a method name of a megabyte wrote 5 MB of log. Now a method,
+/// Five requests with a method name of a megabyte wrote 5 MB of log. Now a method,
 /// a request id or params of that size leave lines of a few hundred bytes; unknown methods
 /// are -32601 and params that do not fit a known method -32602, with short messages.
 async fn a_clients_text_reaches_the_log_clipped(store: TestStore) {

@@ -1,4 +1,4 @@
-//! The OpenAPI document as third-party tools use it (contract §12.5, issue 12), on both stores,
+//! The OpenAPI document as third-party tools use it (contract §12.5), on both stores,
 //! against a real server on a socket with the bundled demo datasets:
 //!
 //! - the document validates as OpenAPI 3 (`openapi-spec-validator`);

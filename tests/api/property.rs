@@ -1241,7 +1241,7 @@ fn model_filter(recs: &[Rec], filter: &Filter) -> Vec<Rec> {
     let mut each = Vec::new();
     for (name, op, value) in &filter.ops {
         match *op {
-            // Items as given, spaces kept, as `=` reads a value (issue 33).
+            // Items as given, spaces kept, as `=` reads a value.
             "in" => any_of.entry(name).or_default().extend(
                 value
                     .split(',')

@@ -1,5 +1,5 @@
 //! Contract §12.1–12.2 by hand: answers worked out here, on both stores, from the in-memory
-//! index and from the store (issue 15).
+//! index and from the store.
 //!
 //! - The 10,000-group bound: a generated dataset of 10,050 distinct keyword values (and as many
 //!   distinct numbers and hours) is refused with `too_many_groups` naming the count, and answered
@@ -8,7 +8,7 @@
 //!   date ranges compare instants (a `+08:00` date whose text sorts after the bound is before it), `ne` keeps records
 //!   without a value, `-0` lies in `[0, 0]`, number bins with `missing` and `ungrouped_records`,
 //!   date buckets in UTC, several `group_by` fields with `keys`.
-//! - The questions of issue 15 asked of the demo flights, one request each, checked against
+//! - Everyday questions asked of the demo flights, one request each, checked against
 //!   counts computed here from the bundled CSV itself (`demo/flights.csv.gz`, see `src/demo.rs`).
 
 use std::collections::BTreeMap;
@@ -508,7 +508,7 @@ async fn mini_answers_by_hand(store: TestStore) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The demo flights: the questions of issue 15
+// The demo flights: everyday questions, one request each
 
 /// The demo flights as the bundled file has them: one map of column → cell per row.
 fn demo_flights() -> Vec<BTreeMap<String, String>> {

@@ -541,7 +541,7 @@ async fn sorting(store: TestStore) {
         "unknown_field",
     )
     .await;
-    // `rating<>` names a field `rating<` (issue 33: a trailing mark is the direction only when
+    // `rating<>` names a field `rating<` (a trailing mark is the direction only when
     // the rest names a field), which this dataset does not have.
     api.fails(
         "/api/v1/datasets/places/records?sort=rating%3C%3E",
@@ -1284,7 +1284,7 @@ async fn demo_data(store: TestStore) {
     }
 }
 
-/// Issue 33: fields whose names hold `<` or `>` can be sorted on. A trailing `<`/`>` is the
+/// Fields whose names hold `<` or `>` can be sorted on. A trailing `<`/`>` is the
 /// direction when the rest names a field; otherwise the whole key is the field, ascending.
 async fn sorting_fields_named_with_marks(store: TestStore) {
     let token = api_token(&store).await;
@@ -1332,7 +1332,7 @@ async fn sorting_fields_named_with_marks(store: TestStore) {
     assert_eq!(answer.body["error"], "invalid_parameter", "{}", answer.body);
 }
 
-/// Issue 33: `in` and `=` read a value alike: `carrier[in]=%20UA` no longer matches `UA`.
+/// `in` and `=` read a value alike: `carrier[in]=%20UA` no longer matches `UA`.
 async fn in_and_equals_read_values_alike(store: TestStore) {
     load_demo(&store).await;
     let token = api_token(&store).await;
@@ -1392,7 +1392,7 @@ async fn read_answer(stream: &mut tokio::net::TcpStream) -> (u16, Value) {
     }
 }
 
-/// Issue 33 at the edges of the HTTP stack, on a real socket: a URL or a head too large gets
+/// At the edges of the HTTP stack, on a real socket: a URL or a head too large gets
 /// a JSON error (not an empty 414/431); after a chunked request, a raw `<` on the same
 /// connection is answered; the device flow's endpoints refuse a large body early, in OAuth's
 /// JSON shape.

@@ -819,7 +819,7 @@ async fn signups_are_throttled_per_address_and_site_wide(store: TestStore) {
     );
 }
 
-/// 250 sign-ups at once from two addresses (the attack of issue 33): at most the two
+/// 250 sign-ups at once from two addresses: at most the two
 /// addresses' budgets are hashed, each answer is a sign-in (303), the 429 page or the 503
 /// page, and an account exists for each 303 only.
 async fn a_signup_flood_hashes_at_most_the_budgets(store: TestStore) {

@@ -1,4 +1,4 @@
-//! Issue 11, the GraphQL side: documents built to make parsing, validation or the limit checks
+//! Security, the GraphQL side: documents built to make parsing, validation or the limit checks
 //! themselves expensive are refused with a coded GraphQL error before anything runs, on both
 //! stores.
 

@@ -1,4 +1,4 @@
-//! Issue 11, the HTTP side: what a flood of connections, tokens or odd requests can do to a
+//! Security, the HTTP side: what a flood of connections, tokens or odd requests can do to a
 //! serving instance, on both stores. Servers are bound on real sockets where connections
 //! matter, and driven in-process where only the request path does.
 

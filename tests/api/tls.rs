@@ -1,4 +1,4 @@
-//! TLS to PostgreSQL (issue 11, row 7), against the local server with a certificate made here:
+//! TLS to PostgreSQL, against the local server with a certificate made here:
 //! a test authority signs a certificate for `localhost` only, installed into the server with
 //! `ALTER SYSTEM` and a configuration reload, and taken out again at the end. Every mode goes
 //! through the store's own `Store::connect`, and the server itself says (`pg_stat_ssl`) whether

@@ -363,7 +363,7 @@ pub const REQUESTS: &[(&str, u16, &str)] = &[
         400,
         "invalid_parameter",
     ),
-    // A trailing `<`/`>` is the direction only when the rest names a field (issue 33): this
+    // A trailing `<`/`>` is the direction only when the rest names a field: this
     // names a field `carrier<`, which flights does not have.
     (
         "/datasets/flights/records?sort=carrier<>",

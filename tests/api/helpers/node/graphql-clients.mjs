@@ -1,5 +1,5 @@
 // Three GraphQL client libraries nobody here wrote, with the settings that make them send
-// queries as GET (issue 12): urql (its default `preferGetMethod: 'within-url-limit'`), Apollo
+// queries as GET: urql (its default `preferGetMethod: 'within-url-limit'`), Apollo
 // Client (`useGETForQueries`) and graphql-request (`method: 'GET'`). Each runs the same query
 // and a query naming an unknown field; fetch is wrapped to record the HTTP method each used.
 // Usage: node graphql-clients.mjs URL TOKEN. Prints one JSON object; tests/api/graphql_clients.rs
