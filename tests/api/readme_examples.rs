@@ -135,6 +135,14 @@ const NOT_RUN: &[(&str, &str)] = &[
         "the flood test: minutes of attacks on a release build, 2 cores' worth of load; run by hand (docs/security.md)",
     ),
     (
+        "git worktree add",
+        "checks out another commit beside the repository; run by hand (docs/benchmark.md)",
+    ),
+    (
+        "cargo build --release --bin odqs --manifest-path",
+        "builds another commit's release binary; run by hand (docs/benchmark.md)",
+    ),
+    (
         "python3 benches/compare.py",
         "compares two release builds answer by answer: minutes of imports and requests; run by hand (docs/benchmark.md)",
     ),
