@@ -36,6 +36,9 @@ normalized text):
      compared as is.
   N4 `Content-Length` of a body that N1/N2 changed becomes `<normalized>` (a timestamp's
      fraction may have another number of digits).
+  N6 a gzip body that differs is compared decoded, after N1/N2 (a stamp inside it).
+  N7 a HEAD answer's `Content-Length` becomes `<normalized>` once answers of the run have held
+     run-time stamps: it counts a stamp's digits without a body to normalize.
   N5 GraphQL root fields: async-graphql 7.2 writes the members of `data` in the order the
      root fields finish (`FuturesUnordered` in its resolver_utils/container.rs), not in the
      selection's order, so a query with several root fields that read the store (PostgreSQL
@@ -867,6 +870,9 @@ class Normalizer:
     def __init__(self, since: float):
         self.since = since
         self.secrets: dict[str, str] = {}  # value -> placeholder
+        # Whether an answer so far held a run-time stamp (N7): a HEAD's Content-Length counts
+        # the stamp's digits without showing them.
+        self.stamped = False
         self.counts: dict[str, int] = {}
 
     def add(self, kind: str, value: str, numbered: bool = False) -> None:
@@ -898,9 +904,12 @@ class Normalizer:
     def text(self, data: bytes) -> bytes:
         for value, placeholder in sorted(self.secrets.items(), key=lambda kv: -len(kv[0])):
             data = data.replace(value.encode(), placeholder.encode())
-        return TIME_RE.sub(self._time, data)
+        out = TIME_RE.sub(self._time, data)
+        if b"<run-time>" in out:
+            self.stamped = True
+        return out
 
-    def answer(self, a: Answer) -> dict:
+    def answer(self, a: Answer, head: bool = False) -> dict:
         """The comparable form of an answer."""
         for k, v in a.headers:  # N1: cookie values the server sets
             if k == "set-cookie":
@@ -908,13 +917,20 @@ class Normalizer:
                 if m:
                     self.add(m.group(1), m.group(2), numbered=True)
         body = self.text(a.body) if not a.header("content-encoding") else a.body
+        if a.header("content-encoding") == "gzip" and a.body:  # N6: gzip bodies read decoded
+            try:
+                plain = gzip.decompress(a.body)
+            except (OSError, EOFError):
+                plain = None
+            if plain is not None and self.text(plain) != plain:
+                body = b"<gzip, decoded> " + self.text(plain)
         headers = []
         for k, v in a.headers:
             if k == "date":
                 continue
             if k == "ratelimit":  # N3
                 v = re.sub(r"(r|t)=\d+", r"\1=<n>", v)
-            elif k == "content-length" and body != a.body:  # N4
+            elif k == "content-length" and (body != a.body or head and self.stamped):  # N4
                 v = "<normalized>"
             else:
                 v = self.text(v.encode("latin-1")).decode("latin-1")
@@ -1138,7 +1154,7 @@ class Side:
                 self.variables[c.name] = m.group(1)
                 if c.secret:
                     self.norm.add(c.name, m.group(1))
-        return data, self.norm.answer(a)
+        return data, self.norm.answer(a, head=req.method == "HEAD")
 
     def stop(self) -> None:
         if self.proc is None:
