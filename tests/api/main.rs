@@ -12,6 +12,7 @@ mod cli;
 mod compose;
 mod compression;
 mod device_flow;
+mod docs_paths;
 mod explore;
 mod export;
 mod graphql;
