@@ -403,6 +403,23 @@ impl Resolver {
             return Ok(Vec::new());
         }
         let backend = self.backend();
+        // On an SQLite file the bodies come straight from the file; the statement below is only
+        // for PostgreSQL and for a direct read that failed.
+        if backend != DatabaseBackend::Postgres
+            && let Some(read) = self
+                .direct
+                .as_ref()
+                .and_then(|direct| direct.bodies(schema.version_id, positions).ok())
+        {
+            let mut found: HashMap<i64, String> = read.into_iter().collect();
+            return positions
+                .iter()
+                .map(|pos| {
+                    let text = found.remove(pos).ok_or(ApiError::Internal)?;
+                    Stored::text(schema, text)
+                })
+                .collect();
+        }
         let mut sql = Sql::new(backend);
         sql.push("SELECT \"pos\", \"doc\" FROM ")
             .ident(&records_table(schema.version_id));
@@ -413,20 +430,6 @@ impl Resolver {
                     .push(")");
             }
             _ => {
-                if let Some(read) = self
-                    .direct
-                    .as_ref()
-                    .and_then(|direct| direct.bodies(schema.version_id, positions).ok())
-                {
-                    let mut found: HashMap<i64, String> = read.into_iter().collect();
-                    return positions
-                        .iter()
-                        .map(|pos| {
-                            let text = found.remove(pos).ok_or(ApiError::Internal)?;
-                            Stored::text(schema, text)
-                        })
-                        .collect();
-                }
                 let json = serde_json::to_string(positions).expect("positions serialize");
                 sql.push(" WHERE \"pos\" IN (SELECT value FROM json_each(")
                     .bind(json)
