@@ -2,7 +2,9 @@
 //! or `query/src/engine/` in README.md, ARCHITECTURE.md, docs/ or a source comment must be in
 //! the repository, so a move that forgets its docs fails here.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::helpers::sources::files;
 
 /// Where repository paths start.
 const ROOTS: [&str; 9] = [
@@ -22,20 +24,6 @@ const FOREIGN: [&str; 1] = [
     // the `http` crate's query table, cited where raw `<` is let through
     "src/uri/path.rs",
 ];
-
-fn files(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if path.is_dir() {
-            if !["target", "node_modules", "spec", ".git"].contains(&name.as_str()) {
-                files(&path, ext, out);
-            }
-        } else if name.ends_with(ext) {
-            out.push(path);
-        }
-    }
-}
 
 /// The repository paths named in `text`.
 fn named_paths(text: &str) -> Vec<String> {
@@ -64,9 +52,9 @@ fn named_paths(text: &str) -> Vec<String> {
 fn docs_and_comments_name_files_that_exist() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut pages = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
-    files(&root.join("docs"), ".md", &mut pages);
+    pages.extend(files(&root.join("docs"), ".md"));
     for dir in ["src", "query/src", "graphql/src"] {
-        files(&root.join(dir), ".rs", &mut pages);
+        pages.extend(files(&root.join(dir), ".rs"));
     }
     let mut missing = Vec::new();
     for page in &pages {

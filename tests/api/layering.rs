@@ -5,16 +5,7 @@
 
 use std::path::Path;
 
-fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use crate::helpers::sources::files;
 
 /// Every read of datasets and records goes through the resolver layer: the site
 /// (pages, guides) never touches the store's tables itself, and the store module only
@@ -22,9 +13,7 @@ fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 #[test]
 fn the_site_and_the_store_read_no_records() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut site = Vec::new();
-    sources(&root.join("src/site"), &mut site);
-    for file in site {
+    for file in files(&root.join("src/site"), ".rs") {
         let text = std::fs::read_to_string(&file).unwrap();
         for name in [
             "sea_orm",
@@ -36,9 +25,7 @@ fn the_site_and_the_store_read_no_records() {
             assert!(!text.contains(name), "{}: {name}", file.display());
         }
     }
-    let mut store = Vec::new();
-    sources(&root.join("src/store"), &mut store);
-    for file in store {
+    for file in files(&root.join("src/store"), ".rs") {
         let text = std::fs::read_to_string(&file).unwrap();
         let collects = file.ends_with("gc.rs");
         for name in ["records_table", "text_table", "doc_select", "dataset_field"] {
@@ -63,8 +50,7 @@ fn code(file: &Path) -> String {
 
 /// Every `.rs` file under `dir` (relative to the workspace), with its code.
 fn codes(dir: &str) -> Vec<(std::path::PathBuf, String)> {
-    let mut files = Vec::new();
-    sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir), &mut files);
+    let files = files(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir), ".rs");
     assert!(!files.is_empty(), "{dir} has no sources");
     files.into_iter().map(|f| (f.clone(), code(&f))).collect()
 }

@@ -1,7 +1,8 @@
 //! What the integration tests share: the store fixtures ([`store`]: a fresh SQLite file or
 //! PostgreSQL database, `both_stores!`), the one test client ([`client`]), the store read
 //! directly ([`stored`]), the parity cases ([`cases`]), and the third-party tools some tests
-//! drive (headless Chromium in [`webdriver`], Python in [`py`], Node.js in [`node`]).
+//! drive (headless Chromium in [`webdriver`], Python in [`py`], Node.js in [`node`]), and the
+//! repository's own files for the tests that read them ([`sources`]).
 
 #[macro_use]
 pub mod store;
@@ -9,6 +10,7 @@ pub mod cases;
 pub mod client;
 pub mod node;
 pub mod py;
+pub mod sources;
 pub mod stored;
 pub mod webdriver;
 
