@@ -195,7 +195,7 @@ async fn datasets(command: DatasetsCommand) -> Result<(), Failure> {
     match command {
         DatasetsCommand::List(args) => {
             let store = open(&args).await?;
-            let resolver = query::Resolver::new(store.db.clone(), "");
+            let resolver = query::Resolver::new(store.db.clone(), "", store.catalog.clone());
             let datasets = resolver.catalog().await?;
             println!(
                 "{:<32} {:>10} {:>7}  {:<25} TITLE",

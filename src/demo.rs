@@ -35,7 +35,7 @@ pub const DATASETS: &[DemoDataset] = &[
 /// Instances starting together take turns, and only the first finds the store empty.
 pub async fn load_if_empty(store: &Store) -> Result<usize, ImportError> {
     let _guard = lock::StoreLock::acquire(store, lock::DEMO).await?;
-    let resolver = query::Resolver::new(store.db.clone(), "");
+    let resolver = query::Resolver::new(store.db.clone(), "", store.catalog.clone());
     let datasets = resolver.catalog().await.map_err(|e| {
         ImportError::Store(crate::store::StoreError::Db(sea_orm::DbErr::Custom(
             e.to_string(),

@@ -12,10 +12,10 @@ use query::memory::IndexPolicy;
 
 use crate::auth::export_slots::ExportSlots;
 use crate::auth::password::Hashing;
-use crate::auth::principal::TokenUsage;
 use crate::auth::rate_limit::{DEFAULT_ADDRESS_RATE_LIMIT, DEFAULT_API_RATE_LIMIT, RateLimits};
 use crate::auth::throttle::Throttles;
-use crate::auth::token_cache::TokenCache;
+use crate::auth::token::TokenCache;
+use crate::auth::token::TokenUsage;
 use crate::guides::Guides;
 use crate::http::client_addr::TrustedProxies;
 use crate::http::server::ConnLimits;
@@ -82,7 +82,11 @@ impl AppState {
     /// The state for serving `store` at `public_url` (`{site_url}`).
     pub fn new(store: Store, public_url: &str) -> Self {
         let public_url: Arc<str> = public_url.trim_end_matches('/').into();
-        let resolver = Arc::new(Resolver::new(store.db.clone(), &public_url));
+        let resolver = Arc::new(Resolver::new(
+            store.db.clone(),
+            &public_url,
+            store.catalog.clone(),
+        ));
         AppState(Arc::new(Shared {
             graphql: graphql::build(resolver.clone()),
             guides: Arc::new(Guides::new(resolver.clone(), &public_url)),
@@ -118,7 +122,11 @@ impl AppState {
     /// The same state with in-memory query indexes under `policy` (the default: background
     /// builds within [`query::memory::DEFAULT_BUDGET_BYTES`]).
     pub fn with_index_policy(mut self, policy: IndexPolicy) -> Self {
-        let resolver = Resolver::new(self.store.db.clone(), &self.public_url);
+        let resolver = Resolver::new(
+            self.store.db.clone(),
+            &self.public_url,
+            self.store.catalog.clone(),
+        );
         let resolver = Arc::new(resolver.with_index_policy(policy));
         let shared = self.shared_mut();
         shared.graphql = graphql::build(resolver.clone());

@@ -41,4 +41,5 @@ pub use request::params::{
     self, AggParams, ExportFormat, ExportParams, FilterParams, Paging, RecordParams, SortParam,
 };
 pub use request::{AggQuery, ExportQuery, RecordQuery};
-pub use resolver::{Resolver, cache, catalog, export, facts, hex};
+pub use resolver::catalog::{CatalogEpoch, DATASET_FRESH_FOR};
+pub use resolver::{Resolver, catalog, export, facts, hex};

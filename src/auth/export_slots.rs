@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::principal::Principal;
+use super::token::Principal;
 
 /// Exports one token may run at once.
 pub const EXPORTS_PER_TOKEN: usize = 2;

@@ -2,10 +2,9 @@
 //! every budget a request is counted against. Nothing here is an HTTP handler; those are in
 //! [`http`].
 //!
-//! - [`token`]: minting and hashing API tokens; [`principal`]: who a token acts for, and its
-//!   "last used" writes; [`rate_limit`]: request budgets per token and per client address;
-//!   [`export_slots`]: how many exports run at once; [`token_cache`]: live tokens without a
-//!   query.
+//! - [`token`]: minting and hashing API tokens, who a token acts for (and its "last used"
+//!   writes), and the live tokens known without a query; [`rate_limit`]: request budgets per
+//!   token and per client address; [`export_slots`]: how many exports run at once.
 //! - [`grant`]: the device grant's states in the store, its paths and limits.
 //! - [`account`], [`password`], [`session`], [`throttle`]: sign-up and sign-in, Argon2id on
 //!   bounded workers, server-side sessions, and the counters for logins, user codes, sign-ups and
@@ -20,10 +19,8 @@ pub mod grant;
 pub mod http;
 pub mod openapi;
 pub mod password;
-pub mod principal;
 pub mod purge;
 pub mod rate_limit;
 pub mod session;
 pub mod throttle;
 pub mod token;
-pub mod token_cache;

@@ -86,6 +86,6 @@ pub async fn activate(
         }
     }
     txn.commit().await?;
-    query::cache::catalog_changed();
+    store.catalog.changed();
     Ok(())
 }

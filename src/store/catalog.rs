@@ -21,7 +21,7 @@ pub async fn remove(store: &Store, slug: &str) -> Result<bool, StoreError> {
     retire_version(&txn, found.version_id).await?;
     dataset::Entity::delete_by_id(found.id).exec(&txn).await?;
     txn.commit().await?;
-    query::cache::catalog_changed();
+    store.catalog.changed();
     Ok(true)
 }
 

@@ -28,6 +28,9 @@ pub(crate) const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone, Debug)]
 pub struct Store {
     pub db: DatabaseConnection,
+    /// Changes of the catalog made through this store (and its clones): imports and removals
+    /// bump it, and the resolver built over the store sees them at once.
+    pub catalog: query::CatalogEpoch,
 }
 
 /// Why the store could not be opened or prepared.
@@ -109,7 +112,10 @@ impl Store {
                 sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(pool)
             }
         };
-        Ok(Store { db })
+        Ok(Store {
+            db,
+            catalog: query::CatalogEpoch::default(),
+        })
     }
 
     /// Which SQL dialect the store speaks.

@@ -300,7 +300,7 @@ async fn removal_by_another_process_reaches_the_service(store: TestStore) {
         run(odqs(dir).args(["datasets", "remove", "towns", "--database-url", &store.url]));
     assert!(removed.status.success(), "{}", stderr(&removed));
     let since = std::time::Instant::now();
-    let bound = query::cache::DATASET_FRESH_FOR + Duration::from_secs(2);
+    let bound = query::DATASET_FRESH_FOR + Duration::from_secs(2);
     loop {
         let answer = crate::helpers::get_with(&router, path, Some(&token), &[]).await;
         match answer.status {

@@ -86,7 +86,7 @@ async fn explorer_page_and_its_token(store: TestStore) {
         != 401
     {
         assert!(
-            changed_at.elapsed() < odqs::auth::token_cache::FRESH_FOR * 2,
+            changed_at.elapsed() < odqs::auth::token::FRESH_FOR * 2,
             "an expired explorer token still works after {:?}",
             changed_at.elapsed()
         );

@@ -3,17 +3,6 @@
 //! that version for one request. Everything above reads a dataset through here.
 
 pub mod packed;
-pub mod scan;
 pub mod schema;
 
-use std::sync::Arc;
-
-pub use schema::{Column, DatasetSchema, Field};
-
-/// A published dataset resolved to its live version, for the length of one request: the
-/// metadata row and that version's schema always belong together.
-#[derive(Clone, Debug)]
-pub struct Dataset {
-    pub meta: entity::dataset::Model,
-    pub schema: Arc<DatasetSchema>,
-}
+pub use schema::{Column, Dataset, DatasetSchema, Field};

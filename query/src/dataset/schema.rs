@@ -3,13 +3,13 @@
 //! returned in (PostgreSQL's JSONB does not keep the file's key order; the schema does).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use entity::{FieldType, dataset_field};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::packed::Layout;
-use super::scan::Scan;
+use super::packed::{Layout, Scan};
 
 /// Where a name of a request points.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -373,6 +373,14 @@ impl KeyTree {
         }
         out
     }
+}
+
+/// A published dataset resolved to its live version, for the length of one request: the
+/// metadata row and that version's schema always belong together.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    pub meta: entity::dataset::Model,
+    pub schema: Arc<DatasetSchema>,
 }
 
 #[cfg(test)]

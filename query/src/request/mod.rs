@@ -1,7 +1,7 @@
 //! Requests before and after they meet a dataset: typed parameters with their syntax rules
-//! ([`params`], [`syntax`]; reading them from a query string is REST's), then validated against one version's schema and normalized
-//! ([`filter`], [`records`], [`agg`], [`export`]), so that two requests that mean the same
-//! thing are equal (their cache key and `ETag` too). Every rule of contract §5 and §6 is
+//! ([`params`]; reading them from a query string is REST's), then validated against one
+//! version's schema and normalized ([`filter`], [`records`], [`agg`], [`export`]), so that
+//! two requests that mean the same thing are equal (their cache key and `ETag` too). Every rule of contract §5 and §6 is
 //! checked here, once, whichever front end the parameters came from.
 
 pub mod agg;
@@ -9,7 +9,6 @@ pub mod export;
 pub mod filter;
 pub mod params;
 pub mod records;
-pub mod syntax;
 #[cfg(test)]
 mod tests;
 

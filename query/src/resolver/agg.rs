@@ -5,8 +5,7 @@
 use std::cmp::Ordering;
 
 use super::{Prepared, Resolver, record_count};
-use crate::answer::groups::{KeyPart, Tally, check_group_count, finish};
-use crate::answer::percentiles::numeric_stats;
+use crate::answer::groups::{KeyPart, Tally, check_group_count, finish, numeric_stats};
 use crate::answer::views::AggResult;
 use crate::cost;
 use crate::dataset::{Column, Dataset};

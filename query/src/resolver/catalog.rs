@@ -1,7 +1,10 @@
 //! Datasets: resolving a slug to its live version and schema, the dataset list and the
 //! metadata answer (contract §3).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use entity::record::column_index;
 use entity::{dataset, dataset_field};
@@ -171,5 +174,74 @@ impl Resolver {
                 ),
             },
         }
+    }
+}
+
+/// How long a resolved dataset is believed without asking the store again. A re-import or a
+/// removal made by another process (`odqs import` beside `odqs serve`, another instance behind
+/// the load balancer) is therefore served everywhere within this time of its commit; one made
+/// in this process is seen at once ([`CatalogEpoch::changed`]). The old version stays readable for
+/// far longer (`RETIRED_GRACE`), so a request still resolved to it reads a whole, consistent
+/// version.
+pub const DATASET_FRESH_FOR: Duration = Duration::from_secs(1);
+
+/// Slugs kept before the cache starts over (there are rarely more datasets).
+const DATASET_CAPACITY: usize = 10_000;
+
+/// Changes of the catalog made through one store handle, counted: the store holds it, imports
+/// and removals bump it after their commit ([`Self::changed`]), and the resolver built over
+/// that store forgets what it resolved before. Clones share the count.
+#[derive(Clone, Debug, Default)]
+pub struct CatalogEpoch(Arc<AtomicU64>);
+
+impl CatalogEpoch {
+    /// Says that a dataset was published, replaced or removed.
+    pub fn changed(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn current(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Published datasets resolved lately, by slug, so a request for a known dataset costs no
+/// store statement. Only found datasets are kept.
+#[derive(Debug, Default)]
+pub(super) struct Datasets {
+    map: Mutex<HashMap<String, (Dataset, Instant, u64)>>,
+    epoch: CatalogEpoch,
+}
+
+impl Datasets {
+    /// Datasets resolved over a store whose catalog changes `epoch` counts.
+    pub(super) fn new(epoch: CatalogEpoch) -> Self {
+        Datasets {
+            map: Mutex::default(),
+            epoch,
+        }
+    }
+
+    /// The epoch to give [`Self::put`] with a dataset about to be read from the store: read
+    /// before the statement, so a change committed meanwhile is not hidden.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.current()
+    }
+
+    /// The dataset kept for `slug`, if resolved within [`DATASET_FRESH_FOR`] and no catalog
+    /// change of this process came after.
+    pub fn get(&self, slug: &str) -> Option<Dataset> {
+        let map = self.map.lock().expect("datasets lock");
+        let (dataset, at, epoch) = map.get(slug)?;
+        (*epoch == self.epoch() && at.elapsed() < DATASET_FRESH_FOR).then(|| dataset.clone())
+    }
+
+    /// Keeps `dataset` for `slug`, read from the store at `epoch` (see [`Self::epoch`]).
+    pub fn put(&self, slug: &str, dataset: Dataset, epoch: u64) {
+        let mut map = self.map.lock().expect("datasets lock");
+        if map.len() >= DATASET_CAPACITY {
+            map.clear();
+        }
+        map.insert(slug.to_string(), (dataset, Instant::now(), epoch));
     }
 }

@@ -3,7 +3,7 @@
 //! with the caches and the single flight in front of the store.
 
 pub mod agg;
-pub mod cache;
+pub mod bodies;
 pub mod catalog;
 pub mod export;
 pub mod facts;
@@ -33,21 +33,21 @@ pub struct Resolver {
     site_url: Arc<str>,
     /// Schemas of versions seen, by version id (versions never change).
     schemas: Mutex<HashMap<i64, Arc<DatasetSchema>>>,
-    totals: cache::Totals,
-    datasets: cache::Datasets,
+    totals: records::Totals,
+    datasets: catalog::Datasets,
     memory: Arc<memory::Memory>,
     flights: Flights,
     exports: export::ExportCounters,
     /// On an SQLite file, the reader of record bodies by position.
     direct: Option<Arc<direct::DirectSqlite>>,
     /// Record bodies served lately, within a share of the index budget.
-    bodies: cache::Bodies,
+    bodies: bodies::Bodies,
 }
 
 /// The body cache that goes with `policy`: none when indexes are off, so a store-only
 /// deployment keeps its memory bound.
-fn body_cache(policy: memory::IndexPolicy) -> cache::Bodies {
-    cache::Bodies::new(policy.budget_bytes / cache::BODY_SHARE)
+fn body_cache(policy: memory::IndexPolicy) -> bodies::Bodies {
+    bodies::Bodies::new(policy.budget_bytes / bodies::BODY_SHARE)
 }
 
 /// Store computations under way, by kind of answer (see [`single_flight`]).
@@ -58,8 +58,9 @@ struct Flights {
 }
 
 impl Resolver {
-    /// A resolver over `db`, building URLs from `site_url`.
-    pub fn new(db: DatabaseConnection, site_url: &str) -> Self {
+    /// A resolver over `db`, building URLs from `site_url`; `catalog` counts the changes of
+    /// the catalog made through the same store, so that they are seen at once.
+    pub fn new(db: DatabaseConnection, site_url: &str, catalog: catalog::CatalogEpoch) -> Self {
         let direct = match db.get_database_backend() {
             DatabaseBackend::Sqlite => {
                 let options = db.get_sqlite_connection_pool().connect_options();
@@ -72,8 +73,8 @@ impl Resolver {
             db,
             site_url: site_url.trim_end_matches('/').into(),
             schemas: Mutex::new(HashMap::new()),
-            totals: cache::Totals::default(),
-            datasets: cache::Datasets::default(),
+            totals: records::Totals::default(),
+            datasets: catalog::Datasets::new(catalog),
             flights: Flights::default(),
             exports: export::ExportCounters::default(),
             memory: Arc::new(memory::Memory::new(
@@ -85,7 +86,7 @@ impl Resolver {
     }
 
     /// The same resolver with in-memory indexes under `policy`, and record bodies kept within
-    /// [`cache::BODY_SHARE`] of its budget.
+    /// [`bodies::BODY_SHARE`] of its budget.
     pub fn with_index_policy(mut self, policy: memory::IndexPolicy) -> Self {
         self.memory = Arc::new(memory::Memory::new(policy, self.direct.clone()));
         self.bodies = body_cache(policy);

@@ -6,17 +6,15 @@
 //! through the column's index, then those that don't, in file order.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::Mutex;
 
-use entity::record::{self, records_table};
-use sea_orm::{ConnectionTrait, DatabaseBackend, FromQueryResult};
-use serde_json::Value;
+use entity::record;
+use sea_orm::{ConnectionTrait, FromQueryResult};
 
 use super::{Prepared, Resolver, record_count};
 use crate::answer::views::{RecordBody, RecordPage};
 use crate::cost;
 use crate::dataset::Dataset;
-use crate::dataset::packed::Layout;
 use crate::dataset::schema::{Column, DatasetSchema};
 use crate::engine::store::sql::{
     Access, Part, ResolvedFilter, Sql, dictionary_lookup, from_where, order_by,
@@ -307,150 +305,6 @@ impl Resolver {
         }
     }
 
-    /// The bodies of the records at in-memory rows `rows` (positions `row + 1`), in that
-    /// order: the store serves them by primary key. One statement text whatever the number of
-    /// rows (an array bound as one value), so it is prepared once per connection; SQLite's text
-    /// is parsed here rather than through `json()`, which would parse it twice.
-    pub(crate) async fn at_positions(
-        &self,
-        schema: &DatasetSchema,
-        rows: &[u32],
-    ) -> Result<Vec<Value>, ApiError> {
-        self.stored_at_positions(schema, rows)
-            .await?
-            .into_iter()
-            .map(Stored::value)
-            .collect()
-    }
-
-    /// [`Self::at_positions`] for an export's batch: on an SQLite file the direct read runs on
-    /// the blocking pool, so a thousand bodies read for an export never hold a request
-    /// thread (20 exports at once starved every other request of both); elsewhere, and when
-    /// the direct read fails, as [`Self::at_positions`]. The body cache is left alone: an
-    /// export's bodies are read once and would push out the pages people ask again.
-    pub(crate) async fn export_batch(
-        &self,
-        schema: &DatasetSchema,
-        rows: &[u32],
-    ) -> Result<Vec<Value>, ApiError> {
-        if let Some(direct) = self.direct.clone() {
-            let positions: Vec<i64> = rows.iter().map(|&row| i64::from(row) + 1).collect();
-            let version_id = schema.version_id;
-            let read = tokio::task::spawn_blocking(move || {
-                let found = direct.bodies(version_id, &positions).ok()?;
-                let mut found: HashMap<i64, String> = found.into_iter().collect();
-                positions
-                    .iter()
-                    .map(|pos| found.remove(pos))
-                    .collect::<Option<Vec<String>>>()
-            })
-            .await;
-            if let Ok(Some(texts)) = read {
-                return texts
-                    .into_iter()
-                    .map(|text| Stored::text(schema, text)?.value())
-                    .collect();
-            }
-        }
-        self.at_positions(schema, rows).await
-    }
-
-    /// [`Self::at_positions`] as the body cache or the store gives the bodies: those not kept
-    /// are read in one statement, shaped once, and kept.
-    pub(super) async fn stored_at_positions(
-        &self,
-        schema: &DatasetSchema,
-        rows: &[u32],
-    ) -> Result<Vec<Stored>, ApiError> {
-        let positions: Vec<i64> = rows.iter().map(|&row| i64::from(row) + 1).collect();
-        // Boxed: the store read's future is large, and a page's future holds it (a debug
-        // build's worker stack overflowed).
-        if !self.bodies.is_on() {
-            return Box::pin(self.read_at_positions(schema, &positions)).await;
-        }
-        let mut kept = self.bodies.get(schema.version_id, &positions);
-        let missing: Vec<i64> = positions
-            .iter()
-            .zip(&kept)
-            .filter(|(_, body)| body.is_none())
-            .map(|(&pos, _)| pos)
-            .collect();
-        if !missing.is_empty() {
-            let mut read = Box::pin(self.read_at_positions(schema, &missing))
-                .await?
-                .into_iter();
-            let mut fresh = Vec::with_capacity(missing.len());
-            for slot in kept.iter_mut().filter(|body| body.is_none()) {
-                let body = read.next().ok_or(ApiError::Internal)?.shaped_text(schema)?;
-                fresh.push(body.clone());
-                *slot = Some(body);
-            }
-            self.bodies
-                .put(schema.version_id, missing.into_iter().zip(fresh));
-        }
-        kept.into_iter()
-            .map(|body| body.map(Stored::Shaped).ok_or(ApiError::Internal))
-            .collect()
-    }
-
-    /// The bodies at `positions`, in that order, as the store gives them.
-    async fn read_at_positions(
-        &self,
-        schema: &DatasetSchema,
-        positions: &[i64],
-    ) -> Result<Vec<Stored>, ApiError> {
-        if positions.is_empty() {
-            return Ok(Vec::new());
-        }
-        let backend = self.backend();
-        // On an SQLite file the bodies come straight from the file; the statement below is only
-        // for PostgreSQL and for a direct read that failed.
-        if backend != DatabaseBackend::Postgres
-            && let Some(read) = self
-                .direct
-                .as_ref()
-                .and_then(|direct| direct.bodies(schema.version_id, positions).ok())
-        {
-            let mut found: HashMap<i64, String> = read.into_iter().collect();
-            return positions
-                .iter()
-                .map(|pos| {
-                    let text = found.remove(pos).ok_or(ApiError::Internal)?;
-                    Stored::text(schema, text)
-                })
-                .collect();
-        }
-        let mut sql = Sql::new(backend);
-        sql.push("SELECT \"pos\", \"doc\" FROM ")
-            .ident(&records_table(schema.version_id));
-        match backend {
-            DatabaseBackend::Postgres => {
-                sql.push(" WHERE \"pos\" = ANY(")
-                    .bind(positions.to_vec())
-                    .push(")");
-            }
-            _ => {
-                let json = serde_json::to_string(positions).expect("positions serialize");
-                sql.push(" WHERE \"pos\" IN (SELECT value FROM json_each(")
-                    .bind(json)
-                    .push("))");
-            }
-        }
-        let mut found: HashMap<i64, Stored> = HashMap::with_capacity(positions.len());
-        for row in self.db.query_all_raw(sql.build()).await? {
-            let pos: i64 = row.try_get_by_index(0)?;
-            let doc = match backend {
-                DatabaseBackend::Postgres => Stored::Value(row.try_get_by_index::<Value>(1)?),
-                _ => Stored::text(schema, row.try_get_by_index(1)?)?,
-            };
-            found.insert(pos, doc);
-        }
-        positions
-            .iter()
-            .map(|pos| found.remove(pos).ok_or(ApiError::Internal))
-            .collect()
-    }
-
     /// Reads `limit` records of one part of the order, from `offset` on.
     async fn page(
         &self,
@@ -475,65 +329,36 @@ impl Resolver {
     }
 }
 
-/// A record body as the store gives it (SQLite's text, PostgreSQL's JSONB read as a value), or
-/// as the body cache keeps it: already shaped, without a projection.
-pub(super) enum Stored {
-    Text(String),
-    Value(Value),
-    Shaped(Arc<str>),
-}
-
-impl Stored {
-    /// A body SQLite holds as text, unpacked ([`crate::dataset::packed`]).
-    fn text(schema: &DatasetSchema, stored: String) -> Result<Stored, ApiError> {
-        if !Layout::is_packed(&stored) {
-            return Ok(Stored::Text(stored));
-        }
-        let doc = schema.layout.unpack(&stored).ok_or(ApiError::Internal)?;
-        Ok(Stored::Text(doc))
-    }
-
-    /// The body as a JSON value.
-    fn value(self) -> Result<Value, ApiError> {
-        match self {
-            Stored::Value(value) => Ok(value),
-            Stored::Text(text) => serde_json::from_str(&text).map_err(|_| ApiError::Internal),
-            Stored::Shaped(text) => serde_json::from_str(&text).map_err(|_| ApiError::Internal),
-        }
-    }
-
-    /// The text a page writes for this body without a projection: the stored text when it is
-    /// already shaped, else the shaped value written out (the same bytes
-    /// [`RecordBody::Shaped`] would write).
-    fn shaped_text(self, schema: &DatasetSchema) -> Result<Arc<str>, ApiError> {
-        match self.shaped(schema, None)? {
-            RecordBody::Stored(text) => Ok(text),
-            RecordBody::Shaped(value) => Ok(value.to_string().into()),
-        }
-    }
-
-    /// The body as a page shows it: the stored text itself when shaping would not change it,
-    /// else shaped and projected.
-    pub(super) fn shaped(
-        self,
-        schema: &DatasetSchema,
-        projection: Option<&[String]>,
-    ) -> Result<RecordBody, ApiError> {
-        match self {
-            Stored::Shaped(text) if projection.is_none() => Ok(RecordBody::Stored(text)),
-            Stored::Text(text)
-                if projection.is_none() && text.starts_with('{') && schema.is_shaped(&text) =>
-            {
-                Ok(RecordBody::Stored(text.into()))
-            }
-            stored => Ok(RecordBody::Shaped(
-                schema.shape(stored.value()?, projection),
-            )),
-        }
-    }
-}
-
 /// SQL's LIMIT and OFFSET are signed 64-bit.
 fn clamp(n: u64) -> i64 {
     n.min(i64::MAX as u64) as i64
+}
+
+/// Totals that don't cost a scan. A `COUNT(*)` of a large match is a scan, and paging
+/// through one query asks for the same total on every page; datasets change only by import, so
+/// a total is a pure function of (version, normalized condition) and can be kept. The map is
+/// bounded: when full it starts over, which costs at most one recount per entry.
+/// Entries kept before the cache starts over (a few MB at most).
+const CAPACITY: usize = 50_000;
+
+/// Counts by key; keys start with the version id, so a new version never sees an old count.
+#[derive(Debug, Default)]
+pub(super) struct Totals {
+    map: Mutex<HashMap<String, u64>>,
+}
+
+impl Totals {
+    /// The count kept for `key`, if any.
+    pub fn get(&self, key: &str) -> Option<u64> {
+        self.map.lock().expect("totals lock").get(key).copied()
+    }
+
+    /// Keeps `count` for `key`.
+    pub fn put(&self, key: String, count: u64) {
+        let mut map = self.map.lock().expect("totals lock");
+        if map.len() >= CAPACITY {
+            map.clear();
+        }
+        map.insert(key, count);
+    }
 }

@@ -26,7 +26,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde_json::json;
 
-use crate::auth::principal::Principal;
+use crate::auth::token::Principal;
 use crate::http::error::{ApiError, HttpError};
 use crate::http::limits::MAX_BODY_BYTES;
 use crate::state::AppState;

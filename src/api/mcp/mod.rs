@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::auth::http::bearer::Authenticated;
+use crate::auth::http::gate::Authenticated;
 use crate::http::error::{ApiError, HttpError};
 use crate::http::limits::MAX_BODY_BYTES;
 use crate::state::AppState;

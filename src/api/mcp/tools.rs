@@ -27,8 +27,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::args::{Aggregate, Describe, ExportRecords, GetRecord, ListDatasets, SearchRecords};
-use crate::auth::http::bearer::Authenticated;
-use crate::auth::principal::Principal;
+use crate::auth::http::gate::Authenticated;
+use crate::auth::token::Principal;
 use crate::guides::tools::NAMES;
 use crate::state::AppState;
 use crate::templates;

@@ -5,7 +5,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::query_string::{agg_params, pairs};
-use crate::auth::principal::Principal;
+use crate::auth::token::Principal;
 use crate::http::caching::conditional;
 use crate::http::error::HttpError;
 use crate::state::AppState;

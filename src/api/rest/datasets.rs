@@ -6,7 +6,7 @@ use query::Paging;
 use query::params::parse_count;
 
 use super::query_string::pairs;
-use crate::auth::principal::Principal;
+use crate::auth::token::Principal;
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
 

@@ -22,7 +22,7 @@ use query::export::Export;
 
 use super::query_string::{export_params, pairs};
 use crate::auth::export_slots::{EXPORT_SLOT_RETRY_SECS, ExportSlot};
-use crate::auth::principal::Principal;
+use crate::auth::token::Principal;
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
 

@@ -6,7 +6,7 @@ use axum::response::Response;
 use query::params::ProjectionParams;
 
 use super::query_string::{pairs, record_params};
-use crate::auth::principal::Principal;
+use crate::auth::token::Principal;
 use crate::http::caching::conditional_written;
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;

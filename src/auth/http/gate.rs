@@ -2,7 +2,7 @@
 //! finds who the request acts for and charges the right budget, in an order a flood cannot
 //! turn against us:
 //!
-//! 1. a token this instance confirmed within [`FRESH_FOR`](crate::auth::token_cache::FRESH_FOR) is
+//! 1. a token this instance confirmed within [`FRESH_FOR`](crate::auth::token::FRESH_FOR) is
 //!    charged to its own budget and costs no store query;
 //! 2. a token confirmed before but not lately is checked again, charged to its own budget;
 //! 3. anything else (no token, a malformed header, a token never seen) is charged to the
@@ -13,19 +13,20 @@
 //! budget charged; a refusal is 429 `rate_limited` with `Retry-After`. A handler that charges
 //! the token's budget again (an export: one more request per 1,000 records) puts that later
 //! [`Charge`] in the response's extensions, and the headers announce it instead.
+//!
+//! What the gate found ([`Authenticated`]) stays in the request's extensions: the
+//! [`Principal`] extractor handlers take and MCP's token check read it from there.
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderName, HeaderValue};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderName, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::bearer::{Authenticated, bearer};
-use crate::auth::principal::{Principal, authenticate_hash};
 use crate::auth::rate_limit::{Charge, WINDOW_SECS};
-use crate::auth::token;
-use crate::auth::token_cache::Known;
+use crate::auth::token::{self, Known, Principal, authenticate_hash};
 use crate::http::client_addr;
 use crate::http::error::{ApiError, HttpError};
 use crate::http::server::Seat;
@@ -54,18 +55,17 @@ impl Charged {
 
 /// The middleware (install with `axum::middleware::from_fn_with_state`).
 pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let address = client_addr::network(client_addr::of_request(&request, &state.trusted_proxies));
     let limits = &state.rate_limits;
     let (who, charged, charge) = match bearer(request.headers()) {
         Err(error) => (
             Err(error),
             Charged::Address,
-            limits.addresses.charge(&address),
+            limits.addresses.charge(&address(&request, &state)),
         ),
         Ok(None) => (
             Ok(None),
             Charged::Address,
-            limits.addresses.charge(&address),
+            limits.addresses.charge(&address(&request, &state)),
         ),
         Ok(Some(plain)) => {
             let token_hash = token::hash(plain);
@@ -85,7 +85,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
                     (who, Charged::Token, charge)
                 }
                 Known::Unknown => {
-                    let charge = limits.addresses.charge(&address);
+                    let charge = limits.addresses.charge(&address(&request, &state));
                     if charge.is_some_and(|c| c.refused) {
                         (Ok(None), Charged::Address, charge)
                     } else {
@@ -129,6 +129,12 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     response
 }
 
+/// The client address's network, the key of the address budget. Only a request without a
+/// known token is charged to its address, so only such a request reads it.
+fn address(request: &Request, state: &AppState) -> std::net::IpAddr {
+    client_addr::network(client_addr::of_request(request, &state.trusted_proxies))
+}
+
 /// Asks the store about a token and keeps the answer in the cache.
 async fn check(state: &AppState, token_hash: &str) -> Result<Option<Principal>, ApiError> {
     match authenticate_hash(&state.store, token_hash).await {
@@ -154,6 +160,51 @@ fn announce(response: &mut Response, charged: Charged, charge: Charge) {
     for (header, value) in [(&RATELIMIT_POLICY, policy), (&RATELIMIT, left)] {
         if let Ok(value) = HeaderValue::from_str(&value) {
             headers.insert(header.clone(), value);
+        }
+    }
+}
+
+// The `Authorization: Bearer` header.
+
+/// The bearer token of a request: `Ok(None)` when there is none.
+fn bearer(headers: &axum::http::HeaderMap) -> Result<Option<&str>, ApiError> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let value = value.to_str().map_err(|_| ApiError::InvalidToken)?.trim();
+    let Some((scheme, rest)) = value.split_once(' ') else {
+        return if value.eq_ignore_ascii_case("bearer") {
+            Err(ApiError::InvalidToken)
+        } else {
+            Ok(None)
+        };
+    };
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Ok(None);
+    }
+    let token = rest.trim();
+    if token.is_empty() {
+        return Err(ApiError::InvalidToken);
+    }
+    Ok(Some(token))
+}
+
+/// Who the API gate ([`gate`]) found a request to act for: `Ok(None)` without a token.
+#[derive(Clone, Debug)]
+pub struct Authenticated(pub Result<Option<Principal>, ApiError>);
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = HttpError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, HttpError> {
+        match parts.extensions.get::<Authenticated>() {
+            Some(Authenticated(Ok(Some(principal)))) => Ok(*principal),
+            Some(Authenticated(Ok(None))) => Err(ApiError::MissingToken.into()),
+            Some(Authenticated(Err(error))) => Err(error.clone().into()),
+            None => {
+                tracing::error!("a route that needs a token is not behind the API gate");
+                Err(ApiError::Internal.into())
+            }
         }
     }
 }

@@ -2,12 +2,11 @@
 //! endpoints. Kept apart from the domain (tokens, grants, throttles, budgets in [`crate::auth`])
 //! so the domain holds no handler and the state can hold the domain without importing HTTP.
 //!
-//! - [`bearer`]: the `Authorization: Bearer` header and the [`Principal`](crate::auth::principal::Principal)
-//!   extractor; [`gate`]: the API's door (who asks, within which budget).
+//! - [`gate`]: the API's door (who asks, within which budget): the `Authorization: Bearer`
+//!   header and the [`Principal`](crate::auth::token::Principal) extractor.
 //! - [`device`]: the two device-flow endpoints (RFC 8628); [`discovery`]: the RFC 8414
 //!   metadata that announces them.
 
-pub mod bearer;
 pub mod device;
 pub mod discovery;
 pub mod gate;

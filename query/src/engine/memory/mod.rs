@@ -7,15 +7,13 @@
 //! datasets beyond the memory budget, and when indexes are turned off.
 //!
 //! - [`column`]: dictionary-encoded strings, numbers in value order, per-value row lists.
-//! - [`bits`]: the set of rows a filter matches; [`rows`]: row lists in 2 bytes a row.
+//! - [`rows`]: sets of rows: the bits a filter matches, row lists in 2 bytes a row.
 //! - [`build`]: reading a version from the store.
 //! - [`select`]: filters and the order of a page; [`stats`]: grouped statistics, integer
-//!   columns by per-group [`histogram`]s.
+//!   columns by per-group histograms.
 
-pub mod bits;
 pub mod build;
 pub mod column;
-pub mod histogram;
 pub mod rows;
 pub mod select;
 pub mod stats;
@@ -131,8 +129,8 @@ impl MemIndex {
     }
 
     /// How many rows `matches` holds (`None`: every row).
-    pub fn total(&self, matches: Option<&bits::Bits>) -> u64 {
-        matches.map_or(u64::from(self.rows), bits::Bits::count)
+    pub fn total(&self, matches: Option<&rows::Bits>) -> u64 {
+        matches.map_or(u64::from(self.rows), rows::Bits::count)
     }
 }
 

@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::bits::Bits;
 use super::column::{IdColumn, MISSING, NumColumn, StrColumn};
+use super::rows::Bits;
 use super::rows::Rows;
 use super::{FieldIndex, MemIndex};
 use crate::dataset::schema::Column;

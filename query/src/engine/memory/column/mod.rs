@@ -4,24 +4,18 @@
 //! column also lists its rows per value (postings), and each number column its rows in value
 //! order: a filter reads postings, a sort walks either list in order.
 
-use super::bits::Bits;
+use super::rows::Bits;
 use super::rows::{RowList, Rows};
 
-mod codes;
-mod dict;
 mod numbers;
-mod postings;
 mod strings;
 #[cfg(test)]
 mod tests;
-mod text;
 
-pub use codes::{Code, Codes, code_counts};
-pub use dict::Dict;
 pub use numbers::{NumBuilder, NumColumn, Numbers};
-pub use postings::Postings;
-pub use strings::{IdColumn, StrBuilder, StrColumn};
-pub use text::TextColumn;
+pub use strings::{
+    Code, Codes, Dict, IdColumn, Postings, StrBuilder, StrColumn, TextColumn, code_counts,
+};
 
 /// The code of a row that has no value.
 pub const MISSING: u32 = u32::MAX;
