@@ -140,6 +140,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--odqs-bin", required=True)
     parser.add_argument("-v", "--verbose", action="store_true", help="list each file's functions")
+    parser.add_argument("--keep", help="a directory to keep callgrind's dumps in")
     args = parser.parse_args()
     binary = os.path.abspath(args.odqs_bin)
     with tempfile.TemporaryDirectory() as tmp:
@@ -185,7 +186,11 @@ def main():
                     dumps = sorted(f for f in os.listdir(tmp) if f.startswith("callgrind.out."))
                     runs.append((status, files_of(os.path.join(tmp, dumps[-1]))))
                     for f in dumps:
-                        os.remove(os.path.join(tmp, f))
+                        if args.keep:
+                            os.makedirs(args.keep, exist_ok=True)
+                            os.replace(os.path.join(tmp, f), os.path.join(args.keep, f"{name}{attempt}.{f}"))
+                        else:
+                            os.remove(os.path.join(tmp, f))
                 results[name] = min(runs, key=lambda run: len(run[1]))
         finally:
             server.terminate()

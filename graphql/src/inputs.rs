@@ -32,7 +32,8 @@ pub struct FieldFilter {
     /// The value, written as in a REST query string (`5`, `5.0`, `true`, `EWR`,
     /// `2013-01-31T05:00:00Z`); for `EXISTS`, `true` or `false` (default `true`).
     pub value: Option<String>,
-    /// The values of `IN` (any of them); with another operator, give `value`.
+    /// Several values, meaning what repeating the parameter means in REST: any of them for
+    /// `EQ` and `IN`, none of them for `NE` and `NIN`; other operators take one `value`.
     pub values: Option<Vec<String>>,
 }
 
@@ -53,6 +54,8 @@ pub enum FilterOp {
     Ne,
     /// Any of `values`.
     In,
+    /// None of `values`; records without a value match.
+    Nin,
     /// Has a value (`value` `true`, the default) or has none (`false`).
     Exists,
     /// Starts with `value`, case-sensitive (keywords).
@@ -70,6 +73,7 @@ impl FilterOp {
             FilterOp::Lte => Some(Op::Lte),
             FilterOp::Ne => Some(Op::Ne),
             FilterOp::In => Some(Op::In),
+            FilterOp::Nin => Some(Op::Nin),
             FilterOp::Exists => Some(Op::Exists),
             FilterOp::Prefix => Some(Op::Prefix),
         }
@@ -114,17 +118,15 @@ impl Conditions {
                 .chain(f.values.unwrap_or_default())
                 .collect();
             match f.op.op() {
+                // Several values are any of them, as a repeated `field=value` is.
                 None => {
-                    let [value] = <[String; 1]>::try_from(values).map_err(|_| {
-                        ApiError::invalid(
+                    if values.is_empty() {
+                        return Err(ApiError::invalid(
                             f.field.as_str(),
-                            format!(
-                                "The filter on {} needs one value (or op: IN with values).",
-                                f.field
-                            ),
-                        )
-                    })?;
-                    exact.push((f.field, value));
+                            format!("The filter on {} needs a value or values.", f.field),
+                        ));
+                    }
+                    exact.extend(values.into_iter().map(|value| (f.field.clone(), value)));
                 }
                 Some(Op::Exists) if values.is_empty() => ops.push(OpParam {
                     name: f.field,

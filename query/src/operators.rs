@@ -15,33 +15,37 @@ pub enum Op {
     Lte,
     Ne,
     In,
+    Nin,
     Exists,
     Prefix,
 }
 
 /// Every operator, in the order the contract lists them.
-pub const ALL: [Op; 8] = [
+pub const ALL: [Op; 9] = [
     Op::Gt,
     Op::Gte,
     Op::Lt,
     Op::Lte,
     Op::Ne,
     Op::In,
+    Op::Nin,
     Op::Exists,
     Op::Prefix,
 ];
 
 /// The names of [`ALL`], in the same order.
-pub const NAMES: [&str; 8] = ["gt", "gte", "lt", "lte", "ne", "in", "exists", "prefix"];
+pub const NAMES: [&str; 9] = [
+    "gt", "gte", "lt", "lte", "ne", "in", "nin", "exists", "prefix",
+];
 
 /// The part of [`ALL`] a type takes: the list is ordered so that each type's operators are
 /// one run of it.
 fn allowed_range(field_type: FieldType) -> std::ops::Range<usize> {
     match field_type {
-        FieldType::Keyword => 0..8,
-        FieldType::Number | FieldType::Date => 0..7,
-        FieldType::Boolean => 4..7,
-        FieldType::Text => 6..7,
+        FieldType::Keyword => 0..9,
+        FieldType::Number | FieldType::Date => 0..8,
+        FieldType::Boolean => 4..8,
+        FieldType::Text => 7..8,
         FieldType::Json => 0..0,
     }
 }
@@ -58,7 +62,7 @@ impl Op {
     }
 
     /// The operators a field of `field_type` takes: ranges on ordered types (numbers as numbers,
-    /// dates as instants, keywords in byte order), `ne`/`in` wherever exact matches work,
+    /// dates as instants, keywords in byte order), `ne`/`in`/`nin` wherever exact matches work,
     /// `prefix` on keywords, `exists` on every type that has a column (not `json`).
     pub fn allowed(field_type: FieldType) -> &'static [Op] {
         &ALL[allowed_range(field_type)]
@@ -67,6 +71,11 @@ impl Op {
     /// The names of [`Op::allowed`] (schema entries' `filter.operators`).
     pub fn allowed_names(field_type: FieldType) -> &'static [&'static str] {
         &NAMES[allowed_range(field_type)]
+    }
+
+    /// Whether this operator takes a comma-separated list (`in`, `nin`).
+    pub fn takes_list(self) -> bool {
+        matches!(self, Op::In | Op::Nin)
     }
 
     /// Whether this operator bounds a range.
@@ -109,7 +118,7 @@ mod tests {
         );
         assert_eq!(
             Op::allowed(FieldType::Boolean),
-            [Op::Ne, Op::In, Op::Exists]
+            [Op::Ne, Op::In, Op::Nin, Op::Exists]
         );
         assert!(
             !Op::allowed(FieldType::Boolean)

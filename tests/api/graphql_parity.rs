@@ -51,6 +51,7 @@ const OPERATORS: &[(&str, &str)] = &[
     ("lte", "LTE"),
     ("ne", "NE"),
     ("in", "IN"),
+    ("nin", "NIN"),
     ("exists", "EXISTS"),
     ("prefix", "PREFIX"),
 ];
@@ -120,7 +121,7 @@ fn translate(raw: &str) -> Option<(String, Value)> {
                 // `name[op]=value` (no field of these datasets has brackets in its name).
                 let (_, op) = OPERATORS.iter().find(|(rest, _)| *rest == op)?;
                 filters.push(match *op {
-                    "IN" => json!({"field": field, "op": op, "values": list(value)}),
+                    "IN" | "NIN" => json!({"field": field, "op": op, "values": list(value)}),
                     _ => json!({"field": field, "op": op, "value": value}),
                 });
             } else {

@@ -70,9 +70,9 @@ async fn skill_md_describes_fields_with_real_values(store: TestStore) {
         eprintln!("{md}");
     }
     for expected in [
-        "| `carrier` | keyword | exact `carrier=…` (repeat for OR), sort, `group_by`; `[gt]` `[gte]` `[lt]` `[lte]` `[ne]` `[in]` `[exists]` `[prefix]` |",
-        "# dep_delay (number: gt, gte, lt, lte, ne, in, exists): `dep_delay[gte]`",
-        "# tailnum (keyword: gt, gte, lt, lte, ne, in, exists, prefix): `tailnum[prefix]`",
+        "| `carrier` | keyword | exact `carrier=…` (repeat for OR), sort, `group_by`; `[gt]` `[gte]` `[lt]` `[lte]` `[ne]` `[in]` `[nin]` `[exists]` `[prefix]` |",
+        "# dep_delay (number: gt, gte, lt, lte, ne, in, nin, exists): `dep_delay[gte]`",
+        "# tailnum (keyword: gt, gte, lt, lte, ne, in, nin, exists, prefix): `tailnum[prefix]`",
         "time_hour%5Bmonth%5D",
         "## Filter operators",
         "| `dep_delay` | number |",

@@ -102,6 +102,31 @@ fn cases() -> Vec<Case> {
             rest: "/datasets/tw-scenic-spots/records?q=%E6%BA%AB%E6%B3%89&per_page=3",
             status: 200,
         },
+        // A list means what repeating the parameter means in REST, never one joined text.
+        Case {
+            tool: "search_records",
+            arguments: json!({"dataset": "flights", "filters": {"origin": "EWR", "carrier[ne]": ["UA", "AA", "DL", "B6", "EV"]}}),
+            rest: "/datasets/flights/records?origin=EWR&carrier[nin]=UA,AA,DL,B6,EV",
+            status: 200,
+        },
+        Case {
+            tool: "search_records",
+            arguments: json!({"dataset": "flights", "filters": {"carrier": ["UA", "AA"], "dep_delay[gte]": 300}}),
+            rest: "/datasets/flights/records?carrier=UA&carrier=AA&dep_delay[gte]=300",
+            status: 200,
+        },
+        Case {
+            tool: "aggregate",
+            arguments: json!({"dataset": "flights", "group_by": "carrier", "filters": {"carrier[nin]": ["UA", "AA"]}}),
+            rest: "/datasets/flights/agg?group_by=carrier&carrier[nin]=UA,AA",
+            status: 200,
+        },
+        Case {
+            tool: "search_records",
+            arguments: json!({"dataset": "flights", "filters": {"carrier[ne]": []}}),
+            rest: "/datasets/flights/records?carrier[ne]=",
+            status: 400,
+        },
         Case {
             tool: "search_records",
             arguments: json!({"dataset": "flights", "filters": {"dep_time[exists]": false}}),
@@ -242,7 +267,7 @@ async fn tools_answer_as_rest(store: TestStore) {
         search["description"]
             .as_str()
             .unwrap()
-            .contains("keyword: gt, gte, lt, lte, ne, in, exists, prefix")
+            .contains("keyword: gt, gte, lt, lte, ne, in, nin, exists, prefix")
     );
 
     // Resources: each dataset's guide, the same text as GET skill.md.

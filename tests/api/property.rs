@@ -852,9 +852,11 @@ const RANGE_OPS: &[&str] = &["gt", "gte", "lt", "lte"];
 
 fn operators(t: Type) -> &'static [&'static str] {
     match t {
-        Type::Keyword => &["gt", "gte", "lt", "lte", "ne", "in", "exists", "prefix"],
-        Type::Number | Type::Date => &["gt", "gte", "lt", "lte", "ne", "in", "exists"],
-        Type::Boolean => &["ne", "in", "exists"],
+        Type::Keyword => &[
+            "gt", "gte", "lt", "lte", "ne", "in", "nin", "exists", "prefix",
+        ],
+        Type::Number | Type::Date => &["gt", "gte", "lt", "lte", "ne", "in", "nin", "exists"],
+        Type::Boolean => &["ne", "in", "nin", "exists"],
         Type::Text => &["exists"],
     }
 }
@@ -900,7 +902,7 @@ fn random_ops(rng: &mut StdRng, recs: &[Rec]) -> Vec<(String, &'static str, Stri
             };
             // `ne` repeated: none of them; `prefix` and `in` repeated: any of them.
             let times = match op {
-                "ne" | "prefix" | "in" => *pick(rng, &[1, 2, 2, 3]),
+                "ne" | "prefix" | "in" | "nin" => *pick(rng, &[1, 2, 2, 3]),
                 _ => 1,
             };
             (Some(op), times)
@@ -920,7 +922,7 @@ fn op_value(rng: &mut StdRng, recs: &[Rec], name: &str, op: &str) -> String {
     match op {
         "exists" => pick(rng, &["true", "false", "true", "false", "TRUE", "False"]).to_string(),
         "ne" => exact_value(rng, recs, name),
-        "in" => {
+        "in" | "nin" => {
             let n = rng.random_range(1..=3);
             let values: Vec<String> = (0..n).map(|_| exact_value(rng, recs, name)).collect();
             values.join(if rng.random_bool(0.3) { ", " } else { "," })
@@ -1249,6 +1251,11 @@ fn model_filter(recs: &[Rec], filter: &Filter) -> Vec<Rec> {
                     .map(str::to_string),
             ),
             "ne" => none_of.entry(name).or_default().push(value),
+            // `nin`: a repeated `ne`, from one list.
+            "nin" => none_of
+                .entry(name)
+                .or_default()
+                .extend(value.split(',').filter(|v| !v.is_empty())),
             "prefix" => prefixes.entry(name).or_default().push(value),
             _ => each.push((name.as_str(), *op, value.as_str())),
         }

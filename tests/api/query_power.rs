@@ -354,6 +354,15 @@ async fn mini_answers_by_hand(store: TestStore) {
                 "size[ne]=5&size[ne]=-0.5&size[ne]=12",
                 &["a3", "a4", "a5", "b3", "c3", "c4", "d1"],
             ),
+            // nin is a repeated ne, from one comma-separated list.
+            (
+                "size[nin]=5,-0.5,12",
+                &["a3", "a4", "a5", "b3", "c3", "c4", "d1"],
+            ),
+            (
+                "size[nin]=5&size[nin]=-0.5,12",
+                &["a3", "a4", "a5", "b3", "c3", "c4", "d1"],
+            ),
             ("size[in]=3,5.0&size[gt]=4", &["a1", "a2", "b2", "c2", "d2"]),
             // -0.0 is 0.
             ("price[gte]=0&price[lte]=0", &["b3"]),
@@ -381,6 +390,11 @@ async fn mini_answers_by_hand(store: TestStore) {
                 &["a2", "a4", "a5", "b1", "b3", "c2", "c4", "d1"],
             ),
             ("code[prefix]=c&code[ne]=c2", &["c1", "c3", "c4"]),
+            ("code[prefix]=c&code[nin]=c2,c4", &["c1", "c3"]),
+            (
+                "open[nin]=true",
+                &["a2", "a4", "a5", "b1", "b3", "c2", "c4", "d1"],
+            ),
         ];
         for (query, want) in cases {
             let body = ask(
@@ -585,6 +599,13 @@ async fn demo_questions_in_one_request_each(store: TestStore) {
         (
             "carrier[ne]=UA",
             count(&|r| text(r, "carrier") != Some("UA")),
+        ),
+        (
+            "origin=EWR&carrier[nin]=UA,AA,DL,B6,EV",
+            count(&|r| {
+                text(r, "origin") == Some("EWR")
+                    && !["UA", "AA", "DL", "B6", "EV"].contains(&text(r, "carrier").unwrap_or(""))
+            }),
         ),
         (
             "tailnum[prefix]=N5",

@@ -208,16 +208,19 @@ async fn dataset_list_and_metadata(store: TestStore) {
     assert_eq!(
         flags("city"),
         json!({"exact": true, "fulltext": false, "sort": true, "group_by": true,
-               "operators": ["gt", "gte", "lt", "lte", "ne", "in", "exists", "prefix"],
+               "operators": ["gt", "gte", "lt", "lte", "ne", "in", "nin", "exists", "prefix"],
                "buckets": []})
     );
     assert_eq!(
         flags("rating"),
         json!({"exact": true, "fulltext": false, "sort": true, "group_by": false,
-               "operators": ["gt", "gte", "lt", "lte", "ne", "in", "exists"],
+               "operators": ["gt", "gte", "lt", "lte", "ne", "in", "nin", "exists"],
                "buckets": ["<width>"]})
     );
-    assert_eq!(flags("open")["operators"], json!(["ne", "in", "exists"]));
+    assert_eq!(
+        flags("open")["operators"],
+        json!(["ne", "in", "nin", "exists"])
+    );
     assert_eq!(
         flags("since")["buckets"],
         json!(["year", "month", "day", "hour"])
@@ -829,7 +832,7 @@ async fn authentication(store: TestStore) {
             break;
         }
         assert!(
-            revoked_at.elapsed() < odqs::auth::token_cache::FRESH_FOR * 2,
+            revoked_at.elapsed() < odqs::auth::token::FRESH_FOR * 2,
             "a revoked token still works after {:?}",
             revoked_at.elapsed()
         );

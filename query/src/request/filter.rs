@@ -239,9 +239,10 @@ pub fn filter(params: &FilterParams, schema: &DatasetSchema) -> Result<Filter, A
                 operator: op.to_string(),
                 allowed: operators::names(allowed),
             })?;
-        let values = match op {
-            Op::In => split_values(value),
-            _ => vec![value.clone()],
+        let values = if op.takes_list() {
+            split_values(value)
+        } else {
+            vec![value.clone()]
         };
         conditions.push((field, column, op, values));
     }
@@ -305,15 +306,23 @@ fn add_condition(
 ) -> Result<(), ApiError> {
     let field_type = schema.field_type(column);
     let parameter = format!("{name}[{}]", op.as_str());
-    if op == Op::In {
+    // A list: `in` (any of them) and `nin` (none of them) from a comma-separated value or a
+    // list; several values of `ne` (a list through GraphQL or MCP) mean none of them, as a
+    // repeated `ne` does.
+    if op.takes_list() || (op == Op::Ne && values.len() > 1) {
         if values.is_empty() || values.iter().any(String::is_empty) {
             return Err(ApiError::invalid(
                 parameter.as_str(),
                 format!("{parameter} needs one or more values (comma-separated), none empty."),
             ));
         }
+        let lists = if op == Op::In {
+            &mut out.exact
+        } else {
+            &mut out.not
+        };
         for item in values {
-            push_value(&mut out.exact, column, exact_value(name, field_type, item)?);
+            push_value(lists, column, exact_value(name, field_type, item)?);
         }
         return Ok(());
     }
@@ -345,8 +354,8 @@ fn add_condition(
             };
             out.exists.push((column, has));
         }
-        // Taken before the match: `in` takes a list.
-        Op::In => {}
+        // Taken before the match: `in` and `nin` take a list.
+        Op::In | Op::Nin => {}
         Op::Ne => {
             let value = exact_value(name, field_type, value)?;
             push_value(&mut out.not, column, value);

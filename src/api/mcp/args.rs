@@ -16,7 +16,8 @@ use query::params::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// A filter's value: text, a number, `true`/`false`, or a list for `in`.
+/// A filter's value: text, a number, `true`/`false`, or a list: any of them for an exact match or
+/// `in`, none of them for `ne` and `nin`.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum FilterValue {
@@ -46,15 +47,16 @@ impl Scalar {
 }
 
 impl FilterValue {
-    /// The value as a query string carries it (a list joined by commas, as `in` reads it).
-    fn text(&self) -> String {
+    /// The values as a query string carries them: one, or a list's items each as a repeated
+    /// parameter, which means any of them for an exact match or `in`, none of them for `ne`
+    /// and `nin`. A list is never joined into one text: `"carrier[ne]": ["UA", "AA"]` is
+    /// `carrier[ne]=UA&carrier[ne]=AA`, not the one value `UA,AA`.
+    fn texts(&self) -> Vec<String> {
         match self {
-            FilterValue::Text(text) => text.clone(),
-            FilterValue::Number(number) => number.to_string(),
-            FilterValue::Bool(flag) => flag.to_string(),
-            FilterValue::List(items) => {
-                items.iter().map(Scalar::text).collect::<Vec<_>>().join(",")
-            }
+            FilterValue::Text(text) => vec![text.clone()],
+            FilterValue::Number(number) => vec![number.to_string()],
+            FilterValue::Bool(flag) => vec![flag.to_string()],
+            FilterValue::List(items) => items.iter().map(Scalar::text).collect(),
         }
     }
 }
@@ -100,7 +102,14 @@ fn conditions(
         add_condition(&mut filter, "q", q)?;
     }
     for (name, value) in filters.iter().flatten() {
-        add_condition(&mut filter, name, &value.text())?;
+        let mut texts = value.texts();
+        if texts.is_empty() {
+            // An empty list is an empty value, refused as REST refuses `name=`.
+            texts.push(String::new());
+        }
+        for text in texts {
+            add_condition(&mut filter, name, &text)?;
+        }
     }
     Ok(filter)
 }

@@ -449,6 +449,16 @@ pub const REQUESTS: &[(&str, u16, &str)] = &[
         "",
     ),
     (
+        "/datasets/flights/records?carrier[nin]=UA,AA&sort=carrier&per_page=100&page=3",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/agg?group_by=origin&field=dep_delay&carrier[nin]=UA,AA,DL,B6,EV",
+        200,
+        "",
+    ),
+    (
         "/datasets/flights/records?tailnum[prefix]=N5&sort=tailnum&per_page=100",
         200,
         "",
@@ -511,6 +521,8 @@ pub const REQUESTS: &[(&str, u16, &str)] = &[
     ("/datasets/mini.set~1/records?since[exists]=false", 200, ""),
     ("/datasets/mini.set~1/records?size[ne]=5", 200, ""),
     ("/datasets/mini.set~1/records?open[ne]=true", 200, ""),
+    ("/datasets/mini.set~1/records?size[nin]=5,-0.5,12", 200, ""),
+    ("/datasets/mini.set~1/records?open[nin]=true", 200, ""),
     (
         "/datasets/mini.set~1/records?open[in]=true,false&name[exists]=false",
         200,
@@ -572,6 +584,21 @@ pub const REQUESTS: &[(&str, u16, &str)] = &[
         "/datasets/flights/records?carrier[in]=",
         400,
         "invalid_parameter",
+    ),
+    (
+        "/datasets/flights/records?carrier[nin]=",
+        400,
+        "invalid_parameter",
+    ),
+    (
+        "/datasets/flights/records?dep_delay[nin]=1,soon",
+        400,
+        "invalid_parameter",
+    ),
+    (
+        "/datasets/flights/records?name[nin]=x",
+        400,
+        "unknown_field",
     ),
     ("/datasets/flights/records?nope[gt]=1", 400, "unknown_field"),
     // Contract §12.2: grouped statistics.
