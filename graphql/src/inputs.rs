@@ -19,7 +19,7 @@ pub struct FieldSearch {
 }
 
 /// A condition on one field: an exact match (REST `field=value`; several on one field are
-/// OR) or an operator of contract §12.1 (REST `field[op]=value`); conditions on different
+/// OR) or an operator (REST `field[op]=value`); conditions on different
 /// fields, or with different operators, are AND. Which operators a field takes is in its
 /// schema entry (`filter.operators`).
 #[derive(InputObject, Clone, Debug)]
@@ -37,7 +37,7 @@ pub struct FieldFilter {
     pub values: Option<Vec<String>>,
 }
 
-/// The operators of a [`FieldFilter`] (REST `field[op]=value`, contract §12.1).
+/// The operators of a [`FieldFilter`] (REST `field[op]=value`).
 #[derive(Enum, Copy, Clone, Debug, PartialEq, Eq)]
 pub enum FilterOp {
     /// Equal (REST `field=value`).
@@ -97,7 +97,7 @@ pub struct SortKey {
     pub order: SortOrder,
 }
 
-/// The conditions `records` and `agg` share (contract §5, §6).
+/// The conditions `records` and `agg` share.
 #[derive(Clone, Debug, Default)]
 pub struct Conditions {
     pub q: Option<String>,
@@ -186,7 +186,7 @@ pub fn record_params(
     Ok(params)
 }
 
-/// The order of an agg answer's groups (REST `sort=count<`, contract §12.2).
+/// The order of an agg answer's groups (REST `sort=count<`).
 #[derive(InputObject, Clone, Debug)]
 pub struct GroupSort {
     /// `count`, `key`, or with `field`: `sum`, `avg`, `min`, `max`, `p<label>` (`p95`).

@@ -8,7 +8,7 @@ use serde_json::Value;
 use query::schema::{FilterInfo, SchemaEntry};
 use query::views;
 
-/// A dataset in the catalog (REST `GET /datasets` item, contract §3).
+/// A dataset in the catalog (REST `GET /datasets` item).
 #[derive(SimpleObject, Clone, Debug)]
 pub struct DatasetItem {
     pub slug: String,
@@ -29,7 +29,7 @@ pub struct DatasetList {
     pub total: u64,
 }
 
-/// A dataset's metadata (REST `GET /datasets/{slug}`, contract §3).
+/// A dataset's metadata (REST `GET /datasets/{slug}`).
 #[derive(SimpleObject, Clone, Debug)]
 pub struct Dataset {
     /// The catalog item's fields, inline as in REST.
@@ -41,7 +41,7 @@ pub struct Dataset {
     pub id_field: Option<String>,
     /// RFC 3339.
     pub created_at: String,
-    /// Schema entries, `_id` first (contract §4).
+    /// Schema entries, `_id` first.
     pub fields: Vec<Field>,
     pub links: DatasetLinks,
 }
@@ -55,7 +55,7 @@ pub struct DatasetLinks {
     pub skill: String,
 }
 
-/// A schema entry (contract §4): a field, its type and how it can be used.
+/// A schema entry: a field, its type and how it can be used.
 #[derive(SimpleObject, Clone, Debug)]
 pub struct Field {
     /// The name to use in arguments; dotted for nested fields.
@@ -98,7 +98,7 @@ pub struct RecordPage {
     pub schema: Vec<Field>,
 }
 
-/// Grouped statistics (the REST agg answer, contract §6, §12.2).
+/// Grouped statistics (the REST agg answer).
 #[derive(SimpleObject, Clone, Debug)]
 pub struct AggResult {
     /// Records matching the conditions, grouped or not.

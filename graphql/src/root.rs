@@ -15,7 +15,7 @@ use crate::objects::{AggResult, Dataset, DatasetList, RecordPage};
 use query::cost::CostMeter;
 use query::{self, Paging, Resolver};
 
-/// The read API as a GraphQL schema (contract §10).
+/// The read API as a GraphQL schema.
 pub struct QueryRoot;
 
 /// The shared resolver and this request's memo (a private one when the caller gave none).
@@ -56,9 +56,9 @@ impl QueryRoot {
     }
 
     /// Search, filter, sort and page through a dataset's records (REST
-    /// `GET /datasets/{slug}/records`, contract §5). Costs its page size in complexity. To
+    /// `GET /datasets/{slug}/records`). Costs its page size in complexity. To
     /// download every matching record in one streamed answer, use the REST export
-    /// (`GET /api/v1/datasets/{slug}/export?format=ndjson|csv`, contract §12.3) with the same
+    /// (`GET /api/v1/datasets/{slug}/export?format=ndjson|csv`) with the same
     /// conditions; GraphQL answers pages only.
     #[graphql(complexity = "child_complexity + per_page.map_or(20, |n| n.clamp(1, 100)) as usize")]
     #[allow(clippy::too_many_arguments)]
@@ -115,7 +115,7 @@ impl QueryRoot {
         Ok(Json(record.as_ref().clone()))
     }
 
-    /// Grouped statistics (REST `GET /datasets/{slug}/agg`, contract §6, §12.2): groups by
+    /// Grouped statistics (REST `GET /datasets/{slug}/agg`): groups by
     /// count descending then key unless `sort` says otherwise; with `field`, sum, avg, min,
     /// max, missing and percentiles. More than 10,000 groups need `limit`.
     #[allow(clippy::too_many_arguments)]

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::dataset::schema::{DatasetSchema, SchemaEntry};
 
-/// An item of `GET /datasets` (contract §3).
+/// An item of `GET /datasets`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DatasetItem {
@@ -22,7 +22,7 @@ pub struct DatasetItem {
     pub url: String,
 }
 
-/// `GET /datasets` (contract §3).
+/// `GET /datasets`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DatasetList {
@@ -30,7 +30,7 @@ pub struct DatasetList {
     pub total: u64,
 }
 
-/// Links of a dataset's metadata (contract §3).
+/// Links of a dataset's metadata.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DatasetLinks {
@@ -39,7 +39,7 @@ pub struct DatasetLinks {
     pub skill: String,
 }
 
-/// `GET /datasets/{slug}` (contract §3): the list item plus the rest of the metadata.
+/// `GET /datasets/{slug}`: the list item plus the rest of the metadata.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DatasetDetail {
@@ -54,7 +54,7 @@ pub struct DatasetDetail {
     pub links: DatasetLinks,
 }
 
-/// `GET /datasets/{slug}/records` (spec §2 "Query result envelope").
+/// `GET /datasets/{slug}/records`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RecordPage {
@@ -156,7 +156,7 @@ impl PartialEq for RecordBody {
     }
 }
 
-/// `GET /datasets/{slug}/agg` (spec §2 "Aggregation result", contract §12.2).
+/// `GET /datasets/{slug}/agg`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AggResult {
@@ -171,7 +171,7 @@ pub struct AggResult {
     pub groups: Vec<Group>,
 }
 
-/// A record as the API shows it (contract §2): its fields, nested objects for dotted names, and
+/// A record as the API shows it: its fields, nested objects for dotted names, and
 /// always `_id`. Documentation only: records are JSON values end to end, since their fields are
 /// the dataset's.
 pub struct Record;
@@ -198,7 +198,7 @@ pub struct Stats {
     pub numeric: Option<NumericStats>,
 }
 
-/// Statistics of the `field` values of a group (contract §6, §12.2): `sum` 0 and the rest
+/// Statistics of the `field` values of a group: `sum` 0 and the rest
 /// `null` when the group has no values.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct NumericStats {

@@ -14,7 +14,7 @@ use super::packed::{Layout, Scan};
 /// Where a name of a request points.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Column {
-    /// The record identifier, `_id` (contract §2): a keyword that filters and sorts.
+    /// The record identifier, `_id`: a keyword that filters and sorts.
     Id,
     /// A field of the schema, by its index in [`DatasetSchema::fields`].
     Field(usize),
@@ -30,7 +30,7 @@ pub struct Field {
     pub column: Option<String>,
 }
 
-/// A schema entry of contract §4.
+/// A schema entry: a field as the API describes it.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SchemaEntry {
@@ -51,10 +51,10 @@ pub struct FilterInfo {
     pub fulltext: bool,
     pub sort: bool,
     pub group_by: bool,
-    /// The operators of contract §12.1 the field takes (`name[op]=value`).
+    /// The operators the field takes (`name[op]=value`).
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
     pub operators: &'static [&'static str],
-    /// The buckets `group_by` takes on this field (contract §12.2): `year`…`hour` for a date,
+    /// The buckets `group_by` takes on this field: `year`…`hour` for a date,
     /// `<width>` for a number; empty for the others.
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
     pub buckets: &'static [&'static str],
@@ -89,7 +89,7 @@ pub struct DatasetSchema {
     entries_json: String,
 }
 
-const ID_DESCRIPTION: &str = "Record identifier (contract §2); use it in /records/{id} and _ids.";
+const ID_DESCRIPTION: &str = "Record identifier; use it in /records/{id} and _ids.";
 
 impl DatasetSchema {
     /// Builds the schema from the version's field rows (in position order).

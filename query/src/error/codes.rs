@@ -77,8 +77,8 @@ make_error_codes! {
     TextFieldExactMatch,    "text_field_exact_match",    InvalidRequest,  "`<text field>=value`: text is searched with `q[<field>]`, never matched exactly.";
     InvalidGroupBy,         "invalid_group_by",          InvalidRequest,  "`group_by` on a field that is not `keyword` (or a date or number field without a bucket).";
     InvalidField,           "invalid_field",             InvalidRequest,  "`field` (agg) on a field that is not `number`.";
-    InvalidOperator,        "invalid_operator",          InvalidRequest,  "`name[op]=value` with an operator the field's type does not take, or no such operator (contract §12.1).";
-    TooManyGroups,          "too_many_groups",           InvalidRequest,  "An agg answer of more groups than the most without `limit` (contract §12.2).";
+    InvalidOperator,        "invalid_operator",          InvalidRequest,  "`name[op]=value` with an operator the field's type does not take, or no such operator.";
+    TooManyGroups,          "too_many_groups",           InvalidRequest,  "An agg answer of more groups than the most without `limit`.";
     MissingToken,           "missing_token",             Auth,            "No bearer token.";
     InvalidToken,           "invalid_token",             Auth,            "An unknown, revoked or expired token.";
     DatasetNotFound,        "dataset_not_found",         NotFound,        "No dataset of that slug.";

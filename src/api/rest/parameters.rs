@@ -150,7 +150,7 @@ fn filters_parameter(reserved: &[&str]) -> Parameter {
              Different names are ANDed; the same name given twice in a raw query string (`carrier=UA&carrier=AA`) is OR. \
              The names are the dataset's own: `GET /datasets/{{slug}}` lists its fields and what each allows (`filter.exact`, `filter.fulltext`); any other name is 400 `unknown_field`, and a value of the wrong type (`dep_delay=soon`) 400 `invalid_parameter`. \
              No filter can be named {}. \
-             Operators (contract §12.1): `<field>[<op>]=value`, ANDed with the rest: {}. \
+             Operators: `<field>[<op>]=value`, ANDed with the rest: {}. \
              `gt`, `gte`, `lt`, `lte`: a range (numbers as numbers, dates as instants — `2013-01-31`, `2013-01-31T05:00:00Z`, `…+08:00` — keywords in byte order); a range never matches a record without a value, and bounds on one field make one interval (`dep_delay[gte]=60&dep_delay[lt]=120`). \
              `ne`: not equal (repeated: none of them); records without a value match. `in`: comma-separated values, any of them. \
              `exists`: `true` the record has a value, `false` it has none. `prefix`: starts with, case-sensitive (repeated: any of them). \
@@ -194,7 +194,7 @@ impl IntoParams for DatasetsQuery {
     }
 }
 
-/// The query parameters of `GET /datasets/{slug}/records` (contract §5).
+/// The query parameters of `GET /datasets/{slug}/records`.
 pub struct RecordsQuery;
 
 impl IntoParams for RecordsQuery {
@@ -221,7 +221,7 @@ fn sort_parameter() -> Parameter {
     .build()
 }
 
-/// The query parameters of `GET /datasets/{slug}/export` (contract §12.3): those of records
+/// The query parameters of `GET /datasets/{slug}/export`: those of records
 /// without paging, and the format.
 pub struct ExportQuery;
 
@@ -256,7 +256,7 @@ impl IntoParams for RecordQuery {
     }
 }
 
-/// The query parameters of `GET /datasets/{slug}/agg` (contract §6).
+/// The query parameters of `GET /datasets/{slug}/agg`.
 pub struct AggQuery;
 
 impl IntoParams for AggQuery {
