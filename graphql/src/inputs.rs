@@ -203,6 +203,7 @@ pub struct Grouping {
     pub percentiles: Option<Vec<f64>>,
     pub sort: Option<GroupSort>,
     pub limit: Option<i64>,
+    pub min_count: Option<i64>,
 }
 
 /// `agg` arguments as REST parameters.
@@ -220,6 +221,7 @@ pub fn agg_params(conditions: Conditions, grouping: Grouping) -> Result<AggParam
             .sort
             .map(|s| SortParam::new(s.by, s.order == SortOrder::Desc)),
         limit: count("limit", grouping.limit)?,
+        min_count: count("min_count", grouping.min_count)?,
     };
     params::check(&params)?;
     Ok(params)

@@ -134,6 +134,10 @@ impl QueryRoot {
             GroupSort,
         >,
         #[graphql(desc = "Keep the first N groups (1 to 10,000)")] limit: Option<i64>,
+        #[graphql(
+            desc = "Keep only groups of at least this many records (SQL's HAVING count(*) >= n), before sort and limit; totalGroups counts the groups kept"
+        )]
+        min_count: Option<i64>,
         #[graphql(desc = "Full text: every term must occur in some text field")] q: Option<String>,
         #[graphql(desc = "Full text in one text field each (REST q[field])")] search: Option<
             Vec<FieldSearch>,
@@ -154,6 +158,7 @@ impl QueryRoot {
             percentiles,
             sort,
             limit,
+            min_count,
         };
         let params = inputs::agg_params(conditions, grouping).gql()?;
         let found = dataset(resolver, &batch, &slug).await?;

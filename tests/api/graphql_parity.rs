@@ -34,6 +34,14 @@ const SECTION_12_LEFT_OUT: &[(&str, &str)] = &[
         "an operator GraphQL's FilterOp enum does not have is refused by GraphQL's validation",
     ),
     (
+        "/datasets/flights/agg?group_by=carrier&min_count=ten",
+        "a text is no Int",
+    ),
+    (
+        "/datasets/flights/agg?group_by=carrier&min_count=1&min_count=2",
+        "an argument is given once",
+    ),
+    (
         "/datasets/flights/agg?group_by=carrier&sort=count<,key>",
         "GroupSort is one key",
     ),
@@ -65,7 +73,7 @@ fn is_section_12(raw: &str) -> bool {
         (k.contains('[') && !k.starts_with("q["))
             || (v.is_empty() && !["q", "_ids", "group_by"].contains(&k.as_ref()))
             || (path.ends_with("/agg")
-                && (["percentiles", "sort", "limit"].contains(&k.as_ref())
+                && (["percentiles", "sort", "limit", "min_count"].contains(&k.as_ref())
                     || (k == "group_by" && v.contains([',', '[']))))
     })
 }
@@ -224,7 +232,14 @@ fn translate(raw: &str) -> Option<(String, Value)> {
                 return None;
             }
             let group_by = once("group_by")?.filter(|g| !g.trim().is_empty())?;
-            let mut vars = conditions(&["group_by", "field", "percentiles", "sort", "limit"])?;
+            let mut vars = conditions(&[
+                "group_by",
+                "field",
+                "percentiles",
+                "sort",
+                "limit",
+                "min_count",
+            ])?;
             vars.insert("slug".into(), json!(slug_of(slug)));
             vars.insert("groupBy".into(), json!(list(&group_by)));
             vars.insert("field".into(), json!(once("field")?));
@@ -246,12 +261,14 @@ fn translate(raw: &str) -> Option<(String, Value)> {
                 vars.insert("sort".into(), json!({"by": by, "order": order}));
             }
             vars.insert("limit".into(), int(once("limit")?)?);
+            vars.insert("minCount".into(), int(once("min_count")?)?);
             Some((
                 format!(
                     "query($slug: String!, $groupBy: [String!]!, $field: String, \
-                     $percentiles: [Float!], $sort: GroupSort, $limit: Int, {CONDITION_VARS}) \
-                     {{ agg(slug: $slug, groupBy: $groupBy, field: $field, \
-                     percentiles: $percentiles, sort: $sort, limit: $limit, {CONDITION_ARGS}) \
+                     $percentiles: [Float!], $sort: GroupSort, $limit: Int, $minCount: Int, \
+                     {CONDITION_VARS}) {{ agg(slug: $slug, groupBy: $groupBy, field: $field, \
+                     percentiles: $percentiles, sort: $sort, limit: $limit, \
+                     minCount: $minCount, {CONDITION_ARGS}) \
                      {{ {AGG_FIELDS} }} }}"
                 ),
                 Value::Object(vars),

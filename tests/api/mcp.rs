@@ -117,6 +117,18 @@ fn cases() -> Vec<Case> {
         },
         Case {
             tool: "aggregate",
+            arguments: json!({"dataset": "flights", "group_by": "carrier", "min_count": 100, "limit": 3, "sort": "count>"}),
+            rest: "/datasets/flights/agg?group_by=carrier&min_count=100&limit=3&sort=count>",
+            status: 200,
+        },
+        Case {
+            tool: "aggregate",
+            arguments: json!({"dataset": "flights", "group_by": "carrier", "min_count": 0}),
+            rest: "/datasets/flights/agg?group_by=carrier&min_count=0",
+            status: 400,
+        },
+        Case {
+            tool: "aggregate",
             arguments: json!({"dataset": "flights", "group_by": "carrier", "filters": {"carrier[nin]": ["UA", "AA"]}}),
             rest: "/datasets/flights/agg?group_by=carrier&carrier[nin]=UA,AA",
             status: 200,

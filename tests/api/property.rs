@@ -722,6 +722,8 @@ struct AggQuery {
     /// The group order (`count`, `key`, `sum`, `avg`, `min`, `max`, `p<label>`), descending.
     sort: Option<(String, bool)>,
     limit: Option<u64>,
+    /// `min_count`: groups of fewer records are left out.
+    min_count: Option<u64>,
 }
 
 impl AggQuery {
@@ -1050,6 +1052,7 @@ fn random_agg_query(rng: &mut StdRng, recs: &[Rec]) -> AggQuery {
         percentiles,
         sort: None,
         limit: rng.random_bool(0.4).then(|| rng.random_range(1..=30)),
+        min_count: rng.random_bool(0.3).then(|| rng.random_range(1..=4)),
     };
     if rng.random_bool(0.7) {
         let mut orders = vec!["count".to_string(), "key".to_string()];
@@ -1155,6 +1158,9 @@ fn agg_path(rng: &mut StdRng, query: &AggQuery) -> String {
     }
     if let Some(limit) = query.limit {
         pairs.push(format!("limit={limit}"));
+    }
+    if let Some(n) = query.min_count {
+        pairs.push(format!("min_count={n}"));
     }
     pairs.shuffle(rng);
     format!("/api/v1/datasets/{SLUG}/agg?{}", pairs.join("&"))
@@ -1572,6 +1578,7 @@ fn expected_features() -> Vec<String> {
         [
             "percentiles",
             "limit cuts",
+            "min_count leaves groups out",
             "ungrouped records",
             "missing values",
             "groups without the sorted statistic",
@@ -1745,7 +1752,13 @@ async fn check_agg(
     query: AggQuery,
     coverage: &mut Coverage,
 ) -> usize {
-    let (total_records, ungrouped, groups) = model_agg(recs, &query);
+    let (total_records, ungrouped, mut groups) = model_agg(recs, &query);
+    // `min_count` leaves out the small groups; their records still have a group.
+    if let Some(n) = query.min_count {
+        let before = groups.len();
+        groups.retain(|g| g.count >= n);
+        coverage.add("min_count leaves groups out".into(), groups.len() < before);
+    }
     let non_empty = !groups.is_empty();
     coverage.filter(&query.filter, total_records > 0);
     coverage.add(format!("group_by of {}", query.group_by.len()), non_empty);

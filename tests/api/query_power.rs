@@ -164,6 +164,19 @@ async fn more_than_ten_thousand_groups_need_a_limit(store: TestStore) {
                 );
             }
         }
+        // min_count leaves out the groups too small before the bound counts them: two of k's
+        // 10,050 values occur more than once, so no limit is needed.
+        for field in ["", "&field=v"] {
+            let path = format!("{agg}?group_by=k&min_count=2{field}");
+            let body = ask(&router, &token, &path, 200, &context).await;
+            assert_eq!(body["total_groups"], 2, "{context}: {path} {body}");
+            assert_eq!(
+                group_counts(&body),
+                [("k00007".to_string(), 4), ("k05000".to_string(), 3)],
+                "{context}: {path}"
+            );
+            assert_eq!(body["total_records"], DISTINCT + 5, "{context}: {path}");
+        }
         // GraphQL refuses alike, with the count in the error's extensions.
         let answer = post_graphql(
             &router,
@@ -652,6 +665,25 @@ async fn demo_questions_in_one_request_each(store: TestStore) {
                 "{context}: {group_by}"
             );
             assert_eq!(body["total_groups"], want.len(), "{context}: {group_by}");
+            // Groups by size: only those of at least `n` records, counted as kept, in order.
+            let n = want.values().copied().max().unwrap_or(0) / 3;
+            let kept: BTreeMap<String, u64> = want
+                .iter()
+                .filter(|(_, count)| **count >= n)
+                .map(|(k, c)| (k.clone(), *c))
+                .collect();
+            assert!(
+                !kept.is_empty() && kept.len() < want.len(),
+                "{group_by}: {n}"
+            );
+            let path = format!("/datasets/flights/agg?group_by={group_by}&min_count={n}");
+            let body = ask(&router, &token, &path, 200, &context).await;
+            let got: BTreeMap<String, u64> = group_counts(&body).into_iter().collect();
+            assert_eq!(got, kept, "{context}: {path}");
+            assert_eq!(body["total_groups"], kept.len(), "{context}: {path}");
+            assert_eq!(body["ungrouped_records"], ungrouped, "{context}: {path}");
+            let counts: Vec<u64> = group_counts(&body).into_iter().map(|(_, c)| c).collect();
+            assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{context}: {path}");
         }
     }
 }

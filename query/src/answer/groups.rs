@@ -111,6 +111,9 @@ pub fn finish<K>(
     parts: impl Fn(&K) -> Vec<KeyPart>,
 ) -> AggResult {
     let grouped: u64 = groups.iter().map(|g| g.count).sum();
+    // Groups too small for `min_count` are left out after `grouped` is summed: their records
+    // have a group, so they are not `ungrouped_records`.
+    groups.retain(|g| query.keeps(g.count));
     let stat = |g: &Tally<K>| -> Option<f64> {
         let n = g.numeric.as_ref()?;
         match query.order {
@@ -226,6 +229,7 @@ mod tests {
             order: GroupOrder::Sum,
             descending: false,
             limit: None,
+            min_count: None,
         };
         let tally = |key: &str, values: Vec<f64>| Tally {
             key: key.to_string(),

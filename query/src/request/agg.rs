@@ -58,6 +58,17 @@ pub struct AggQuery {
     pub order: GroupOrder,
     pub descending: bool,
     pub limit: Option<u64>,
+    /// Groups of fewer records are left out, before the order and `limit`; `None` keeps every
+    /// group (a `min_count` of 1 is `None`, so the two share a cache key and `ETag`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_count: Option<u64>,
+}
+
+impl AggQuery {
+    /// Whether a group of `count` records is kept (`min_count`).
+    pub fn keeps(&self, count: u64) -> bool {
+        count >= self.min_count.unwrap_or(1).max(1)
+    }
 }
 
 /// Validates an aggregation request (contract §6, §12.2).
@@ -117,6 +128,7 @@ pub fn agg_query(params: &AggParams, schema: &DatasetSchema) -> Result<AggQuery,
         order,
         descending,
         limit: params.limit,
+        min_count: params.min_count.filter(|&n| n > 1),
     })
 }
 

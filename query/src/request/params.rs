@@ -33,6 +33,7 @@ pub const AGG_PARAMETERS: &[&str] = &[
     "percentiles",
     "sort",
     "limit",
+    "min_count",
     "page",
     "per_page",
     "fields",
@@ -149,6 +150,9 @@ pub struct AggParams {
     /// Keep the first N groups, 1..=[`MAX_GROUPS`].
     #[validate(range(min = 1, max = MAX_GROUPS))]
     pub limit: Option<u64>,
+    /// Keep only groups of at least this many records (SQL's `HAVING count(*) >= n`), from 1.
+    #[validate(range(min = 1))]
+    pub min_count: Option<u64>,
 }
 
 /// The `fields` of a single-record request (`GET /datasets/{slug}/records/{id}`).

@@ -85,7 +85,10 @@ impl Resolver {
             // limit is refused without reading them all.
             let exact_groups = query.field.is_none()
                 && query.group_by.iter().all(|g| g.grouping == Grouping::Value);
-            let cap = (exact_groups && query.limit.is_none()).then_some(MAX_GROUPS + 1);
+            // With `min_count`, groups are counted after those too small are left out, so all
+            // are read.
+            let cap = (exact_groups && query.limit.is_none() && query.min_count.is_none())
+                .then_some(MAX_GROUPS + 1);
             let mut sql = Sql::new(self.db.get_database_backend());
             sql.push("SELECT ");
             for (i, column) in columns.iter().enumerate() {
@@ -130,7 +133,8 @@ impl Resolver {
                 check_group_count(groups, query)?;
             }
         }
-        check_group_count(groups.len() as u64, query)?;
+        let kept = groups.iter().filter(|(_, (n, _))| query.keeps(*n)).count();
+        check_group_count(kept as u64, query)?;
         let tallies = groups
             .into_iter()
             .map(|(key, (count, values))| Tally {

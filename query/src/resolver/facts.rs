@@ -230,6 +230,7 @@ impl Resolver {
                 .map(|item| GroupByParam::parse(item))
                 .collect(),
             limit: Some(TOP_VALUES as u64),
+            min_count: None,
             ..AggParams::default()
         };
         let query = request::agg_query(&params, &dataset.schema)?;

@@ -213,6 +213,10 @@ pub struct Aggregate {
     /// At most this many groups.
     #[schemars(range(min = 1, max = MAX_GROUPS))]
     pub limit: Option<u64>,
+    /// Only groups of at least this many records (before `sort` and `limit`; `total_groups`
+    /// counts the groups kept), e.g. carriers with at least 10,000 flights.
+    #[schemars(range(min = 1))]
+    pub min_count: Option<u64>,
     /// Full-text search over the text fields.
     pub q: Option<String>,
     /// Filters, as for `search_records`.
@@ -249,6 +253,7 @@ impl Aggregate {
             percentiles,
             sort: self.sort.as_deref().map(parse_group_sort).transpose()?,
             limit: self.limit,
+            min_count: self.min_count,
         };
         check(&params)?;
         Ok(params)

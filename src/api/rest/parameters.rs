@@ -308,6 +308,14 @@ impl IntoParams for AggQuery {
                     .minimum(Some(1))
                     .maximum(Some(MAX_GROUPS)),
             ),
+            query_parameter(
+                "min_count",
+                "Keep only the groups of at least this many records (SQL's `HAVING count(*) >= n`), from 1; `sort` and `limit` apply after it, `total_groups` counts the groups kept, and the bound of groups without `limit` counts them too",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                    .minimum(Some(1)),
+            ),
             q_parameter(),
             filters_parameter(AGG_PARAMETERS),
             ids_parameter(),

@@ -60,8 +60,8 @@ pub fn record_params(pairs: &[(String, String)]) -> Result<RecordParams, ApiErro
 /// The parameters of `GET …/agg` in decoded query-string pairs (contract §6, §12.2).
 pub fn agg_params(pairs: &[(String, String)]) -> Result<AggParams, ApiError> {
     let mut params = AggParams::default();
-    let (mut group_by, mut field, mut percentiles, mut sort, mut limit) =
-        (None, None, None, None, None);
+    let (mut group_by, mut field, mut percentiles, mut sort, mut limit, mut min_count) =
+        (None, None, None, None, None, None);
     for (name, value) in pairs {
         match name.as_str() {
             "group_by" => once(&mut group_by, name, value)?,
@@ -69,6 +69,7 @@ pub fn agg_params(pairs: &[(String, String)]) -> Result<AggParams, ApiError> {
             "percentiles" => once(&mut percentiles, name, value)?,
             "sort" => once(&mut sort, name, value)?,
             "limit" => once(&mut limit, name, value)?,
+            "min_count" => once(&mut min_count, name, value)?,
             "page" | "per_page" | "fields" => {
                 return Err(ApiError::invalid(
                     name.as_str(),
@@ -92,6 +93,9 @@ pub fn agg_params(pairs: &[(String, String)]) -> Result<AggParams, ApiError> {
     params.percentiles = percentiles.map(|p| parse_percentiles(&p)).transpose()?;
     params.sort = sort.map(|s| parse_group_sort(&s)).transpose()?;
     params.limit = limit.map(|l| parse_count("limit", &l)).transpose()?;
+    params.min_count = min_count
+        .map(|n| parse_count("min_count", &n))
+        .transpose()?;
     check(&params)?;
     Ok(params)
 }

@@ -416,6 +416,38 @@ pub(super) fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
             ),
             format!("{records}?{}", query(&[(parameter.as_str(), v1.as_str())])),
         );
+        if let [first, second, _, ..] = k.top.as_slice() {
+            let v2 = plain(&second.value);
+            let parameter = format!("{name}[nin]");
+            // A value holding a comma would be split by `nin`'s list.
+            let listable = !v1.contains(',') && !v2.contains(',');
+            if listable {
+                add(
+                    "None of several values",
+                    format!(
+                        "Records whose `{name}` is neither {} nor {} (`nin` is a repeated `ne`).",
+                        code(&v1),
+                        code(&v2)
+                    ),
+                    format!(
+                        "{records}?{}",
+                        query(&[(parameter.as_str(), &format!("{v1},{v2}"))])
+                    ),
+                );
+            }
+            // At least as many records as the second largest group: two groups or more.
+            let least = second.count.min(first.count).to_string();
+            add(
+                "Groups by size",
+                format!(
+                    "Only the `{name}` values with at least {least} records (`min_count`, like SQL's `HAVING`), largest first; `total_groups` counts the groups kept."
+                ),
+                format!(
+                    "{agg}?{}",
+                    query(&[("group_by", name), ("min_count", least.as_str())])
+                ),
+            );
+        }
     }
     if let Some((name, _, mid, high)) = &split {
         let name = name.as_str();

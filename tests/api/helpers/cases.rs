@@ -459,6 +459,16 @@ pub const REQUESTS: &[(&str, u16, &str)] = &[
         "",
     ),
     (
+        "/datasets/flights/agg?group_by=origin,dest&field=dep_delay&min_count=30&sort=avg<&limit=7",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/agg?group_by=time_hour[day]&min_count=8",
+        200,
+        "",
+    ),
+    (
         "/datasets/flights/records?tailnum[prefix]=N5&sort=tailnum&per_page=100",
         200,
         "",
@@ -582,6 +592,21 @@ pub const REQUESTS: &[(&str, u16, &str)] = &[
     ),
     (
         "/datasets/flights/records?carrier[in]=",
+        400,
+        "invalid_parameter",
+    ),
+    (
+        "/datasets/flights/agg?group_by=carrier&min_count=0",
+        400,
+        "invalid_parameter",
+    ),
+    (
+        "/datasets/flights/agg?group_by=carrier&min_count=ten",
+        400,
+        "invalid_parameter",
+    ),
+    (
+        "/datasets/flights/agg?group_by=carrier&min_count=1&min_count=2",
         400,
         "invalid_parameter",
     ),

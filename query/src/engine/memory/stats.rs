@@ -150,7 +150,7 @@ impl MemIndex {
                 }
             }
         }
-        let present = counts.iter().filter(|&&n| n > 0).count() as u64;
+        let present = counts.iter().filter(|&&n| n > 0 && query.keeps(n)).count() as u64;
         if let Err(error) = check_group_count(present, query) {
             return Some(Err(error));
         }
