@@ -38,6 +38,10 @@ impl QueryRoot {
         ctx: &Context<'_>,
         #[graphql(desc = "Page number, from 1")] page: Option<i64>,
         #[graphql(desc = "Datasets per page, 1..=100, default 20")] per_page: Option<i64>,
+        #[graphql(
+            desc = "Words that must each occur in a dataset's title, description, field names or field descriptions (case-insensitive substrings)"
+        )]
+        q: Option<String>,
     ) -> Result<DatasetList> {
         let (resolver, _) = parts(ctx);
         let paging = Paging::new(
@@ -45,7 +49,8 @@ impl QueryRoot {
             inputs::count("per_page", per_page).gql()?,
         )
         .gql()?;
-        Ok(resolver.list_datasets(paging).await.gql()?.into())
+        let words = query::params::catalog_words(q.as_deref()).gql()?;
+        Ok(resolver.list_datasets(paging, &words).await.gql()?.into())
     }
 
     /// One dataset's metadata with its schema entries (REST `GET /datasets/{slug}`).

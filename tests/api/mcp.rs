@@ -102,6 +102,12 @@ fn cases() -> Vec<Case> {
             rest: "/datasets/tw-scenic-spots/records?q=%E6%BA%AB%E6%B3%89&per_page=3",
             status: 200,
         },
+        Case {
+            tool: "list_datasets",
+            arguments: json!({"q": "Taiwan 景點"}),
+            rest: "/datasets?q=Taiwan%20%E6%99%AF%E9%BB%9E",
+            status: 200,
+        },
         // A list means what repeating the parameter means in REST, never one joined text.
         Case {
             tool: "search_records",

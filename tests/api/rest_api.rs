@@ -1157,6 +1157,75 @@ fn close(a: &Value, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
 
+/// `GET /datasets?q=`: every word somewhere in the title, the description, a field's name or a
+/// field's description; the same through GraphQL.
+async fn catalog_search(store: TestStore) {
+    load_demo(&store).await;
+    let token = api_token(&store).await;
+    let router = store.router();
+    let cases: &[(&str, &[&str])] = &[
+        ("", &["flights", "tw-scenic-spots"]),
+        ("%20%20", &["flights", "tw-scenic-spots"]),
+        // The title, any case; a word inside a word.
+        ("FLIGHTS", &["flights"]),
+        ("taiw", &["tw-scenic-spots"]),
+        // Chinese without spaces: a substring of the title.
+        ("%E8%A7%80%E5%85%89", &["tw-scenic-spots"]),
+        // A field's name, a field's description.
+        ("dep_delay", &["flights"]),
+        ("two-letter", &["flights"]),
+        // Every word, anywhere: both here, then in no one dataset.
+        ("demo%20slice", &["flights", "tw-scenic-spots"]),
+        ("taiwan%20carrier", &[]),
+        ("nothing-like-this", &[]),
+    ];
+    for (q, want) in cases {
+        let path = format!("/api/v1/datasets?q={q}");
+        let answer = get_with(&router, &path, Some(&token), &[]).await;
+        assert_eq!(answer.status, 200, "{path}: {}", answer.body);
+        let slugs: Vec<&str> = answer.body["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["slug"].as_str().unwrap())
+            .collect();
+        assert_eq!(slugs, *want, "{path}");
+        assert_eq!(answer.body["total"], want.len(), "{path}");
+    }
+    // Paging applies to the datasets found.
+    let answer = get_with(
+        &router,
+        "/api/v1/datasets?q=slice&per_page=1&page=2",
+        Some(&token),
+        &[],
+    )
+    .await;
+    assert_eq!(answer.body["total"], 2, "{}", answer.body);
+    assert_eq!(answer.body["datasets"][0]["slug"], "tw-scenic-spots");
+    // Refusals: too long, given twice.
+    let long = format!("/api/v1/datasets?q={}", "a".repeat(501));
+    for path in [long.as_str(), "/api/v1/datasets?q=a&q=b"] {
+        let answer = get_with(&router, path, Some(&token), &[]).await;
+        assert_eq!(answer.status, 400, "{path}");
+        assert_eq!(answer.body["error"], "invalid_parameter", "{path}");
+        assert_eq!(answer.body["parameter"], "q", "{path}");
+    }
+    // GraphQL answers alike.
+    let answer = crate::helpers::post_graphql(
+        &router,
+        Some(&token),
+        "query($q: String) { datasets(q: $q) { total datasets { slug } } }",
+        json!({"q": "taiwan"}),
+    )
+    .await;
+    assert_eq!(
+        answer.body["data"]["datasets"],
+        json!({"total": 1, "datasets": [{"slug": "tw-scenic-spots"}]}),
+        "{}",
+        answer.body
+    );
+}
+
 async fn demo_data(store: TestStore) {
     load_demo(&store).await;
     let token = api_token(&store).await;
@@ -1513,4 +1582,5 @@ both_stores!(
     openapi_and_docs,
     totals_follow_reimports,
     demo_data,
+    catalog_search,
 );

@@ -434,6 +434,26 @@ pub fn split_list(value: &str) -> Vec<String> {
         .collect()
 }
 
+/// The longest catalog search (`GET /datasets?q=`), in characters.
+pub const MAX_CATALOG_QUERY_CHARS: usize = 500;
+
+/// The words of a catalog search (`GET /datasets?q=`): lower-cased, split on white space. No
+/// words (an absent or blank `q`) lists every dataset.
+pub fn catalog_words(q: Option<&str>) -> Result<Vec<String>, ApiError> {
+    let Some(q) = q else {
+        return Ok(Vec::new());
+    };
+    if q.chars().count() > MAX_CATALOG_QUERY_CHARS {
+        return Err(ApiError::invalid(
+            "q",
+            format!(
+                "q is longer than {MAX_CATALOG_QUERY_CHARS} characters: search with fewer words."
+            ),
+        ));
+    }
+    Ok(q.split_whitespace().map(str::to_lowercase).collect())
+}
+
 /// Splits an `in` list of values (`carrier[in]=UA,AA`) on its commas, dropping empty items but
 /// keeping every other item exactly as given: a value is matched as `carrier=value` matches
 /// it, spaces included (`carrier[in]=%20UA` does not match `UA`, as `carrier=%20UA` does not).

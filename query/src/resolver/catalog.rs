@@ -109,8 +109,43 @@ impl Resolver {
         Ok(found.is_some())
     }
 
-    /// `GET /datasets`: one page of the datasets, by slug.
-    pub async fn list_datasets(&self, paging: Paging) -> Result<DatasetList, ApiError> {
+    /// `GET /datasets`: one page of the datasets, by slug; with search `words`
+    /// ([`crate::params::catalog_words`]), only those where every word occurs somewhere in the
+    /// title, the description, a field's name or a field's description (case-insensitive
+    /// substrings, so scripts without spaces match inside words too). The catalog is small
+    /// (datasets, not records) and the schemas are kept per version, so the search reads the
+    /// catalog's rows once and looks at them here.
+    pub async fn list_datasets(
+        &self,
+        paging: Paging,
+        words: &[String],
+    ) -> Result<DatasetList, ApiError> {
+        if !words.is_empty() {
+            let mut found = Vec::new();
+            for row in self.catalog().await? {
+                let schema = self.schema(row.version_id).await?;
+                let mut text = format!("{}\n{}", row.title, row.description).to_lowercase();
+                for entry in schema.entries.iter().filter(|e| e.name != "_id") {
+                    text.push('\n');
+                    text.push_str(&entry.name.to_lowercase());
+                    if let Some(description) = &entry.description {
+                        text.push('\n');
+                        text.push_str(&description.to_lowercase());
+                    }
+                }
+                if words.iter().all(|word| text.contains(word.as_str())) {
+                    found.push(row);
+                }
+            }
+            let total = found.len() as u64;
+            let datasets = found
+                .iter()
+                .skip(usize::try_from(paging.offset()).unwrap_or(usize::MAX))
+                .take(paging.per_page as usize)
+                .map(|row| self.item(row))
+                .collect();
+            return Ok(DatasetList { datasets, total });
+        }
         let total = dataset::Entity::find().count(&self.db).await?;
         let rows = if paging.offset() >= total {
             Vec::new()

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use query::ApiError;
 use query::params::{
     AGG_PARAMETERS, AggParams, EXPORT_PARAMETERS, ExportFormat, ExportParams, FilterParams,
-    GroupByParam, MAX_GROUPS, MAX_PAGE, MAX_PER_PAGE, RECORD_PARAMETERS, RecordParams,
-    add_condition, check, parse_group_sort, parse_percentiles, parse_sort, split_list,
+    GroupByParam, MAX_CATALOG_QUERY_CHARS, MAX_GROUPS, MAX_PAGE, MAX_PER_PAGE, RECORD_PARAMETERS,
+    RecordParams, add_condition, check, parse_group_sort, parse_percentiles, parse_sort,
+    split_list,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -118,6 +119,10 @@ fn conditions(
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListDatasets {
+    /// Words that must each occur in a dataset's title, description, field names or field
+    /// descriptions (case-insensitive; substrings, so Chinese words need no spaces).
+    #[schemars(length(max = MAX_CATALOG_QUERY_CHARS))]
+    pub q: Option<String>,
     /// The page, from 1.
     #[schemars(range(min = 1, max = MAX_PAGE))]
     pub page: Option<u64>,

@@ -10,7 +10,7 @@ use query::cost::extra_requests;
 use query::log_text::clip;
 use query::params::{
     DEFAULT_PER_PAGE, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS, MAX_PER_PAGE, MAX_PERCENTILES,
-    ProjectionParams,
+    ProjectionParams, catalog_words,
 };
 use query::{ApiError, ExportFormat, Paging, operators};
 use rmcp::handler::server::common::schema_for_type;
@@ -78,7 +78,10 @@ impl Tools {
                 let args: ListDatasets = parse(arguments)?;
                 json(
                     resolver
-                        .list_datasets(Paging::new(args.page, args.per_page)?)
+                        .list_datasets(
+                            Paging::new(args.page, args.per_page)?,
+                            &catalog_words(args.q.as_deref())?,
+                        )
                         .await?,
                 )
             }

@@ -3,14 +3,15 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use query::Paging;
-use query::params::parse_count;
+use query::params::{catalog_words, parse_count};
 
 use super::query_string::pairs;
 use crate::auth::token::Principal;
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
 
-/// Lists the datasets, by slug; `page` and `per_page` as for records.
+/// Lists the datasets, by slug; `page` and `per_page` as for records; `q` finds datasets by
+/// words in their title, description, field names and field descriptions.
 #[utoipa::path(get, path = "/datasets", tag = "datasets", operation_id = "list_datasets",
     params(crate::api::rest::parameters::DatasetsQuery),
     responses(
@@ -28,23 +29,32 @@ pub async fn list_datasets(
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
-    let (mut page, mut per_page) = (None, None);
+    let (mut page, mut per_page, mut q) = (None, None, None);
     for (name, value) in pairs(query.as_deref()) {
-        match name.as_str() {
-            "page" => page = Some(parse_count("page", &value)?),
-            "per_page" => per_page = Some(parse_count("per_page", &value)?),
+        let repeated = match name.as_str() {
+            "page" => page.replace(parse_count("page", &value)?).is_some(),
+            "per_page" => per_page.replace(parse_count("per_page", &value)?).is_some(),
+            "q" => q.replace(value).is_some(),
             _ => {
                 return Err(ApiError::invalid(
                     name.clone(),
-                    format!("The dataset list takes only page and per_page, not {name}."),
+                    format!("The dataset list takes only q, page and per_page, not {name}."),
                 )
                 .into());
             }
+        };
+        if repeated {
+            return Err(ApiError::invalid(
+                name.clone(),
+                format!("The parameter {name} is given more than once."),
+            )
+            .into());
         }
     }
+    let words = catalog_words(q.as_deref())?;
     let list = state
         .resolver
-        .list_datasets(Paging::new(page, per_page)?)
+        .list_datasets(Paging::new(page, per_page)?, &words)
         .await?;
     Ok(crate::http::caching::json_response(&list))
 }

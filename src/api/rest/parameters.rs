@@ -7,8 +7,9 @@ use query::ExportFormat;
 use query::dates::DateBucket;
 use query::operators::Op;
 use query::params::{
-    AGG_PARAMETERS, DEFAULT_PER_PAGE, EXPORT_PARAMETERS, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS,
-    MAX_PAGE, MAX_PER_PAGE, MAX_PERCENTILES, RECORD_PARAMETERS,
+    AGG_PARAMETERS, DEFAULT_PER_PAGE, EXPORT_PARAMETERS, MAX_CATALOG_QUERY_CHARS,
+    MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS, MAX_PAGE, MAX_PER_PAGE, MAX_PERCENTILES,
+    RECORD_PARAMETERS,
 };
 use serde_json::json;
 use utoipa::IntoParams;
@@ -190,7 +191,17 @@ pub struct DatasetsQuery;
 
 impl IntoParams for DatasetsQuery {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        vec![page_parameter(), per_page_parameter("Datasets")]
+        vec![
+            query_parameter(
+                "q",
+                format!(
+                    "Find datasets by words: each whitespace-separated word must occur in the title, the description, a field's name or a field's description, case-insensitively and as a substring (so words in scripts without spaces match inside text); at most {MAX_CATALOG_QUERY_CHARS} characters. Absent or blank: every dataset"
+                ),
+                string().max_length(Some(MAX_CATALOG_QUERY_CHARS)),
+            ),
+            page_parameter(),
+            per_page_parameter("Datasets"),
+        ]
     }
 }
 
