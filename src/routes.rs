@@ -63,6 +63,10 @@ fn api(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/datasets", get(rest::datasets::list_datasets))
         .route("/datasets/{slug}", get(rest::datasets::get_dataset))
+        .route(
+            "/datasets/{slug}/schema.json",
+            get(rest::datasets::get_schema_file),
+        )
         .route("/datasets/{slug}/records", get(rest::records::list_records))
         .route(
             "/datasets/{slug}/records/{id}",
@@ -105,6 +109,7 @@ fn api(state: AppState) -> Router<AppState> {
     paths(
         rest::datasets::list_datasets,
         rest::datasets::get_dataset,
+        rest::datasets::get_schema_file,
         rest::records::list_records,
         rest::records::get_record,
         rest::export::export_records,
@@ -136,6 +141,7 @@ pub fn cors() -> CorsLayer {
             RATELIMIT.clone(),
             rest::export::X_TOTAL_COUNT.clone(),
             header::CONTENT_DISPOSITION,
+            header::LINK,
         ])
         .max_age(std::time::Duration::from_secs(3600))
 }

@@ -281,7 +281,18 @@ async fn bad_input_is_refused(store: TestStore) {
 
 /// A schema file for re-importing an export: the dataset's own fields and types, and `_id`
 /// as the identifier column.
+/// The dataset's own schema file (`GET …/schema.json`, which the export links to), with `_id`
+/// as the id field, as `odqs import export.csv --schema schema.json --id-field _id` reads it.
 async fn schema_of(router: &axum::Router, token: &str, slug: &str) -> String {
+    let answer = get_with(
+        router,
+        &format!("/api/v1/datasets/{slug}/schema.json"),
+        Some(token),
+        &[],
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let mut schema = answer.body;
     let meta = get_with(
         router,
         &format!("/api/v1/datasets/{slug}"),
@@ -289,14 +300,24 @@ async fn schema_of(router: &axum::Router, token: &str, slug: &str) -> String {
         &[],
     )
     .await;
-    let fields: Vec<Value> = meta.body["fields"]
+    // The same title, types and descriptions as the metadata, `_id` left out.
+    assert_eq!(schema["title"], meta.body["title"]);
+    let entries: Vec<Value> = meta.body["fields"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|f| f["name"] != "_id")
-        .map(|f| json!({"name": f["name"], "type": f["type"], "description": f["description"]}))
+        .map(|f| {
+            let mut entry = json!({"name": f["name"], "type": f["type"]});
+            if !f["description"].is_null() {
+                entry["description"] = f["description"].clone();
+            }
+            entry
+        })
         .collect();
-    json!({"id_field": "_id", "fields": fields}).to_string()
+    assert_eq!(schema["fields"], json!(entries));
+    schema["id_field"] = json!("_id");
+    schema.to_string()
 }
 
 /// Exports `slug` whole in `format`, imports the file as `copy` and checks that the copy
@@ -317,6 +338,11 @@ async fn round_trip(
     )
     .await;
     assert_eq!(export.status, 200, "{what}");
+    assert_eq!(
+        export.header("link"),
+        format!("<http://odqs.test/api/v1/datasets/{slug}/schema.json>; rel=\"describedby\""),
+        "{what}"
+    );
     let path = write_file(store, &format!("{slug}-export.{format}"), &export.body);
     let schema = schema_of(router, token, slug).await;
     let copy = format!("{slug}-copy-{format}");

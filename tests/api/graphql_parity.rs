@@ -465,7 +465,8 @@ async fn rest_and_graphql_answer_alike(store: TestStore) {
     );
     assert!(compared >= 60, "only {compared} answers compared");
     assert!(refused >= 20, "only {refused} refusals compared");
-    assert!(skipped.len() <= 15, "too many cases left out: {skipped:?}");
+    // The schema file (four cases) is REST's alone.
+    assert!(skipped.len() <= 19, "too many cases left out: {skipped:?}");
 }
 
 both_stores!(rest_and_graphql_answer_alike);

@@ -54,6 +54,37 @@ pub struct DatasetDetail {
     pub links: DatasetLinks,
 }
 
+/// `GET /datasets/{slug}/schema.json`: the dataset's schema in the format `odqs import
+/// --schema` reads, so an export re-imported with it keeps its types (a CSV cell alone cannot
+/// say that `"306423"` is text).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SchemaFile {
+    pub title: String,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub license: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_url: Option<String>,
+    /// The field the records' `_id` was taken from, if the publisher named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_field: Option<String>,
+    /// Every field but `_id`, in schema order.
+    pub fields: Vec<SchemaFileField>,
+}
+
+/// One field of a [`SchemaFile`].
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SchemaFileField {
+    pub name: String,
+    /// `keyword`, `text`, `number`, `boolean`, `date` or `json`.
+    #[serde(rename = "type")]
+    pub field_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
 /// `GET /datasets/{slug}/records`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

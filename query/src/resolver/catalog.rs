@@ -15,7 +15,9 @@ use sea_orm::{
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::answer::views::{DatasetDetail, DatasetItem, DatasetLinks, DatasetList};
+use crate::answer::views::{
+    DatasetDetail, DatasetItem, DatasetLinks, DatasetList, SchemaFile, SchemaFileField,
+};
 use crate::dataset::Dataset;
 use crate::dataset::schema::DatasetSchema;
 use crate::error::ApiError;
@@ -43,6 +45,31 @@ impl Resolver {
     /// `GET /datasets/{slug}`: the dataset's metadata, in one call.
     pub async fn dataset_detail(&self, slug: &str) -> Result<DatasetDetail, ApiError> {
         Ok(self.detail(&self.dataset(slug).await?))
+    }
+
+    /// `GET /datasets/{slug}/schema.json`: the schema file that publishes the same records with
+    /// the same types.
+    pub async fn schema_file(&self, slug: &str) -> Result<SchemaFile, ApiError> {
+        let dataset = self.dataset(slug).await?;
+        let row = &dataset.meta;
+        Ok(SchemaFile {
+            title: row.title.clone(),
+            description: row.description.clone(),
+            license: row.license.clone(),
+            source_url: row.source_url.clone(),
+            id_field: row.id_field.clone(),
+            fields: dataset
+                .schema
+                .entries
+                .iter()
+                .filter(|entry| entry.name != "_id")
+                .map(|entry| SchemaFileField {
+                    name: entry.name.clone(),
+                    field_type: entry.field_type.as_str().to_string(),
+                    description: entry.description.clone(),
+                })
+                .collect(),
+        })
     }
 
     /// The dataset published under `slug`, with its live version's schema.

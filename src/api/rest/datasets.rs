@@ -90,3 +90,37 @@ pub async fn get_dataset(
         &state.resolver.dataset_detail(&slug).await?,
     ))
 }
+
+/// The dataset's schema in the format `odqs import --schema` reads: with an export, it
+/// publishes the same records with the same types
+/// (`odqs import export.csv --schema schema.json --id-field _id`).
+#[utoipa::path(get, path = "/datasets/{slug}/schema.json", tag = "datasets", operation_id = "get_schema_file",
+    params(("slug" = String, Path, description = "The dataset's slug (may contain dots and tildes)", example = "flights")),
+    responses(
+        (status = 200, description = "The dataset's schema file", body = query::views::SchemaFile),
+        (status = 400, response = crate::http::error::openapi::BadRequest),
+        (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 404, response = crate::http::error::openapi::NotFound),
+        (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
+        (status = 429, response = crate::http::error::openapi::TooManyRequests),
+        (status = 503, response = crate::http::error::openapi::Unavailable),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_schema_file(
+    _: Principal,
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, HttpError> {
+    if let Some((name, _)) = pairs(query.as_deref()).into_iter().next() {
+        return Err(ApiError::invalid(
+            name.clone(),
+            format!("A dataset's schema file takes no parameters, not {name}."),
+        )
+        .into());
+    }
+    Ok(crate::http::caching::json_response(
+        &state.resolver.schema_file(&slug).await?,
+    ))
+}

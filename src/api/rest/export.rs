@@ -93,7 +93,11 @@ pub async fn export_records(
             return Ok(response);
         }
     };
-    let mut response = stream(export, slot);
+    let described_by = format!(
+        "<{}/schema.json>; rel=\"describedby\"",
+        state.resolver.dataset_url(export.slug())
+    );
+    let mut response = stream(export, slot, &described_by);
     if let Some(charge) = charge {
         // The gate announces this later charge in the rate-limit headers.
         response.extensions_mut().insert(charge);
@@ -101,9 +105,10 @@ pub async fn export_records(
     Ok(response)
 }
 
-/// The streamed answer: headers first (type, attachment name, total), then one chunk per
+/// The streamed answer: headers first (type, attachment name, total, the schema file's
+/// link), then one chunk per
 /// batch the export writes; the export's slot goes with the stream.
-fn stream(export: Export, slot: ExportSlot) -> Response {
+fn stream(export: Export, slot: ExportSlot, described_by: &str) -> Response {
     let format = export.format();
     let disposition = format!(
         "attachment; filename=\"{}.{}\"",
@@ -129,5 +134,9 @@ fn stream(export: Export, slot: ExportSlot) -> Response {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
     headers.insert(X_TOTAL_COUNT.clone(), HeaderValue::from(total));
+    // The schema that re-imports the file with its types (RFC 8288).
+    if let Ok(value) = HeaderValue::from_str(described_by) {
+        headers.insert(header::LINK, value);
+    }
     response
 }
