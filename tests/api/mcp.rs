@@ -103,6 +103,12 @@ fn cases() -> Vec<Case> {
             status: 200,
         },
         Case {
+            tool: "search_records",
+            arguments: json!({"dataset": "tw-scenic-spots", "filters": {"q[Name]": "溫泉"}, "fields": ["Name"]}),
+            rest: "/datasets/tw-scenic-spots/records?q[Name]=%E6%BA%AB%E6%B3%89&fields=Name",
+            status: 200,
+        },
+        Case {
             tool: "list_datasets",
             arguments: json!({"q": "Taiwan 景點"}),
             rest: "/datasets?q=Taiwan%20%E6%99%AF%E9%BB%9E",
@@ -275,6 +281,18 @@ async fn tools_answer_as_rest(store: TestStore) {
         let description = tool["description"].as_str().unwrap();
         assert!(description.len() > 60, "{name}: {description}");
     }
+    // What a call needs is marked so: an aggregate without group_by is refused.
+    let aggregate = got["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "aggregate")
+        .unwrap();
+    assert_eq!(
+        aggregate["inputSchema"]["required"],
+        json!(["dataset", "group_by"]),
+        "{aggregate}"
+    );
     let search = &got["tools"][2];
     assert!(search["inputSchema"]["properties"]["filters"].is_object());
     assert_eq!(

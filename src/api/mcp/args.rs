@@ -207,6 +207,9 @@ pub struct Aggregate {
     /// The dataset's slug.
     pub dataset: String,
     /// Group keys: keyword fields, `date_field[year|month|day|hour]`, `number_field[width]`.
+    /// Required: the schema says so; a call without it is refused as REST refuses it
+    /// (`missing_parameter`), not by the JSON reader.
+    #[schemars(required)]
     pub group_by: Option<List>,
     /// The number field to compute statistics of, per group.
     pub field: Option<String>,
