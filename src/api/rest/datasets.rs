@@ -5,7 +5,7 @@ use axum::response::Response;
 use query::Paging;
 use query::params::{catalog_words, parse_count};
 
-use super::query_string::pairs;
+use super::query_string::{no_parameters, once, pairs};
 use crate::auth::token::Principal;
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
@@ -31,10 +31,10 @@ pub async fn list_datasets(
 ) -> Result<Response, HttpError> {
     let (mut page, mut per_page, mut q) = (None, None, None);
     for (name, value) in pairs(query.as_deref()) {
-        let repeated = match name.as_str() {
-            "page" => page.replace(parse_count("page", &value)?).is_some(),
-            "per_page" => per_page.replace(parse_count("per_page", &value)?).is_some(),
-            "q" => q.replace(value).is_some(),
+        match name.as_str() {
+            "page" => once(&mut page, &name, &value)?,
+            "per_page" => once(&mut per_page, &name, &value)?,
+            "q" => once(&mut q, &name, &value)?,
             _ => {
                 return Err(ApiError::invalid(
                     name.clone(),
@@ -42,15 +42,10 @@ pub async fn list_datasets(
                 )
                 .into());
             }
-        };
-        if repeated {
-            return Err(ApiError::invalid(
-                name.clone(),
-                format!("The parameter {name} is given more than once."),
-            )
-            .into());
         }
     }
+    let page = page.map(|p| parse_count("page", &p)).transpose()?;
+    let per_page = per_page.map(|p| parse_count("per_page", &p)).transpose()?;
     let words = catalog_words(q.as_deref())?;
     let list = state
         .resolver
@@ -79,13 +74,7 @@ pub async fn get_dataset(
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
-    if let Some((name, _)) = pairs(query.as_deref()).into_iter().next() {
-        return Err(ApiError::invalid(
-            name.clone(),
-            format!("A dataset's metadata takes no parameters, not {name}."),
-        )
-        .into());
-    }
+    no_parameters(query.as_deref(), "A dataset's metadata")?;
     Ok(crate::http::caching::json_response(
         &state.resolver.dataset_detail(&slug).await?,
     ))
@@ -113,13 +102,7 @@ pub async fn get_schema_file(
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
-    if let Some((name, _)) = pairs(query.as_deref()).into_iter().next() {
-        return Err(ApiError::invalid(
-            name.clone(),
-            format!("A dataset's schema file takes no parameters, not {name}."),
-        )
-        .into());
-    }
+    no_parameters(query.as_deref(), "A dataset's schema file")?;
     Ok(crate::http::caching::json_response(
         &state.resolver.schema_file(&slug).await?,
     ))

@@ -23,7 +23,7 @@ pub fn pairs(raw: Option<&str>) -> Vec<(String, String)> {
 }
 
 /// Takes a parameter that may be given once.
-fn once(slot: &mut Option<String>, name: &str, value: &str) -> Result<(), ApiError> {
+pub(super) fn once(slot: &mut Option<String>, name: &str, value: &str) -> Result<(), ApiError> {
     if slot.is_some() {
         return Err(ApiError::invalid(
             name,
@@ -32,6 +32,17 @@ fn once(slot: &mut Option<String>, name: &str, value: &str) -> Result<(), ApiErr
     }
     *slot = Some(value.to_string());
     Ok(())
+}
+
+/// Refuses any parameter, for a path that takes none (`what` names the answer).
+pub(super) fn no_parameters(raw: Option<&str>, what: &str) -> Result<(), ApiError> {
+    match pairs(raw).into_iter().next() {
+        Some((name, _)) => Err(ApiError::invalid(
+            name.clone(),
+            format!("{what} takes no parameters, not {name}."),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The parameters of `GET …/records` in decoded query-string pairs (contract §5).
