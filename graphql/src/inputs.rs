@@ -162,14 +162,27 @@ pub fn count(name: &str, value: Option<i64>) -> Result<Option<u64>, ApiError> {
         .transpose()
 }
 
+/// The arguments of `records` beyond its conditions.
+#[derive(Clone, Debug, Default)]
+pub struct RecordArgs {
+    pub page: Option<i64>,
+    pub per_page: Option<i64>,
+    pub sort: Option<Vec<SortKey>>,
+    pub fields: Option<Vec<String>>,
+    pub facet: Option<Vec<String>>,
+    pub facet_size: Option<i64>,
+}
+
 /// `records` arguments as REST parameters.
-pub fn record_params(
-    conditions: Conditions,
-    page: Option<i64>,
-    per_page: Option<i64>,
-    sort: Option<Vec<SortKey>>,
-    fields: Option<Vec<String>>,
-) -> Result<RecordParams, ApiError> {
+pub fn record_params(conditions: Conditions, args: RecordArgs) -> Result<RecordParams, ApiError> {
+    let RecordArgs {
+        page,
+        per_page,
+        sort,
+        fields,
+        facet,
+        facet_size,
+    } = args;
     let sort: Vec<SortParam> = sort
         .unwrap_or_default()
         .into_iter()
@@ -181,6 +194,8 @@ pub fn record_params(
         per_page: count("per_page", per_page)?,
         sort,
         fields,
+        facet,
+        facet_size: count("facet_size", facet_size)?,
     };
     params::check(&params)?;
     Ok(params)

@@ -94,8 +94,26 @@ pub struct RecordPage {
     pub per_page: u64,
     /// The records of this page, each an object with `_id` first.
     pub records: Vec<Json<Value>>,
+    /// With `facet`: per field asked, in that order, its most frequent values over every
+    /// matching record (REST `facets`).
+    pub facets: Option<Vec<Facet>>,
     /// The dataset's schema entries.
     pub schema: Vec<Field>,
+}
+
+/// One facet of a records page: a keyword field and its most frequent values.
+#[derive(SimpleObject, Clone, Debug)]
+pub struct Facet {
+    pub field: String,
+    /// Most frequent first, ties by value; at most `facetSize`.
+    pub values: Vec<FacetValue>,
+}
+
+/// A value of a facet and how many matching records hold it.
+#[derive(SimpleObject, Clone, Debug)]
+pub struct FacetValue {
+    pub value: String,
+    pub count: u64,
 }
 
 /// Grouped statistics (the REST agg answer).
@@ -238,6 +256,22 @@ impl From<&views::RecordPage> for RecordPage {
             page: v.page,
             per_page: v.per_page,
             records: v.records.iter().map(|r| Json(r.to_value())).collect(),
+            facets: v.facets.as_ref().map(|facets| {
+                facets
+                    .0
+                    .iter()
+                    .map(|(field, values)| Facet {
+                        field: field.clone(),
+                        values: values
+                            .iter()
+                            .map(|v| FacetValue {
+                                value: v.value.clone(),
+                                count: v.count,
+                            })
+                            .collect(),
+                    })
+                    .collect()
+            }),
             schema: v.schema.iter().map(Field::from).collect(),
         }
     }

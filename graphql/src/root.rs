@@ -81,6 +81,9 @@ impl QueryRoot {
         #[graphql(desc = "Records per page, 1..=100, default 20")] per_page: Option<i64>,
         #[graphql(desc = "Sort keys, first one first")] sort: Option<Vec<SortKey>>,
         #[graphql(desc = "Fields to return; _id always comes back")] fields: Option<Vec<String>>,
+        #[graphql(desc = "Keyword fields to count over every match beside the page (REST facet)")]
+        facet: Option<Vec<String>>,
+        #[graphql(desc = "Values per facet, 1..=100, default 10")] facet_size: Option<i64>,
     ) -> Result<RecordPage> {
         let (resolver, batch) = parts(ctx);
         let conditions = Conditions {
@@ -89,7 +92,15 @@ impl QueryRoot {
             filters,
             ids,
         };
-        let params = inputs::record_params(conditions, page, per_page, sort, fields).gql()?;
+        let args = inputs::RecordArgs {
+            page,
+            per_page,
+            sort,
+            fields,
+            facet,
+            facet_size,
+        };
+        let params = inputs::record_params(conditions, args).gql()?;
         let found = dataset(resolver, &batch, &slug).await?;
         let prepared = resolver.prepare_records_in(found, &params).gql()?;
         weigh(ctx, prepared.extra);

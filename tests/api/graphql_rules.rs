@@ -23,20 +23,40 @@ mod inputs {
         };
         let twice = record_params(
             Conditions::default(),
-            None,
-            None,
-            Some(vec![key("a"), key("a")]),
-            None,
+            RecordArgs {
+                sort: Some(vec![key("a"), key("a")]),
+                ..RecordArgs::default()
+            },
         );
         assert_eq!(twice.unwrap_err().code(), "invalid_parameter");
         let no_ids = Conditions {
             ids: Some(vec![]),
             ..Conditions::default()
         };
-        let no_ids = record_params(no_ids, None, None, None, None);
+        let no_ids = record_params(no_ids, RecordArgs::default());
         assert_eq!(no_ids.unwrap_err().code(), "invalid_parameter");
-        let no_fields = record_params(Conditions::default(), None, None, None, Some(vec![]));
+        let no_fields = record_params(
+            Conditions::default(),
+            RecordArgs {
+                fields: Some(vec![]),
+                ..RecordArgs::default()
+            },
+        );
         assert_eq!(no_fields.unwrap_err().code(), "invalid_parameter");
+        for (facets, size) in [
+            (vec!["a".to_string(); 21], None),
+            (vec!["a".into()], Some(0)),
+        ] {
+            let refused = record_params(
+                Conditions::default(),
+                RecordArgs {
+                    facet: Some(facets),
+                    facet_size: size,
+                    ..RecordArgs::default()
+                },
+            );
+            assert_eq!(refused.unwrap_err().code(), "invalid_parameter");
+        }
     }
 }
 

@@ -134,6 +134,18 @@ fn cases() -> Vec<Case> {
             status: 200,
         },
         Case {
+            tool: "search_records",
+            arguments: json!({"dataset": "flights", "filters": {"origin": "JFK"}, "facet": ["carrier", "dest"], "facet_size": 4, "per_page": 2}),
+            rest: "/datasets/flights/records?origin=JFK&facet=carrier,dest&facet_size=4&per_page=2",
+            status: 200,
+        },
+        Case {
+            tool: "search_records",
+            arguments: json!({"dataset": "flights", "facet": "dep_delay"}),
+            rest: "/datasets/flights/records?facet=dep_delay",
+            status: 400,
+        },
+        Case {
             tool: "aggregate",
             arguments: json!({"dataset": "flights", "group_by": "carrier", "min_count": 0}),
             rest: "/datasets/flights/agg?group_by=carrier&min_count=0",

@@ -617,7 +617,12 @@ struct RecordsQuery {
     page: Option<u64>,
     per_page: Option<u64>,
     fields: Option<Vec<String>>,
+    /// `facet` (keyword fields) and `facet_size`.
+    facets: Option<(Vec<String>, Option<u64>)>,
 }
+
+/// The keyword fields `facet` takes.
+const FACETS: &[&str] = &["kind", "color", "geo.hash"];
 
 /// One `group_by` item (contract §12.2).
 #[derive(Clone, Debug, PartialEq)]
@@ -1012,12 +1017,20 @@ fn random_records_query(rng: &mut StdRng, recs: &[Rec]) -> RecordsQuery {
         let n = rng.random_range(1..=3);
         names.into_iter().take(n).map(str::to_string).collect()
     });
+    let facets = rng.random_bool(0.3).then(|| {
+        let mut names: Vec<&str> = FACETS.to_vec();
+        names.shuffle(rng);
+        let n = rng.random_range(1..=2);
+        let names = names.into_iter().take(n).map(str::to_string).collect();
+        (names, rng.random_bool(0.5).then(|| rng.random_range(1..=4)))
+    });
     RecordsQuery {
         filter,
         sort,
         page: None, // chosen once the expected total is known
         per_page,
         fields,
+        facets,
     }
 }
 
@@ -1131,6 +1144,12 @@ fn records_path(rng: &mut StdRng, query: &RecordsQuery) -> String {
     }
     if let Some(fields) = &query.fields {
         pairs.push(format!("fields={}", enc(&fields.join(","))));
+    }
+    if let Some((names, size)) = &query.facets {
+        pairs.push(format!("facet={}", enc(&names.join(","))));
+        if let Some(size) = size {
+            pairs.push(format!("facet_size={size}"));
+        }
     }
     pairs.shuffle(rng);
     format!("/api/v1/datasets/{SLUG}/records?{}", pairs.join("&"))
@@ -1395,6 +1414,24 @@ impl ExpectedGroup {
     }
 }
 
+/// A facet (contract §13.4): the field's values among `matched` with their counts, most
+/// frequent first, ties by value (byte order), the first `size`.
+fn model_facet(matched: &[Rec], name: &str, size: usize) -> Value {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for rec in matched {
+        if let Some(Val::Str(value)) = rec.value(name) {
+            *counts.entry(value).or_default() += 1;
+        }
+    }
+    let mut values: Vec<(String, u64)> = counts.into_iter().collect();
+    values.sort_by_key(|v| std::cmp::Reverse(v.1));
+    values.truncate(size);
+    values
+        .into_iter()
+        .map(|(value, count)| json!({"value": value, "count": count}))
+        .collect()
+}
+
 /// What an agg answer must be: total records, ungrouped records, and every group in the
 /// requested order (before `limit`).
 fn model_agg(recs: &[Rec], query: &AggQuery) -> (u64, u64, Vec<ExpectedGroup>) {
@@ -1582,6 +1619,8 @@ fn expected_features() -> Vec<String> {
             "ungrouped records",
             "missing values",
             "groups without the sorted statistic",
+            "facet",
+            "facet_size",
         ]
         .map(str::to_string),
     );
@@ -1677,6 +1716,31 @@ async fn check_records(
     }
     if !body["schema"].is_array() {
         ctx.fail(&path, "no schema array".into());
+    }
+    match &query.facets {
+        None if body.get("facets").is_some() => {
+            ctx.fail(&path, format!("facets without facet: {}", body["facets"]))
+        }
+        None => {}
+        Some((names, size)) => {
+            let size = size.unwrap_or(10) as usize;
+            let want: Map<String, Value> = names
+                .iter()
+                .map(|name| (name.clone(), model_facet(&expected, name, size)))
+                .collect();
+            let got = body["facets"].as_object().cloned().unwrap_or_default();
+            if got != want || got.keys().ne(names.iter()) {
+                ctx.fail(
+                    &path,
+                    format!("facets: expected {want:?}\n  got {}", body["facets"]),
+                );
+            }
+            let counted = want.values().any(|v| !v.as_array().unwrap().is_empty());
+            coverage.add("facet".into(), counted);
+            if size < 10 {
+                coverage.add("facet_size".into(), counted);
+            }
+        }
     }
     let start = ((page - 1).saturating_mul(per_page)).min(total) as usize;
     let end = (start + per_page as usize).min(expected.len());

@@ -96,7 +96,39 @@ pub struct RecordPage {
     pub per_page: u64,
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<Record>))]
     pub records: Vec<RecordBody>,
+    /// With `facet`: per field asked, in that order, its most frequent values over every
+    /// matching record (not only the page's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<std::collections::HashMap<String, Vec<FacetValue>>>, nullable = false)
+    )]
+    pub facets: Option<FacetCounts>,
     pub schema: Vec<SchemaEntry>,
+}
+
+/// A page's facets: each field asked and its values, written as one JSON object in the order
+/// asked.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FacetCounts(pub Vec<(String, Vec<FacetValue>)>);
+
+impl Serialize for FacetCounts {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (field, values) in &self.0 {
+            map.serialize_entry(field, values)?;
+        }
+        map.end()
+    }
+}
+
+/// One value of a facet and how many matching records hold it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FacetValue {
+    pub value: String,
+    pub count: u64,
 }
 
 /// A record of a page: shaped by [`crate::dataset::DatasetSchema::shape`], or its stored text when that
@@ -170,7 +202,12 @@ impl RecordPage {
             }
             record.write_json(out)?;
         }
-        out.extend_from_slice(b"],\"schema\":");
+        out.push(b']');
+        if let Some(facets) = &self.facets {
+            out.extend_from_slice(b",\"facets\":");
+            serde_json::to_writer(&mut *out, facets)?;
+        }
+        out.extend_from_slice(b",\"schema\":");
         if self.schema == schema.entries {
             out.extend_from_slice(schema.entries_json().as_bytes());
         } else {
@@ -331,9 +368,19 @@ mod tests {
                 RecordBody::Stored(r#"{"_id":"1","b":"é\n","a":1.5}"#.into()),
                 RecordBody::Shaped(json!({"_id": "2", "b": null, "a": [1, {"c": true}]})),
             ],
+            facets: None,
             schema: schema.entries.clone(),
         };
-        for _ in 0..2 {
+        for round in 0..3 {
+            if round == 2 {
+                page.facets = Some(FacetCounts(vec![(
+                    "b".into(),
+                    vec![FacetValue {
+                        value: "é".into(),
+                        count: 3,
+                    }],
+                )]));
+            }
             let mut written = Vec::new();
             page.write_json(&schema, &mut written).expect("written");
             let serialized = serde_json::to_vec(&page).expect("serialized");

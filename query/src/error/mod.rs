@@ -45,6 +45,11 @@ pub enum ApiError {
         field: String,
         field_type: FieldType,
     },
+    /// `facet` on a field that is not `keyword`.
+    InvalidFacet {
+        field: String,
+        field_type: FieldType,
+    },
     /// `name[op]=value` with an operator the field's type does not take, or no such operator
     /// (contract §12.1).
     InvalidOperator {
@@ -115,6 +120,7 @@ impl ApiError {
             ApiError::TextFieldExactMatch { .. } => Code::TextFieldExactMatch,
             ApiError::InvalidGroupBy { .. } => Code::InvalidGroupBy,
             ApiError::InvalidField { .. } => Code::InvalidField,
+            ApiError::InvalidFacet { .. } => Code::InvalidFacet,
             ApiError::InvalidOperator { .. } => Code::InvalidOperator,
             ApiError::TooManyGroups { .. } => Code::TooManyGroups,
             ApiError::MissingToken => Code::MissingToken,
@@ -181,6 +187,12 @@ impl ApiError {
             ApiError::InvalidField { field, field_type } => {
                 format!("field needs a number field, and {field} is a {field_type} field.")
             }
+            ApiError::InvalidFacet { field, .. } if field == "_id" => {
+                "_id identifies single records and cannot be a facet; count a keyword field.".into()
+            }
+            ApiError::InvalidFacet { field, field_type } => format!(
+                "facet counts the values of keyword fields, and {field} is a {field_type} field; agg groups other fields (dates by bucket, numbers by bin)."
+            ),
             ApiError::InvalidOperator {
                 field,
                 field_type,
@@ -269,6 +281,11 @@ impl ApiError {
                 ("field", json!(field)),
                 ("type", json!(field_type.as_str())),
                 ("allowed", json!(["number"])),
+            ],
+            ApiError::InvalidFacet { field, field_type } => vec![
+                ("field", json!(field)),
+                ("type", json!(field_type.as_str())),
+                ("allowed", json!(["keyword"])),
             ],
             ApiError::InvalidOperator {
                 field,

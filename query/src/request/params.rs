@@ -22,7 +22,16 @@ pub const MAX_PAGE: u64 = i64::MAX as u64;
 
 /// The query parameters of `GET /datasets/{slug}/records` that mean something of their own:
 /// no filter can be written on a field of one of these names (contract §5).
-pub const RECORD_PARAMETERS: &[&str] = &["q", "_ids", "page", "per_page", "sort", "fields"];
+pub const RECORD_PARAMETERS: &[&str] = &[
+    "q",
+    "_ids",
+    "page",
+    "per_page",
+    "sort",
+    "fields",
+    "facet",
+    "facet_size",
+];
 /// The same for `GET /datasets/{slug}/agg` (contract §6, §12.2); the paging and projection
 /// names are refused there rather than read as filters.
 pub const AGG_PARAMETERS: &[&str] = &[
@@ -37,12 +46,23 @@ pub const AGG_PARAMETERS: &[&str] = &[
     "page",
     "per_page",
     "fields",
+    "facet",
+    "facet_size",
 ];
 
 /// The same for `GET /datasets/{slug}/export` (contract §12.3); `page` and `per_page` are
 /// refused there (an export is every match), not read as filters.
-pub const EXPORT_PARAMETERS: &[&str] =
-    &["q", "_ids", "format", "sort", "fields", "page", "per_page"];
+pub const EXPORT_PARAMETERS: &[&str] = &[
+    "q",
+    "_ids",
+    "format",
+    "sort",
+    "fields",
+    "page",
+    "per_page",
+    "facet",
+    "facet_size",
+];
 /// The most groups an answer may hold without `limit` (contract §12.2), and the largest
 /// `limit`: no request builds an unbounded answer.
 pub const MAX_GROUPS: u64 = 10_000;
@@ -50,6 +70,11 @@ pub const MAX_GROUPS: u64 = 10_000;
 pub const MAX_PERCENTILES: u64 = 10;
 /// The percentiles an agg answer holds when the request does not choose (contract §6).
 pub const DEFAULT_PERCENTILES: [f64; 3] = [25.0, 50.0, 75.0];
+/// The most fields one `facet` may list: each is a count over every matching record.
+pub const MAX_FACETS: u64 = 20;
+/// Values per facet when the request does not say, and the most it may ask for.
+pub const DEFAULT_FACET_SIZE: u64 = 10;
+pub const MAX_FACET_SIZE: u64 = 100;
 /// The most fields one `group_by` may list: each multiplies the groups an answer can have.
 pub const MAX_GROUP_BY_FIELDS: u64 = 4;
 
@@ -126,6 +151,12 @@ pub struct RecordParams {
     /// At least one name.
     #[validate(length(min = 1, message = "field name"))]
     pub fields: Option<Vec<String>>,
+    /// Keyword fields whose values are counted over every match, beside the page.
+    #[validate(length(min = 1, max = MAX_FACETS, message = "field"))]
+    pub facet: Option<Vec<String>>,
+    /// Values per facet, 1..=[`MAX_FACET_SIZE`]; `None`: [`DEFAULT_FACET_SIZE`].
+    #[validate(range(min = 1, max = MAX_FACET_SIZE))]
+    pub facet_size: Option<u64>,
 }
 
 /// Parameters of `GET /datasets/{slug}/agg` (contract §6, §12.2).

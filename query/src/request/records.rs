@@ -1,10 +1,11 @@
 //! A records request (contract §5) validated: conditions, paging, sort keys and projection;
 //! the sort and projection rules are the export's too.
 
+use entity::FieldType;
 use serde::Serialize;
 
 use super::filter::{Filter, filter, sorted_unique};
-use super::params::{Paging, ProjectionParams, RecordParams, SortParam, check};
+use super::params::{DEFAULT_FACET_SIZE, Paging, ProjectionParams, RecordParams, SortParam, check};
 use crate::dataset::{Column, DatasetSchema};
 use crate::error::ApiError;
 
@@ -16,6 +17,19 @@ pub struct RecordQuery {
     /// Sort keys (column, descending); ties and unsorted requests follow file order.
     pub sort: Vec<(Column, bool)>,
     pub fields: Option<Vec<String>>,
+    /// The facets asked beside the page; `None` without `facet` (so a request without one keeps
+    /// its cache key and `ETag`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facets: Option<Facets>,
+}
+
+/// Facets with records: keyword fields whose values are counted over every matching record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Facets {
+    /// The fields' indexes in the schema, in the order asked.
+    pub fields: Vec<usize>,
+    /// Values per field, the most frequent first.
+    pub size: u64,
 }
 
 /// Validates a records request (contract §5).
@@ -28,12 +42,48 @@ pub fn record_query(
     let paging = Paging::new(params.page, params.per_page)?;
     let sort = sort_keys(&params.sort, schema)?;
     let fields = projection(params.fields.as_deref(), schema)?;
+    let facets = facets(params, schema)?;
     Ok(RecordQuery {
         filter,
         paging,
         sort,
         fields,
+        facets,
     })
+}
+
+/// Checks `facet` against the schema: keyword fields, each once.
+fn facets(params: &RecordParams, schema: &DatasetSchema) -> Result<Option<Facets>, ApiError> {
+    let Some(names) = &params.facet else {
+        return Ok(None);
+    };
+    let mut fields = Vec::with_capacity(names.len());
+    for name in names {
+        let column = schema.column(name).ok_or_else(|| ApiError::UnknownField {
+            field: name.clone(),
+        })?;
+        let field_type = schema.field_type(column);
+        let index = match column {
+            Column::Field(i) if field_type == FieldType::Keyword => i,
+            _ => {
+                return Err(ApiError::InvalidFacet {
+                    field: name.clone(),
+                    field_type,
+                });
+            }
+        };
+        if fields.contains(&index) {
+            return Err(ApiError::invalid(
+                "facet",
+                format!("facet lists {name} twice."),
+            ));
+        }
+        fields.push(index);
+    }
+    Ok(Some(Facets {
+        fields,
+        size: params.facet_size.unwrap_or(DEFAULT_FACET_SIZE),
+    }))
 }
 
 /// Checks sort keys against the schema: known names of sortable (non-text) fields, each once.

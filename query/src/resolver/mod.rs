@@ -6,6 +6,7 @@ pub mod agg;
 pub mod bodies;
 pub mod catalog;
 pub mod export;
+pub mod facets;
 pub mod facts;
 pub mod record;
 pub mod records;

@@ -43,7 +43,10 @@ impl Resolver {
         params: &RecordParams,
     ) -> Result<Prepared<RecordQuery>, ApiError> {
         let query = request::record_query(params, &dataset.schema)?;
-        let searches = !query.filter.terms.is_empty() || !query.filter.field_terms.is_empty();
+        // Full text and facets each weigh like a scan.
+        let searches = !query.filter.terms.is_empty()
+            || !query.filter.field_terms.is_empty()
+            || query.facets.is_some();
         let extra = searches.then(|| cost::scan_extra(record_count(&dataset)));
         let etag = self.etag(&dataset, "records", &query);
         Ok(Prepared {
@@ -183,18 +186,28 @@ impl Resolver {
         let offset = query.paging.offset();
         let limit = query.paging.per_page;
         if let Some(index) = self.memory_index(dataset).await {
+            // A facet counts every match, so the rows matched are kept for it when the page
+            // needed them, and found for it when the page did without.
+            let mut matched = None;
             let (total, positions) =
                 match index.text_page(&query.filter, &query.sort, offset, limit) {
                     Some(page) => page,
                     None => {
                         let matches = index.matches(&query.filter);
                         let total = index.total(matches.as_ref());
-                        (
-                            total,
-                            index.page(matches.as_ref(), &query.sort, offset, limit),
-                        )
+                        let page = index.page(matches.as_ref(), &query.sort, offset, limit);
+                        matched = Some(matches);
+                        (total, page)
                     }
                 };
+            let facets = match &query.facets {
+                None => None,
+                Some(_) => {
+                    let matches = matched.unwrap_or_else(|| index.matches(&query.filter));
+                    self.facets(dataset, query, Some((&index, matches.as_ref())))
+                        .await?
+                }
+            };
             let projection = query.fields.as_deref();
             let records = self
                 .stored_at_positions(schema, &positions)
@@ -202,7 +215,9 @@ impl Resolver {
                 .into_iter()
                 .map(|stored| stored.shaped(schema, projection))
                 .collect::<Result<_, ApiError>>()?;
-            return Ok(self.record_page(dataset, query, total, records));
+            let mut page = self.record_page(dataset, query, total, records);
+            page.facets = facets;
+            return Ok(page);
         }
         let key = self.etag(dataset, "records", query);
         self.flights
@@ -285,7 +300,9 @@ impl Resolver {
             .into_iter()
             .map(|r| RecordBody::Shaped(schema.shape(r.doc, projection)))
             .collect();
-        Ok(self.record_page(dataset, query, total, records))
+        let mut page = self.record_page(dataset, query, total, records);
+        page.facets = self.facets(dataset, query, None).await?;
+        Ok(page)
     }
 
     /// The answer's envelope around `records`, already shaped and projected.
@@ -301,6 +318,7 @@ impl Resolver {
             page: query.paging.page,
             per_page: query.paging.per_page,
             records,
+            facets: None,
             schema: dataset.schema.entries.clone(),
         }
     }

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use query::ApiError;
 use query::params::{
     AGG_PARAMETERS, AggParams, EXPORT_PARAMETERS, ExportFormat, ExportParams, FilterParams,
-    GroupByParam, MAX_CATALOG_QUERY_CHARS, MAX_GROUPS, MAX_PAGE, MAX_PER_PAGE, RECORD_PARAMETERS,
-    RecordParams, add_condition, check, parse_group_sort, parse_percentiles, parse_sort,
-    split_list,
+    GroupByParam, MAX_CATALOG_QUERY_CHARS, MAX_FACET_SIZE, MAX_GROUPS, MAX_PAGE, MAX_PER_PAGE,
+    RECORD_PARAMETERS, RecordParams, add_condition, check, parse_group_sort, parse_percentiles,
+    parse_sort, split_list,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -161,6 +161,12 @@ pub struct SearchRecords {
     /// Records per page.
     #[schemars(range(min = 1, max = MAX_PER_PAGE))]
     pub per_page: Option<u64>,
+    /// Keyword fields whose most frequent values are counted over every match (not only the
+    /// page), e.g. `["carrier", "origin"]`: the answer gains `facets`.
+    pub facet: Option<List>,
+    /// Values per facet (default 10).
+    #[schemars(range(min = 1, max = MAX_FACET_SIZE))]
+    pub facet_size: Option<u64>,
 }
 
 impl SearchRecords {
@@ -176,6 +182,8 @@ impl SearchRecords {
             params.sort = parse_sort(&sort.text())?;
         }
         params.fields = self.fields.as_ref().map(|f| split_list(&f.text()));
+        params.facet = self.facet.as_ref().map(|f| split_list(&f.text()));
+        params.facet_size = self.facet_size;
         check(&params)?;
         Ok(params)
     }

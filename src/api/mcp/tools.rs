@@ -9,8 +9,8 @@ use minijinja::context;
 use query::cost::extra_requests;
 use query::log_text::clip;
 use query::params::{
-    DEFAULT_PER_PAGE, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS, MAX_PER_PAGE, MAX_PERCENTILES,
-    ProjectionParams, catalog_words,
+    DEFAULT_FACET_SIZE, DEFAULT_PER_PAGE, MAX_FACET_SIZE, MAX_FACETS, MAX_GROUP_BY_FIELDS,
+    MAX_GROUPS, MAX_IDS, MAX_PER_PAGE, MAX_PERCENTILES, ProjectionParams, catalog_words,
 };
 use query::{ApiError, ExportFormat, Paging, operators};
 use rmcp::handler::server::common::schema_for_type;
@@ -223,6 +223,9 @@ fn description(tool: &str) -> String {
             max_groups => MAX_GROUPS,
             max_percentiles => MAX_PERCENTILES,
             max_group_by => MAX_GROUP_BY_FIELDS,
+            max_facets => MAX_FACETS,
+            default_facet_size => DEFAULT_FACET_SIZE,
+            max_facet_size => MAX_FACET_SIZE,
             max_export => MAX_EXPORT_RECORDS,
             operators,
             formats,

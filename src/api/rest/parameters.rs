@@ -7,9 +7,9 @@ use query::ExportFormat;
 use query::dates::DateBucket;
 use query::operators::Op;
 use query::params::{
-    AGG_PARAMETERS, DEFAULT_PER_PAGE, EXPORT_PARAMETERS, MAX_CATALOG_QUERY_CHARS,
-    MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS, MAX_PAGE, MAX_PER_PAGE, MAX_PERCENTILES,
-    RECORD_PARAMETERS,
+    AGG_PARAMETERS, DEFAULT_FACET_SIZE, DEFAULT_PER_PAGE, EXPORT_PARAMETERS,
+    MAX_CATALOG_QUERY_CHARS, MAX_FACET_SIZE, MAX_FACETS, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS,
+    MAX_PAGE, MAX_PER_PAGE, MAX_PERCENTILES, RECORD_PARAMETERS,
 };
 use serde_json::json;
 use utoipa::IntoParams;
@@ -186,6 +186,29 @@ fn fields_parameter() -> Parameter {
     .build()
 }
 
+fn facet_parameters() -> [Parameter; 2] {
+    let facet = ParameterBuilder::from(query_parameter(
+        "facet",
+        format!(
+            "Keyword fields to count beside the page, comma-separated, each once, at most {MAX_FACETS}: the answer gains `facets`, per field its most frequent values over every matching record (not only the page), as `{{\"value\", \"count\"}}`, ties by value. Another type is 400 `invalid_facet`"
+        ),
+        string().pattern(Some(LIST_PATTERN)),
+    ))
+    .example(Some(json!("carrier,origin")))
+    .build();
+    let size = query_parameter(
+        "facet_size",
+        format!("Values per facet, 1..={MAX_FACET_SIZE}"),
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int32)))
+            .minimum(Some(1))
+            .maximum(Some(MAX_FACET_SIZE))
+            .default(Some(json!(DEFAULT_FACET_SIZE))),
+    );
+    [facet, size]
+}
+
 /// The query parameters of `GET /datasets`.
 pub struct DatasetsQuery;
 
@@ -219,6 +242,9 @@ impl IntoParams for RecordsQuery {
             sort_parameter(),
             fields_parameter(),
         ]
+        .into_iter()
+        .chain(facet_parameters())
+        .collect()
     }
 }
 

@@ -49,15 +49,22 @@ pub(super) fn no_parameters(raw: Option<&str>, what: &str) -> Result<(), ApiErro
 pub fn record_params(pairs: &[(String, String)]) -> Result<RecordParams, ApiError> {
     let mut params = RecordParams::default();
     let (mut page, mut per_page, mut sort, mut fields) = (None, None, None, None);
+    let (mut facet, mut facet_size) = (None, None);
     for (name, value) in pairs {
         match name.as_str() {
             "page" => once(&mut page, name, value)?,
             "per_page" => once(&mut per_page, name, value)?,
             "sort" => once(&mut sort, name, value)?,
             "fields" => once(&mut fields, name, value)?,
+            "facet" => once(&mut facet, name, value)?,
+            "facet_size" => once(&mut facet_size, name, value)?,
             _ => add_condition(&mut params.filter, name, value)?,
         }
     }
+    params.facet = facet.map(|f| split_list(&f));
+    params.facet_size = facet_size
+        .map(|n| parse_count("facet_size", &n))
+        .transpose()?;
     params.page = page.map(|v| parse_count("page", &v)).transpose()?;
     params.per_page = per_page.map(|v| parse_count("per_page", &v)).transpose()?;
     if let Some(sort) = sort {
@@ -86,6 +93,14 @@ pub fn agg_params(pairs: &[(String, String)]) -> Result<AggParams, ApiError> {
                     name.as_str(),
                     format!(
                         "{name} does not apply to agg: it answers groups, not records; use limit and sort to choose groups."
+                    ),
+                ));
+            }
+            "facet" | "facet_size" => {
+                return Err(ApiError::invalid(
+                    name.as_str(),
+                    format!(
+                        "{name} does not apply to agg: group_by counts a field's values; use limit to keep the most frequent."
                     ),
                 ));
             }
@@ -121,7 +136,7 @@ pub fn export_params(pairs: &[(String, String)]) -> Result<ExportParams, ApiErro
             "sort" => once(&mut sort, name, value)?,
             "fields" => once(&mut fields, name, value)?,
             "format" => once(&mut format, name, value)?,
-            "page" | "per_page" => {
+            "page" | "per_page" | "facet" | "facet_size" => {
                 return Err(ApiError::invalid(
                     name.as_str(),
                     format!(
@@ -227,8 +242,8 @@ mod tests {
     #[test]
     fn reserved_names_are_not_filters() {
         let value = |name: &str| match name {
-            "page" | "per_page" => "1",
-            "sort" | "fields" | "group_by" | "field" => "x",
+            "page" | "per_page" | "facet_size" => "1",
+            "sort" | "fields" | "group_by" | "field" | "facet" => "x",
             _ => "a",
         };
         for name in RECORD_PARAMETERS {

@@ -347,6 +347,25 @@ pub(super) fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
         })
         .collect();
     if let [a, b, ..] = keywords.as_slice() {
+        let v1 = plain(&a.top[0].value);
+        add(
+            "Records and their facets",
+            format!(
+                "The first 5 records whose `{}` is {}, and beside them, counted over every match, the 5 most frequent `{}` values (`facets`).",
+                a.field.name,
+                code(&v1),
+                b.field.name
+            ),
+            format!(
+                "{records}?{}",
+                query(&[
+                    (a.field.name.as_str(), v1.as_str()),
+                    ("facet", b.field.name.as_str()),
+                    ("facet_size", "5"),
+                    ("per_page", "5")
+                ])
+            ),
+        );
         add(
             "Grouped by two fields",
             format!(

@@ -23,8 +23,8 @@ use crate::http::limits::MAX_BODY_BYTES;
 #[derive(Serialize, ToSchema)]
 pub struct ErrorBody {
     /// A stable code: `invalid_parameter`, `missing_parameter`, `unknown_field`,
-    /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_operator`,
-    /// `too_many_groups`, `missing_token`,
+    /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_facet`,
+    /// `invalid_operator`, `too_many_groups`, `missing_token`,
     /// `invalid_token`, `dataset_not_found`, `record_not_found`, `not_found`,
     /// `method_not_allowed`, `request_timeout`, `payload_too_large`, `rate_limited`,
     /// `unavailable`, `internal`.
@@ -35,15 +35,16 @@ pub struct ErrorBody {
     #[schema(nullable = false)]
     pub parameter: Option<String>,
     /// The field at fault (`unknown_field`, `text_field_exact_match`, `invalid_group_by`,
-    /// `invalid_field`, `invalid_operator`).
+    /// `invalid_field`, `invalid_facet`, `invalid_operator`).
     #[schema(nullable = false)]
     pub field: Option<String>,
-    /// The field's type (`invalid_group_by`, `invalid_field`, `invalid_operator`).
+    /// The field's type (`invalid_group_by`, `invalid_field`, `invalid_facet`,
+    /// `invalid_operator`).
     #[serde(rename = "type")]
     #[schema(nullable = false)]
     pub field_type: Option<String>,
-    /// The types the parameter takes (`invalid_group_by`, `invalid_field`), or the operators
-    /// the field takes (`invalid_operator`).
+    /// The types the parameter takes (`invalid_group_by`, `invalid_field`, `invalid_facet`), or
+    /// the operators the field takes (`invalid_operator`).
     #[schema(nullable = false)]
     pub allowed: Option<Vec<String>>,
     /// The operator as sent (`invalid_operator`).
@@ -86,6 +87,10 @@ fn example(code: Code) -> ApiError {
         Code::InvalidField => ApiError::InvalidField {
             field: "carrier".into(),
             field_type: FieldType::Keyword,
+        },
+        Code::InvalidFacet => ApiError::InvalidFacet {
+            field: "dep_delay".into(),
+            field_type: FieldType::Number,
         },
         Code::InvalidOperator => ApiError::InvalidOperator {
             field: "dep_delay".into(),

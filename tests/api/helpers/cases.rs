@@ -774,6 +774,80 @@ pub const REQUESTS: &[(&str, u16, &str)] = &[
         400,
         "invalid_parameter",
     ),
+    // Contract §13.4: facets with records.
+    (
+        "/datasets/flights/records?carrier=UA&facet=origin,dest&per_page=5",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/records?facet=carrier&facet_size=3&sort=dep_delay<",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/records?q=united&facet=carrier,origin&per_page=1",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/records?dep_delay[gte]=600&facet=tailnum&facet_size=100&page=2",
+        200,
+        "",
+    ),
+    (
+        "/datasets/mini.set~1/records?facet=geo.city,geo.zone.code&facet_size=2",
+        200,
+        "",
+    ),
+    (
+        "/datasets/mini.set~1/records?q=夜市&facet=geo.zone.code",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/records?carrier=nope&facet=origin",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/records?facet=dep_delay",
+        400,
+        "invalid_facet",
+    ),
+    (
+        "/datasets/flights/records?facet=carrier_name",
+        400,
+        "invalid_facet",
+    ),
+    ("/datasets/flights/records?facet=_id", 400, "invalid_facet"),
+    ("/datasets/flights/records?facet=nope", 400, "unknown_field"),
+    (
+        "/datasets/flights/records?facet=carrier,origin,carrier",
+        400,
+        "invalid_parameter",
+    ),
+    ("/datasets/flights/records?facet=", 400, "invalid_parameter"),
+    (
+        "/datasets/flights/records?facet=carrier&facet_size=0",
+        400,
+        "invalid_parameter",
+    ),
+    (
+        "/datasets/flights/records?facet=carrier&facet_size=101",
+        400,
+        "invalid_parameter",
+    ),
+    (
+        "/datasets/flights/records?facet=a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u",
+        400,
+        "invalid_parameter",
+    ),
+    (
+        "/datasets/flights/agg?group_by=carrier&facet=origin",
+        400,
+        "invalid_parameter",
+    ),
     ("/datasets/nope", 404, "dataset_not_found"),
     ("/datasets/nope/schema.json", 404, "dataset_not_found"),
     ("/datasets/flights/schema.json", 200, ""),
