@@ -79,7 +79,10 @@ impl QueryRoot {
         #[graphql(desc = "Only these record identifiers (REST _ids)")] ids: Option<Vec<String>>,
         #[graphql(desc = "Page number, from 1")] page: Option<i64>,
         #[graphql(desc = "Records per page, 1..=100, default 20")] per_page: Option<i64>,
-        #[graphql(desc = "Sort keys, first one first")] sort: Option<Vec<SortKey>>,
+        #[graphql(
+            desc = "Sort keys, first one first; with q or search, `_score` first orders by relevance (BM25) and each record carries its `_score`"
+        )]
+        sort: Option<Vec<SortKey>>,
         #[graphql(desc = "Fields to return; _id always comes back")] fields: Option<Vec<String>>,
         #[graphql(desc = "Keyword fields to count over every match beside the page (REST facet)")]
         facet: Option<Vec<String>>,

@@ -35,6 +35,7 @@ mod query_power;
 mod raw_query;
 mod readme_examples;
 mod real_data;
+mod relevance;
 mod rest_api;
 mod security_auth;
 mod security_graphql;

@@ -141,6 +141,12 @@ fn cases() -> Vec<Case> {
         },
         Case {
             tool: "search_records",
+            arguments: json!({"dataset": "tw-scenic-spots", "q": "夜市 小吃", "sort": ["_score<"], "per_page": 5}),
+            rest: "/datasets/tw-scenic-spots/records?q=%E5%A4%9C%E5%B8%82%20%E5%B0%8F%E5%90%83&sort=_score<&per_page=5",
+            status: 200,
+        },
+        Case {
+            tool: "search_records",
             arguments: json!({"dataset": "flights", "facet": "dep_delay"}),
             rest: "/datasets/flights/records?facet=dep_delay",
             status: 400,

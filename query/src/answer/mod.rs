@@ -1,8 +1,10 @@
 //! The answers' shapes, below the engines that fill them: the views every front end serializes,
-//! agg groups, how they are ordered and their statistics, and the export's encoders.
+//! agg groups, how they are ordered and their statistics, relevance scores, and the export's
+//! encoders.
 
 pub mod encode;
 pub mod groups;
 #[cfg(feature = "openapi")]
 mod openapi;
+pub mod relevance;
 pub mod views;

@@ -160,6 +160,30 @@ impl RecordBody {
         }
     }
 
+    /// The record with one more member at its end (a record's `_score`): written onto a
+    /// stored text as a shaped value's map would write it, so both give the same bytes.
+    pub fn with_member(self, name: &str, value: f64) -> RecordBody {
+        match self {
+            RecordBody::Shaped(Value::Object(mut map)) => {
+                map.insert(name.to_string(), Value::from(value));
+                RecordBody::Shaped(Value::Object(map))
+            }
+            RecordBody::Shaped(other) => RecordBody::Shaped(other),
+            RecordBody::Stored(text) => {
+                let body = text.trim_end().strip_suffix('}').unwrap_or(&text);
+                let separator = if body.trim_end().ends_with('{') {
+                    ""
+                } else {
+                    ","
+                };
+                let member = serde_json::to_string(name).expect("a name serializes");
+                RecordBody::Stored(
+                    format!("{body}{separator}{member}:{}}}", Value::from(value)).into(),
+                )
+            }
+        }
+    }
+
     /// Appends the record's JSON to `out`: a stored text as it is (serializing reads it again
     /// as a `RawValue` first).
     pub fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {

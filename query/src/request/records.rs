@@ -17,6 +17,10 @@ pub struct RecordQuery {
     /// Sort keys (column, descending); ties and unsorted requests follow file order.
     pub sort: Vec<(Column, bool)>,
     pub fields: Option<Vec<String>>,
+    /// `sort=_score<` (or `>`) as the first key: records by relevance to the query's terms
+    /// (`Some(descending)`), then by `sort`'s other keys; `None` without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_score: Option<bool>,
     /// The facets asked beside the page; `None` without `facet` (so a request without one keeps
     /// its cache key and `ETag`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -40,7 +44,17 @@ pub fn record_query(
     check(params)?;
     let filter = filter(&params.filter, schema)?;
     let paging = Paging::new(params.page, params.per_page)?;
-    let sort = sort_keys(&params.sort, schema)?;
+    let (by_score, keys) = match params.sort.split_first() {
+        Some((first, rest)) if first.name == SCORE => (Some(first.descending), rest),
+        _ => (None, params.sort.as_slice()),
+    };
+    if by_score.is_some() && filter.terms.is_empty() && filter.field_terms.is_empty() {
+        return Err(ApiError::invalid(
+            "sort",
+            "_score orders records by relevance to a search: add q=… (or q[field]=…).",
+        ));
+    }
+    let sort = sort_keys(keys, schema)?;
     let fields = projection(params.fields.as_deref(), schema)?;
     let facets = facets(params, schema)?;
     Ok(RecordQuery {
@@ -48,9 +62,13 @@ pub fn record_query(
         paging,
         sort,
         fields,
+        by_score,
         facets,
     })
 }
+
+/// The sort key of relevance, and the member that carries each record's score.
+pub const SCORE: &str = "_score";
 
 /// Checks `facet` against the schema: keyword fields, each once.
 fn facets(params: &RecordParams, schema: &DatasetSchema) -> Result<Option<Facets>, ApiError> {
@@ -95,6 +113,12 @@ pub(super) fn sort_keys(
 ) -> Result<Vec<(Column, bool)>, ApiError> {
     let mut sort: Vec<(Column, bool)> = Vec::with_capacity(keys.len());
     for key in keys {
+        if key.name == SCORE {
+            return Err(ApiError::invalid(
+                "sort",
+                "_score can only be the first sort key of a records search (with q).",
+            ));
+        }
         let (name, descending) = key
             .resolve(|name| schema.column(name).is_some())
             .ok_or_else(|| ApiError::UnknownField {

@@ -10,6 +10,7 @@ pub mod facets;
 pub mod facts;
 pub mod record;
 pub mod records;
+pub mod relevance;
 pub mod single_flight;
 
 use std::collections::HashMap;

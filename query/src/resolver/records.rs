@@ -189,17 +189,36 @@ impl Resolver {
             // A facet counts every match, so the rows matched are kept for it when the page
             // needed them, and found for it when the page did without.
             let mut matched = None;
-            let (total, positions) =
-                match index.text_page(&query.filter, &query.sort, offset, limit) {
-                    Some(page) => page,
-                    None => {
-                        let matches = index.matches(&query.filter);
-                        let total = index.total(matches.as_ref());
-                        let page = index.page(matches.as_ref(), &query.sort, offset, limit);
-                        matched = Some(matches);
-                        (total, page)
-                    }
-                };
+            let mut scores: Option<Vec<f64>> = None;
+            let text_page = match query.by_score {
+                Some(_) => None,
+                None => index.text_page(&query.filter, &query.sort, offset, limit),
+            };
+            let (total, positions) = match (text_page, query.by_score) {
+                (Some(page), _) => page,
+                (None, Some(descending)) => {
+                    let matches = index.matches(&query.filter);
+                    let page = index.scored_page(
+                        &query.filter,
+                        matches.as_ref(),
+                        descending,
+                        &query.sort,
+                        offset,
+                        limit,
+                    );
+                    matched = Some(matches);
+                    let (rows, page_scores) = page.rows.into_iter().unzip();
+                    scores = Some(page_scores);
+                    (page.total, rows)
+                }
+                (None, None) => {
+                    let matches = index.matches(&query.filter);
+                    let total = index.total(matches.as_ref());
+                    let page = index.page(matches.as_ref(), &query.sort, offset, limit);
+                    matched = Some(matches);
+                    (total, page)
+                }
+            };
             let facets = match &query.facets {
                 None => None,
                 Some(_) => {
@@ -209,12 +228,19 @@ impl Resolver {
                 }
             };
             let projection = query.fields.as_deref();
-            let records = self
+            let mut records = self
                 .stored_at_positions(schema, &positions)
                 .await?
                 .into_iter()
                 .map(|stored| stored.shaped(schema, projection))
-                .collect::<Result<_, ApiError>>()?;
+                .collect::<Result<Vec<_>, ApiError>>()?;
+            if let Some(scores) = scores {
+                records = records
+                    .into_iter()
+                    .zip(scores)
+                    .map(|(record, score)| record.with_member(request::SCORE, score))
+                    .collect();
+            }
             let mut page = self.record_page(dataset, query, total, records);
             page.facets = facets;
             return Ok(page);
@@ -232,6 +258,11 @@ impl Resolver {
         dataset: &Dataset,
         query: &RecordQuery,
     ) -> Result<RecordPage, ApiError> {
+        if let Some(descending) = query.by_score {
+            let mut page = Box::pin(self.scored_from_store(dataset, query, descending)).await?;
+            page.facets = self.facets(dataset, query, None).await?;
+            return Ok(page);
+        }
         let schema = &dataset.schema;
         let offset = query.paging.offset();
         let limit = query.paging.per_page;
@@ -306,7 +337,7 @@ impl Resolver {
     }
 
     /// The answer's envelope around `records`, already shaped and projected.
-    fn record_page(
+    pub(super) fn record_page(
         &self,
         dataset: &Dataset,
         query: &RecordQuery,

@@ -185,6 +185,17 @@ pub(super) fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
             ),
             format!("{records}?{}", query(&[("q", term)])),
         );
+        add(
+            "Best matches first",
+            format!(
+                "`sort=_score<` orders the matches of {} by relevance (BM25: rarer terms, more occurrences and shorter texts rank higher); each record carries its `_score`.",
+                code(term)
+            ),
+            format!(
+                "{records}?{}",
+                query(&[("q", term), ("sort", "_score<"), ("per_page", "5")])
+            ),
+        );
         let (f2, term2, _) = texts.get(1).unwrap_or(&texts[0]);
         let key = format!("q[{}]", f2.field.name);
         add(

@@ -774,6 +774,37 @@ pub const REQUESTS: &[(&str, u16, &str)] = &[
         400,
         "invalid_parameter",
     ),
+    // Contract §13.4: relevance.
+    (
+        "/datasets/tw-scenic-spots/records?q=夜市 小吃&sort=_score<&per_page=10",
+        200,
+        "",
+    ),
+    (
+        "/datasets/tw-scenic-spots/records?q[Name]=溫泉&sort=_score>&fields=Name&page=2",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/records?q=united&sort=_score<,dep_delay<&per_page=5&page=3",
+        200,
+        "",
+    ),
+    (
+        "/datasets/mini.set~1/records?q=night market&sort=_score<&facet=geo.city",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/records?sort=_score<",
+        400,
+        "invalid_parameter",
+    ),
+    (
+        "/datasets/flights/records?q=united&sort=carrier,_score<",
+        400,
+        "invalid_parameter",
+    ),
     // Contract §13.4: facets with records.
     (
         "/datasets/flights/records?carrier=UA&facet=origin,dest&per_page=5",

@@ -10,10 +10,11 @@
 //! - [`rows`]: sets of rows: the bits a filter matches, row lists in 2 bytes a row.
 //! - [`build`]: reading a version from the store.
 //! - [`select`]: filters and the order of a page; [`stats`]: grouped statistics, integer
-//!   columns by per-group histograms.
+//!   columns by per-group histograms; [`relevance`]: pages by BM25 score.
 
 pub mod build;
 pub mod column;
+pub mod relevance;
 pub mod rows;
 pub mod select;
 pub mod stats;
@@ -95,6 +96,9 @@ pub struct MemIndex {
     pub fields: Vec<FieldIndex>,
     /// The version's text dictionary, lower-cased; text columns hold codes into it.
     pub texts: Dict,
+    /// By schema field index: the characters of a text field's values over every row (0 for
+    /// other fields), for relevance's average record length.
+    pub text_lengths: Vec<u64>,
     pub bytes: usize,
 }
 
@@ -118,12 +122,14 @@ impl MemIndex {
                     FieldIndex::Text(c) => c.bytes(),
                 })
                 .sum::<usize>();
+        let text_lengths = relevance::text_lengths(&fields, &texts);
         MemIndex {
             version_id,
             rows,
             id,
             fields,
             texts,
+            text_lengths,
             bytes,
         }
     }

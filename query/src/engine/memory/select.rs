@@ -262,7 +262,7 @@ impl MemIndex {
     }
 
     /// Rows whose value in one of `fields` has one of the dictionary `codes`.
-    fn text_rows(&self, fields: &[usize], codes: &[u32]) -> Bits {
+    pub(super) fn text_rows(&self, fields: &[usize], codes: &[u32]) -> Bits {
         let mut bits = Bits::new(self.rows as usize);
         for &field in fields {
             if let FieldIndex::Text(column) = &self.fields[field] {

@@ -1,0 +1,189 @@
+//! Records by relevance (`sort=_score<`) from the store: the same BM25 as the index
+//! ([`crate::answer::relevance`]) from the same statistics, read with SQL. The matching
+//! records' text ids come in the order of the sort's other keys (then file order), their
+//! dictionary values in one more statement; the scores are computed here, the page cut, and
+//! its bodies read as the index path reads them.
+
+use std::collections::HashMap;
+
+use sea_orm::ConnectionTrait;
+
+use super::Resolver;
+use crate::answer::relevance::{self, Bm25, Scorer};
+use crate::answer::views::{RecordBody, RecordPage};
+use crate::dataset::Dataset;
+use crate::dataset::schema::{Column, DatasetSchema};
+use crate::engine::store::sql::{Access, Part, Sql, from_where, order_by};
+use crate::error::ApiError;
+use crate::request::{Filter, RecordQuery, SCORE};
+use entity::record::{records_table, text_table};
+use sea_orm::DatabaseBackend;
+
+impl Resolver {
+    /// [`Self::records`] by relevance when no in-memory index answers.
+    pub(super) async fn scored_from_store(
+        &self,
+        dataset: &Dataset,
+        query: &RecordQuery,
+        descending: bool,
+    ) -> Result<RecordPage, ApiError> {
+        let schema = &dataset.schema;
+        let resolved = self.resolve(schema, &query.filter).await?;
+        let total = self.count(dataset, &resolved, None).await?;
+        let offset = query.paging.offset();
+        if offset >= total {
+            return Ok(self.record_page(dataset, query, total, Vec::new()));
+        }
+        let text_fields: Vec<usize> = schema.text_fields().collect();
+        let terms =
+            relevance::query_terms(&query.filter.terms, &query.filter.field_terms, &text_fields);
+        let searched = relevance::searched_fields(&terms);
+        let mut frequency = Vec::with_capacity(terms.len());
+        // A term's records in the whole version: `q`'s terms come first in `terms`, then
+        // `q[name]`'s.
+        for (i, (term, fields)) in terms.iter().enumerate() {
+            let alone = if i < query.filter.terms.len() {
+                Filter {
+                    terms: vec![term.clone()],
+                    ..Filter::default()
+                }
+            } else {
+                Filter {
+                    field_terms: vec![(fields[0], vec![term.clone()])],
+                    ..Filter::default()
+                }
+            };
+            let alone = self.resolve(schema, &alone).await?;
+            frequency.push(self.count(dataset, &alone, None).await?);
+        }
+        let mut length = 0;
+        for &field in &searched {
+            length += self.text_length(schema, field).await?;
+        }
+        let bm25 = Bm25::new(dataset.meta.record_count.max(0) as u64, length, &frequency);
+
+        // The matches' text ids, in the order of the other sort keys, then file order.
+        let backend = self.backend();
+        let mut sql = Sql::new(backend);
+        sql.push("SELECT \"pos\"");
+        for (k, &field) in searched.iter().enumerate() {
+            sql.push(", ")
+                .ident(schema.sql_column(Column::Field(field)))
+                .push(&format!(" AS \"t{k}\""));
+        }
+        from_where(&mut sql, schema, &resolved, Access::Planner);
+        order_by(&mut sql, schema, &query.sort, Part::All);
+        let rows = self.db.query_all_raw(sql.build()).await?;
+        let mut matches: Vec<(i64, Vec<Option<i64>>)> = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let pos: i64 = row.try_get("", "pos")?;
+            let ids = (0..searched.len())
+                .map(|k| row.try_get::<Option<i64>>("", &format!("t{k}")))
+                .collect::<Result<_, _>>()?;
+            matches.push((pos, ids));
+        }
+        let mut ids: Vec<i64> = matches
+            .iter()
+            .flat_map(|(_, t)| t.iter().flatten())
+            .copied()
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let values = self.text_values(schema.version_id, &ids).await?;
+
+        let mut scorer = Scorer::new(&bm25, &terms);
+        let mut scored: Vec<(i64, f64)> = Vec::with_capacity(matches.len());
+        for (pos, ids) in &matches {
+            let texts: Vec<(usize, &str)> = searched
+                .iter()
+                .zip(ids)
+                .filter_map(|(&field, id)| {
+                    id.and_then(|id| values.get(&id))
+                        .map(|text| (field, text.as_str()))
+                })
+                .collect();
+            scored.push((*pos, scorer.score(&texts)));
+        }
+        relevance::order_by_score(&mut scored, descending);
+        let end = offset
+            .saturating_add(query.paging.per_page)
+            .min(scored.len() as u64);
+        let page = &scored[offset as usize..end as usize];
+        let rows: Vec<u32> = page.iter().map(|(pos, _)| (*pos - 1) as u32).collect();
+        let projection = query.fields.as_deref();
+        let records = Box::pin(self.stored_at_positions(schema, &rows))
+            .await?
+            .into_iter()
+            .zip(page)
+            .map(|(stored, (_, score))| {
+                Ok(stored
+                    .shaped(schema, projection)?
+                    .with_member(SCORE, *score))
+            })
+            .collect::<Result<Vec<RecordBody>, ApiError>>()?;
+        Ok(self.record_page(dataset, query, total, records))
+    }
+
+    /// The characters of a text field's values over every record of its version (kept like
+    /// totals, since a version never changes).
+    async fn text_length(&self, schema: &DatasetSchema, field: usize) -> Result<u64, ApiError> {
+        let key = format!("{}|length|{field}", schema.version_id);
+        if let Some(n) = self.totals.get(&key) {
+            return Ok(n);
+        }
+        let backend = self.backend();
+        let id = match backend {
+            DatabaseBackend::Postgres => "\"tid\"",
+            _ => "rowid",
+        };
+        let mut sql = Sql::new(backend);
+        sql.push("SELECT SUM(LENGTH(d.\"value\")) AS n FROM ")
+            .ident(&records_table(schema.version_id))
+            .push(" r JOIN ")
+            .ident(&text_table(schema.version_id))
+            .push(&format!(" d ON d.{id} = r."))
+            .ident(schema.sql_column(Column::Field(field)));
+        let row = self.db.query_one_raw(sql.build()).await?;
+        let n = match row {
+            Some(row) => row.try_get::<Option<i64>>("", "n")?.unwrap_or(0).max(0) as u64,
+            None => 0,
+        };
+        self.totals.put(key, n);
+        Ok(n)
+    }
+
+    /// The lower-cased texts of dictionary `ids`.
+    async fn text_values(
+        &self,
+        version_id: i64,
+        ids: &[i64],
+    ) -> Result<HashMap<i64, String>, ApiError> {
+        let mut values = HashMap::with_capacity(ids.len());
+        if ids.is_empty() {
+            return Ok(values);
+        }
+        let backend = self.backend();
+        let mut sql = Sql::new(backend);
+        match backend {
+            DatabaseBackend::Postgres => {
+                sql.push("SELECT \"tid\" AS id, \"value\" FROM ")
+                    .ident(&text_table(version_id))
+                    .push(" WHERE \"tid\" = ANY(")
+                    .bind(ids.to_vec())
+                    .push(")");
+            }
+            _ => {
+                let json = serde_json::to_string(ids).expect("ids serialize");
+                sql.push("SELECT rowid AS id, \"value\" FROM ")
+                    .ident(&text_table(version_id))
+                    .push(" WHERE rowid IN (SELECT value FROM json_each(")
+                    .bind(json)
+                    .push("))");
+            }
+        }
+        for row in self.db.query_all_raw(sql.build()).await? {
+            values.insert(row.try_get::<i64>("", "id")?, row.try_get("", "value")?);
+        }
+        Ok(values)
+    }
+}
