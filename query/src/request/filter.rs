@@ -150,6 +150,35 @@ pub(super) fn sorted_unique(mut items: Vec<String>) -> Vec<String> {
 
 /// Refuses a NUL character in any condition value: no stored value holds one (imports refuse
 /// them) and PostgreSQL cannot take one as a bound text, so it is a client error, not a 500.
+/// The most characters of search text (`q` and every `q[name]` together) one request may
+/// send, and the most terms: each term is a dictionary look-up, so a page of text would be
+/// thousands of them.
+pub const MAX_SEARCH_CHARS: usize = 1000;
+pub const MAX_SEARCH_TERMS: usize = 32;
+
+/// Refuses search text beyond [`MAX_SEARCH_CHARS`] or [`MAX_SEARCH_TERMS`].
+fn search_within_limits(params: &FilterParams) -> Result<(), ApiError> {
+    let texts = params
+        .q
+        .iter()
+        .map(|q| ("q".to_string(), q))
+        .chain(params.q_fields.iter().map(|(n, v)| (format!("q[{n}]"), v)));
+    let (mut chars, mut words) = (0, 0);
+    for (parameter, text) in texts {
+        chars += text.chars().count();
+        words += text.split_whitespace().count();
+        if chars > MAX_SEARCH_CHARS || words > MAX_SEARCH_TERMS {
+            return Err(ApiError::invalid(
+                parameter,
+                format!(
+                    "Search text is at most {MAX_SEARCH_CHARS} characters and {MAX_SEARCH_TERMS} terms in all (q and every q[field] together)."
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn no_nul(params: &FilterParams) -> Result<(), ApiError> {
     let values = params
         .q
@@ -178,6 +207,7 @@ fn no_nul(params: &FilterParams) -> Result<(), ApiError> {
 /// Checks the conditions of §5 against the schema.
 pub fn filter(params: &FilterParams, schema: &DatasetSchema) -> Result<Filter, ApiError> {
     no_nul(params)?;
+    search_within_limits(params)?;
     let mut out = Filter {
         terms: sorted_unique(params.q.iter().flat_map(|q| terms(q)).collect()),
         ..Filter::default()

@@ -11,6 +11,7 @@ use query::params::{
     MAX_CATALOG_QUERY_CHARS, MAX_FACET_SIZE, MAX_FACETS, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS,
     MAX_PAGE, MAX_PER_PAGE, MAX_PERCENTILES, RECORD_PARAMETERS,
 };
+use query::request::filter::{MAX_SEARCH_CHARS, MAX_SEARCH_TERMS};
 use serde_json::json;
 use utoipa::IntoParams;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterStyle};
@@ -94,8 +95,10 @@ fn ids_pattern() -> String {
 fn q_parameter() -> Parameter {
     query_parameter(
         "q",
-        "Full-text search across the dataset's text fields: every whitespace-separated term must occur in some text field of the record, case-insensitively; terms in scripts without spaces (Chinese, Japanese) match as substrings",
-        value(),
+        format!(
+            "Full-text search across the dataset's text fields: every whitespace-separated term must occur in some text field of the record, case-insensitively; terms in scripts without spaces (Chinese, Japanese) match as substrings. At most {MAX_SEARCH_CHARS} characters and {MAX_SEARCH_TERMS} terms, with every `q[field]`"
+        ),
+        value().max_length(Some(MAX_SEARCH_CHARS)),
     )
 }
 
