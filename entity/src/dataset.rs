@@ -23,6 +23,10 @@ pub struct Model {
     pub version_id: i64,
     pub created_at: TimeDateTimeWithTimeZone,
     pub updated_at: TimeDateTimeWithTimeZone,
+    /// The number field of latitudes of the geo pair (contract §13.4); `None` without one.
+    pub geo_lat: Option<String>,
+    /// The number field of longitudes of the geo pair.
+    pub geo_lon: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

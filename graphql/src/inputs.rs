@@ -104,6 +104,10 @@ pub struct Conditions {
     pub search: Option<Vec<FieldSearch>>,
     pub filters: Option<Vec<FieldFilter>>,
     pub ids: Option<Vec<String>>,
+    /// REST `near=<lat>,<lon>,<radius>`.
+    pub near: Option<String>,
+    /// REST `bbox=<min_lon>,<min_lat>,<max_lon>,<max_lat>`.
+    pub bbox: Option<String>,
 }
 
 impl Conditions {
@@ -151,6 +155,8 @@ impl Conditions {
             exact,
             ops,
             ids: self.ids,
+            near: self.near,
+            bbox: self.bbox,
         })
     }
 }

@@ -44,6 +44,16 @@ pub struct Dataset {
     /// Schema entries, `_id` first.
     pub fields: Vec<Field>,
     pub links: DatasetLinks,
+    /// The number fields of latitudes and longitudes that `near` and `bbox` read; null when
+    /// the dataset has none.
+    pub geo: Option<GeoPair>,
+}
+
+/// A dataset's geo pair.
+#[derive(SimpleObject, Clone, Debug)]
+pub struct GeoPair {
+    pub lat: String,
+    pub lon: String,
 }
 
 /// Where the REST API and the usage guide of a dataset are.
@@ -208,6 +218,7 @@ impl From<views::DatasetDetail> for Dataset {
             created_at,
             fields,
             links,
+            geo,
         } = v;
         Dataset {
             item: item.into(),
@@ -221,6 +232,10 @@ impl From<views::DatasetDetail> for Dataset {
                 agg: links.agg,
                 skill: links.skill,
             },
+            geo: geo.map(|g| GeoPair {
+                lat: g.lat,
+                lon: g.lon,
+            }),
         }
     }
 }

@@ -77,6 +77,12 @@ impl QueryRoot {
         >,
         #[graphql(desc = "Exact matches (REST field=value)")] filters: Option<Vec<FieldFilter>>,
         #[graphql(desc = "Only these record identifiers (REST _ids)")] ids: Option<Vec<String>>,
+        #[graphql(
+            desc = "Within a circle: `<lat>,<lon>,<radius>` with the radius in m or km (REST near)"
+        )]
+        near: Option<String>,
+        #[graphql(desc = "Within a box: `<min_lon>,<min_lat>,<max_lon>,<max_lat>` (REST bbox)")]
+        bbox: Option<String>,
         #[graphql(desc = "Page number, from 1")] page: Option<i64>,
         #[graphql(desc = "Records per page, 1..=100, default 20")] per_page: Option<i64>,
         #[graphql(
@@ -94,6 +100,8 @@ impl QueryRoot {
             search,
             filters,
             ids,
+            near,
+            bbox,
         };
         let args = inputs::RecordArgs {
             page,
@@ -163,6 +171,12 @@ impl QueryRoot {
         >,
         #[graphql(desc = "Exact matches (REST field=value)")] filters: Option<Vec<FieldFilter>>,
         #[graphql(desc = "Only these record identifiers (REST _ids)")] ids: Option<Vec<String>>,
+        #[graphql(
+            desc = "Within a circle: `<lat>,<lon>,<radius>` with the radius in m or km (REST near)"
+        )]
+        near: Option<String>,
+        #[graphql(desc = "Within a box: `<min_lon>,<min_lat>,<max_lon>,<max_lat>` (REST bbox)")]
+        bbox: Option<String>,
     ) -> Result<AggResult> {
         let (resolver, batch) = parts(ctx);
         let conditions = Conditions {
@@ -170,6 +184,8 @@ impl QueryRoot {
             search,
             filters,
             ids,
+            near,
+            bbox,
         };
         let grouping = inputs::Grouping {
             group_by,

@@ -9,6 +9,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261121_000001_catalog;
 mod m20261121_000002_accounts;
 mod m20261122_000003_sessions;
+mod m20261126_000004_geo;
 
 /// Every migration, oldest first; `odqs migrate` and `odqs serve` apply the pending ones.
 pub struct Migrator;
@@ -20,6 +21,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261121_000001_catalog::Migration),
             Box::new(m20261121_000002_accounts::Migration),
             Box::new(m20261122_000003_sessions::Migration),
+            Box::new(m20261126_000004_geo::Migration),
         ]
     }
 }

@@ -7,6 +7,7 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set, Tran
 use time::OffsetDateTime;
 
 use super::schema::ID;
+use super::schema::geo::geo_pair;
 use super::schema::plan::{IdSource, Plan};
 use super::{ImportError, ImportRequest};
 use crate::store::catalog;
@@ -58,6 +59,7 @@ pub async fn activate(
         IdSource::Field(i) => Some(plan.fields[i].name.clone()),
         IdSource::Own => Some(ID.to_string()),
     };
+    let geo = geo_pair(schema.geo.as_ref(), &plan.fields)?;
     let existing = dataset::Entity::find()
         .filter(dataset::Column::Slug.eq(&request.slug))
         .one(&txn)
@@ -69,6 +71,8 @@ pub async fn activate(
         license: Set(schema.license.clone()),
         source_url: Set(schema.source_url.clone()),
         id_field: Set(id_field),
+        geo_lat: Set(geo.as_ref().map(|g| g.lat.clone())),
+        geo_lon: Set(geo.map(|g| g.lon)),
         record_count: Set(records as i64),
         version_id: Set(version_id),
         updated_at: Set(now),

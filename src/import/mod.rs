@@ -195,6 +195,8 @@ pub async fn import(
         Vec::new()
     };
     let plan = Plan::new(&request.schema, &inferred, id_field.as_deref())?;
+    // A declared geo pair that names no number field fails before any record is loaded.
+    schema::geo::geo_pair(request.schema.geo.as_ref(), &plan.fields)?;
 
     let version = dataset_version::ActiveModel {
         slug: Set(request.slug.clone()),

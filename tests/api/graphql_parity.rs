@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 const DATASET_FIELDS: &str = "slug title description recordCount updatedAt url license sourceUrl \
      idField createdAt fields { name type description filter { exact fulltext sort groupBy \
-     operators buckets } } links { records agg skill }";
+     operators buckets } } links { records agg skill } geo { lat lon }";
 const AGG_FIELDS: &str = "totalRecords totalGroups ungroupedRecords groups { key keys stats { \
      count sum avg min max missing percentiles { p25 p50 p75 } percentileValues { label value } \
      } }";
@@ -123,6 +123,10 @@ fn translate(raw: &str) -> Option<(String, Value)> {
                 return None;
             } else if name == "_ids" {
                 ids.get_or_insert_with(Vec::new).extend(list(value));
+            } else if name == "near" || name == "bbox" {
+                if vars.insert(name.clone(), json!(value)).is_some() {
+                    return None;
+                }
             } else if let Some((field, op)) =
                 name.strip_suffix(']').and_then(|n| n.rsplit_once('['))
             {
@@ -150,9 +154,10 @@ fn translate(raw: &str) -> Option<(String, Value)> {
         }
         Some(vars)
     };
-    const CONDITION_VARS: &str =
-        "$q: String, $search: [FieldSearch!], $filters: [FieldFilter!], $ids: [String!]";
-    const CONDITION_ARGS: &str = "q: $q, search: $search, filters: $filters, ids: $ids";
+    const CONDITION_VARS: &str = "$q: String, $search: [FieldSearch!], $filters: [FieldFilter!], \
+         $ids: [String!], $near: String, $bbox: String";
+    const CONDITION_ARGS: &str =
+        "q: $q, search: $search, filters: $filters, ids: $ids, near: $near, bbox: $bbox";
 
     match segments.as_slice() {
         ["datasets"] => {
@@ -333,7 +338,7 @@ fn rest_shape(value: &Value) -> Value {
                     }
                     // REST leaves `facets` out without `facet`, and writes it as an object
                     // keyed by field in the order asked.
-                    "facets" if v.is_null() => {}
+                    "facets" | "geo" if v.is_null() => {}
                     "facets" => {
                         let by_field = v
                             .as_array()

@@ -30,6 +30,7 @@ mod memory_index;
 mod openapi_clients;
 mod operations;
 mod parity;
+mod places;
 mod property;
 mod query_power;
 mod raw_query;

@@ -52,6 +52,28 @@ pub struct DatasetDetail {
     pub created_at: String,
     pub fields: Vec<SchemaEntry>,
     pub links: DatasetLinks,
+    /// The fields of latitudes and longitudes that `near`, `bbox` and `_distance` read; left
+    /// out when the dataset has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub geo: Option<GeoPair>,
+}
+
+/// A dataset's geo pair: its number fields of latitudes and longitudes (WGS 84 degrees).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GeoPair {
+    pub lat: String,
+    pub lon: String,
+}
+
+impl GeoPair {
+    /// The pair a dataset's row names, if it names both fields.
+    pub fn of(meta: &entity::dataset::Model) -> Option<GeoPair> {
+        Some(GeoPair {
+            lat: meta.geo_lat.clone()?,
+            lon: meta.geo_lon.clone()?,
+        })
+    }
 }
 
 /// `GET /datasets/{slug}/schema.json`: the dataset's schema in the format `odqs import
@@ -71,6 +93,8 @@ pub struct SchemaFile {
     pub id_field: Option<String>,
     /// Every field but `_id`, in schema order.
     pub fields: Vec<SchemaFileField>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub geo: Option<GeoPair>,
 }
 
 /// One field of a [`SchemaFile`].

@@ -83,6 +83,9 @@ pub struct DatasetSchema {
     /// Whether the store indexes each typed column (`odqs import --store-indexes`), so a
     /// store-path page may walk its sort column's index (the store's `Access::SortIndex`).
     pub store_indexes: bool,
+    /// The geo pair's latitude and longitude fields (contract §13.4), from the dataset's row:
+    /// one import, one pair.
+    pub geo: Option<(String, String)>,
     /// The contract's entries, `_id` first.
     pub entries: Vec<SchemaEntry>,
     /// [`Self::entries`] as JSON, written once per version: every page carries them.
@@ -149,6 +152,7 @@ impl DatasetSchema {
             version_id,
             layout,
             store_indexes: false,
+            geo: None,
             fields,
             by_name,
             parents,

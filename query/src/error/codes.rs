@@ -78,6 +78,7 @@ make_error_codes! {
     InvalidGroupBy,         "invalid_group_by",          InvalidRequest,  "`group_by` on a field that is not `keyword` (or a date or number field without a bucket).";
     InvalidField,           "invalid_field",             InvalidRequest,  "`field` (agg) on a field that is not `number`.";
     InvalidFacet,           "invalid_facet",             InvalidRequest,  "`facet` on a field that is not `keyword`.";
+    NoGeoFields,            "no_geo_fields",             InvalidRequest,  "`near`, `bbox` or `_distance` on a dataset without a geo pair (a latitude and a longitude field).";
     InvalidOperator,        "invalid_operator",          InvalidRequest,  "`name[op]=value` with an operator the field's type does not take, or no such operator.";
     TooManyGroups,          "too_many_groups",           InvalidRequest,  "An agg answer of more groups than the most without `limit`.";
     MissingToken,           "missing_token",             Auth,            "No bearer token.";

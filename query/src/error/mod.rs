@@ -50,6 +50,10 @@ pub enum ApiError {
         field: String,
         field_type: FieldType,
     },
+    /// `near`, `bbox` or `_distance` on a dataset without a geo pair.
+    NoGeoFields {
+        parameter: &'static str,
+    },
     /// `name[op]=value` with an operator the field's type does not take, or no such operator
     /// (contract §12.1).
     InvalidOperator {
@@ -121,6 +125,7 @@ impl ApiError {
             ApiError::InvalidGroupBy { .. } => Code::InvalidGroupBy,
             ApiError::InvalidField { .. } => Code::InvalidField,
             ApiError::InvalidFacet { .. } => Code::InvalidFacet,
+            ApiError::NoGeoFields { .. } => Code::NoGeoFields,
             ApiError::InvalidOperator { .. } => Code::InvalidOperator,
             ApiError::TooManyGroups { .. } => Code::TooManyGroups,
             ApiError::MissingToken => Code::MissingToken,
@@ -187,6 +192,9 @@ impl ApiError {
             ApiError::InvalidField { field, field_type } => {
                 format!("field needs a number field, and {field} is a {field_type} field.")
             }
+            ApiError::NoGeoFields { parameter } => format!(
+                "{parameter} needs places, and this dataset has no geo pair (a latitude and a longitude field); its metadata names the pair under geo when it has one."
+            ),
             ApiError::InvalidFacet { field, .. } if field == "_id" => {
                 "_id identifies single records and cannot be a facet; count a keyword field.".into()
             }
@@ -268,7 +276,9 @@ impl ApiError {
     pub fn extra(&self) -> Vec<(&'static str, Value)> {
         match self {
             ApiError::InvalidParameter { parameter, .. } => vec![("parameter", json!(parameter))],
-            ApiError::MissingParameter { parameter } => vec![("parameter", json!(parameter))],
+            ApiError::MissingParameter { parameter } | ApiError::NoGeoFields { parameter } => {
+                vec![("parameter", json!(parameter))]
+            }
             ApiError::UnknownField { field } | ApiError::TextFieldExactMatch { field } => {
                 vec![("field", json!(field))]
             }

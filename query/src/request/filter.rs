@@ -7,6 +7,7 @@ use entity::FieldType;
 use serde::Serialize;
 
 use super::params::{FilterParams, OpParam, split_values};
+use super::places::{Near, place_conditions};
 use crate::dataset::{Column, DatasetSchema};
 use crate::dates::{self, Instant};
 use crate::error::ApiError;
@@ -117,6 +118,9 @@ pub struct Filter {
     pub exists: Vec<(Column, bool)>,
     /// `_ids`.
     pub ids: Option<Vec<String>>,
+    /// `near`: the circle's exact test (its box is in `ranges`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub near: Option<Near>,
 }
 
 impl Filter {
@@ -134,6 +138,7 @@ impl Filter {
             && self.prefixes.is_empty()
             && self.exists.is_empty()
             && self.ids.is_none()
+            && self.near.is_none()
     }
 }
 
@@ -297,6 +302,14 @@ pub fn filter(params: &FilterParams, schema: &DatasetSchema) -> Result<Filter, A
         }
         conditions.push((name, column, *op, given.clone()));
     }
+    let geo = schema
+        .geo
+        .as_ref()
+        .map(|(lat, lon)| (lat.as_str(), lon.as_str()));
+    let (places, near) =
+        place_conditions(params.near.as_deref(), params.bbox.as_deref(), geo, schema)?;
+    conditions.extend(places);
+    out.near = near;
     for (name, column, op, values) in conditions {
         add_condition(&mut out, schema, name, column, op, &values)?;
     }

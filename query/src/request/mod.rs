@@ -8,7 +8,9 @@ pub mod agg;
 pub mod export;
 pub mod filter;
 pub mod params;
+pub mod places;
 pub mod records;
+pub mod reserved;
 #[cfg(test)]
 mod tests;
 

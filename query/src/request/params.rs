@@ -20,49 +20,7 @@ pub const MAX_IDS: u64 = 1000;
 /// REST takes what GraphQL takes (a page past the end is still an empty page, not an error).
 pub const MAX_PAGE: u64 = i64::MAX as u64;
 
-/// The query parameters of `GET /datasets/{slug}/records` that mean something of their own:
-/// no filter can be written on a field of one of these names (contract §5).
-pub const RECORD_PARAMETERS: &[&str] = &[
-    "q",
-    "_ids",
-    "page",
-    "per_page",
-    "sort",
-    "fields",
-    "facet",
-    "facet_size",
-];
-/// The same for `GET /datasets/{slug}/agg` (contract §6, §12.2); the paging and projection
-/// names are refused there rather than read as filters.
-pub const AGG_PARAMETERS: &[&str] = &[
-    "q",
-    "_ids",
-    "group_by",
-    "field",
-    "percentiles",
-    "sort",
-    "limit",
-    "min_count",
-    "page",
-    "per_page",
-    "fields",
-    "facet",
-    "facet_size",
-];
-
-/// The same for `GET /datasets/{slug}/export` (contract §12.3); `page` and `per_page` are
-/// refused there (an export is every match), not read as filters.
-pub const EXPORT_PARAMETERS: &[&str] = &[
-    "q",
-    "_ids",
-    "format",
-    "sort",
-    "fields",
-    "page",
-    "per_page",
-    "facet",
-    "facet_size",
-];
+pub use super::reserved::{AGG_PARAMETERS, EXPORT_PARAMETERS, RECORD_PARAMETERS};
 /// The most groups an answer may hold without `limit` (contract §12.2), and the largest
 /// `limit`: no request builds an unbounded answer.
 pub const MAX_GROUPS: u64 = 10_000;
@@ -93,6 +51,10 @@ pub struct FilterParams {
     /// `_ids=a,b,c`: 1..=[`MAX_IDS`] identifiers.
     #[validate(length(min = 1, max = MAX_IDS, message = "identifier"))]
     pub ids: Option<Vec<String>>,
+    /// `near=<lat>,<lon>,<radius>` and `bbox=<min_lon>,<min_lat>,<max_lon>,<max_lat>` as
+    /// written; read by [`crate::request::places`].
+    pub near: Option<String>,
+    pub bbox: Option<String>,
 }
 
 /// One `name[op]` condition: `in` takes its values as a list, every other operator one value.
@@ -545,6 +507,7 @@ enum Pair<'a> {
     Q(&'a str),
     QField(&'a str, &'a str),
     Ids(&'a str),
+    Place(&'a str, &'a str),
     Other(&'a str, &'a str),
 }
 
@@ -564,6 +527,9 @@ fn classify<'a>(name: &'a str, value: &'a str) -> Result<Pair<'a>, ApiError> {
     if name == "_ids" {
         return Ok(Pair::Ids(value));
     }
+    if name == "near" || name == "bbox" {
+        return Ok(Pair::Place(name, value));
+    }
     Ok(Pair::Other(name, value))
 }
 
@@ -575,6 +541,19 @@ fn add_filter(filter: &mut FilterParams, pair: Pair<'_>) -> Result<(), ApiError>
             .ids
             .get_or_insert_with(Vec::new)
             .extend(split_list(value)),
+        Pair::Place(name, value) => {
+            let slot = if name == "near" {
+                &mut filter.near
+            } else {
+                &mut filter.bbox
+            };
+            if slot.replace(value.into()).is_some() {
+                return Err(ApiError::invalid(
+                    name,
+                    format!("The parameter {name} is given more than once."),
+                ));
+            }
+        }
         Pair::Other(name, value) => filter.exact.push((name.into(), value.into())),
     }
     Ok(())

@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::answer::views::{
-    DatasetDetail, DatasetItem, DatasetLinks, DatasetList, SchemaFile, SchemaFileField,
+    DatasetDetail, DatasetItem, DatasetLinks, DatasetList, GeoPair, SchemaFile, SchemaFileField,
 };
 use crate::dataset::Dataset;
 use crate::dataset::schema::DatasetSchema;
@@ -69,6 +69,7 @@ impl Resolver {
                     description: entry.description.clone(),
                 })
                 .collect(),
+            geo: GeoPair::of(row),
         })
     }
 
@@ -87,14 +88,18 @@ impl Resolver {
             .one(&self.db)
             .await?
             .ok_or_else(|| ApiError::DatasetNotFound { slug: slug.into() })?;
-        let schema = self.schema(meta.version_id).await?;
+        let schema = self.schema(&meta).await?;
         let found = Dataset { meta, schema };
         self.datasets.put(slug, found.clone(), epoch);
         Ok(found)
     }
 
     /// The schema of a version, read once per process (versions are immutable).
-    pub(crate) async fn schema(&self, version_id: i64) -> Result<Arc<DatasetSchema>, ApiError> {
+    pub(crate) async fn schema(
+        &self,
+        meta: &entity::dataset::Model,
+    ) -> Result<Arc<DatasetSchema>, ApiError> {
+        let version_id = meta.version_id;
         if let Some(found) = self.schemas.lock().expect("schemas lock").get(&version_id) {
             return Ok(found.clone());
         }
@@ -104,6 +109,7 @@ impl Resolver {
             .all(&self.db)
             .await?;
         let mut schema = DatasetSchema::new(version_id, rows);
+        schema.geo = meta.geo_lat.clone().zip(meta.geo_lon.clone());
         schema.store_indexes = self.has_column_indexes(&schema).await?;
         let schema = Arc::new(schema);
         let mut schemas = self.schemas.lock().expect("schemas lock");
@@ -150,7 +156,7 @@ impl Resolver {
         if !words.is_empty() {
             let mut found = Vec::new();
             for row in self.catalog().await? {
-                let schema = self.schema(row.version_id).await?;
+                let schema = self.schema(&row).await?;
                 let mut text = format!("{}\n{}", row.title, row.description).to_lowercase();
                 for entry in schema.entries.iter().filter(|e| e.name != "_id") {
                     text.push('\n');
@@ -235,6 +241,7 @@ impl Resolver {
                     path_segment(&row.slug)
                 ),
             },
+            geo: GeoPair::of(row),
         }
     }
 }

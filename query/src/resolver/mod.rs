@@ -112,7 +112,7 @@ impl Resolver {
         let live: std::collections::HashSet<i64> = datasets.iter().map(|d| d.id).collect();
         self.memory.retain(&live);
         for meta in datasets {
-            let schema = self.schema(meta.version_id).await?;
+            let schema = self.schema(&meta).await?;
             self.memory.prepare(&self.db, &Dataset { meta, schema });
         }
         Ok(())

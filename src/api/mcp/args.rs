@@ -91,7 +91,8 @@ fn conditions(
     reserved: &[&str],
 ) -> Result<FilterParams, ApiError> {
     for name in filters.iter().flat_map(|f| f.keys()) {
-        if reserved.contains(&name.as_str()) && name != "q" && name != "_ids" {
+        let condition = ["q", "_ids", "near", "bbox"].contains(&name.as_str());
+        if reserved.contains(&name.as_str()) && !condition {
             return Err(ApiError::invalid(
                 name.as_str(),
                 format!("{name} is an argument of its own, not a filter: pass it beside filters."),

@@ -12,6 +12,7 @@ use query::params::{
     MAX_PAGE, MAX_PER_PAGE, MAX_PERCENTILES, RECORD_PARAMETERS,
 };
 use query::request::filter::{MAX_SEARCH_CHARS, MAX_SEARCH_TERMS};
+use query::request::places::{EARTH_RADIUS_M, MAX_RADIUS_M};
 use serde_json::json;
 use utoipa::IntoParams;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterStyle};
@@ -101,6 +102,31 @@ fn q_parameter() -> Parameter {
         value().max_length(Some(MAX_SEARCH_CHARS)),
     )
 }
+
+/// `near` and `bbox`, on a dataset with a geo pair.
+fn place_parameters() -> [Parameter; 2] {
+    let near = ParameterBuilder::from(query_parameter(
+        "near",
+        format!(
+            "Only records within a circle, on a dataset with a geo pair (its metadata's `geo`): `<lat>,<lon>,<radius>`, the radius in `m` or `km`, more than 0 and at most {} km; great-circle distance on a sphere of {EARTH_RADIUS_M} m. Without a geo pair: 400 `no_geo_fields`",
+            MAX_RADIUS_M / 1000.0
+        ),
+        string().pattern(Some(NEAR_PATTERN)),
+    ))
+    .example(Some(json!("25.0340,121.5645,2km")))
+    .build();
+    let bbox = ParameterBuilder::from(query_parameter(
+        "bbox",
+        "Only records within a box, on a dataset with a geo pair: `<min_lon>,<min_lat>,<max_lon>,<max_lat>` (GeoJSON's order), each minimum at most its maximum, bounds included",
+        string().pattern(Some(BBOX_PATTERN)),
+    ))
+    .example(Some(json!("121.50,25.02,121.58,25.06")))
+    .build();
+    [near, bbox]
+}
+
+const NEAR_PATTERN: &str = r"^-?\d+(?:\.\d+)?,-?\d+(?:\.\d+)?,\d+(?:\.\d+)?k?m$";
+const BBOX_PATTERN: &str = r"^-?\d+(?:\.\d+)?,-?\d+(?:\.\d+)?,-?\d+(?:\.\d+)?,-?\d+(?:\.\d+)?$";
 
 fn ids_parameter() -> Parameter {
     query_parameter(
@@ -247,6 +273,7 @@ impl IntoParams for RecordsQuery {
         ]
         .into_iter()
         .chain(facet_parameters())
+        .chain(place_parameters())
         .collect()
     }
 }
@@ -284,6 +311,9 @@ impl IntoParams for ExportQuery {
             sort_parameter(),
             fields_parameter(),
         ]
+        .into_iter()
+        .chain(place_parameters())
+        .collect()
     }
 }
 
@@ -360,6 +390,9 @@ impl IntoParams for AggQuery {
             filters_parameter(AGG_PARAMETERS),
             ids_parameter(),
         ]
+        .into_iter()
+        .chain(place_parameters())
+        .collect()
     }
 }
 

@@ -4,6 +4,7 @@
 //! written.
 
 use entity::FieldType;
+use query::request::places::{MAX_RADIUS_M, distance_m};
 use query::views::json_number;
 
 use super::{FieldFacts, Guide, Range};
@@ -134,6 +135,45 @@ pub(super) fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
     );
     let keyword = keyword_example(guide);
     let number = number_example_index(&guide.fields).map(|i| &guide.fields[i]);
+    // A place: the centre of the points' extent, and a radius that reaches its corners, so
+    // the example finds records whatever the data.
+    let extent = |name: &Option<String>| {
+        let name = name.as_deref()?;
+        let range = guide
+            .fields
+            .iter()
+            .find(|f| f.field.name == name)?
+            .range
+            .as_ref()?;
+        Some((range.min.as_f64()?, range.max.as_f64()?))
+    };
+    if let (Some((lat_min, lat_max)), Some((lon_min, lon_max))) = (
+        extent(&guide.dataset.geo_lat),
+        extent(&guide.dataset.geo_lon),
+    ) {
+        let (lat, lon) = ((lat_min + lat_max) / 2.0, (lon_min + lon_max) / 2.0);
+        let reach = [
+            (lat_min, lon_min),
+            (lat_min, lon_max),
+            (lat_max, lon_min),
+            (lat_max, lon_max),
+        ]
+        .iter()
+        .map(|&(y, x)| distance_m(lat, lon, y, x))
+        .fold(0.0, f64::max);
+        let km = ((reach * 1.05 / 1000.0).ceil() + 1.0).min(MAX_RADIUS_M / 1000.0);
+        let near = format!("{lat:.4},{lon:.4},{km}km");
+        add(
+            "Near a place",
+            format!(
+                "Records within {km} km of latitude {lat:.4}, longitude {lon:.4} (great-circle distance; the radius in `m` or `km`); `bbox=<min_lon>,<min_lat>,<max_lon>,<max_lat>` keeps a box instead."
+            ),
+            format!(
+                "{records}?{}",
+                query(&[("near", near.as_str()), ("per_page", "5")])
+            ),
+        );
+    }
     if let Some(k) = keyword {
         let name = k.field.name.as_str();
         let v1 = plain(&k.top[0].value);

@@ -23,7 +23,7 @@ use crate::http::limits::MAX_BODY_BYTES;
 #[derive(Serialize, ToSchema)]
 pub struct ErrorBody {
     /// A stable code: `invalid_parameter`, `missing_parameter`, `unknown_field`,
-    /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_facet`,
+    /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_facet`, `no_geo_fields`,
     /// `invalid_operator`, `too_many_groups`, `missing_token`,
     /// `invalid_token`, `dataset_not_found`, `record_not_found`, `not_found`,
     /// `method_not_allowed`, `request_timeout`, `payload_too_large`, `rate_limited`,
@@ -31,7 +31,7 @@ pub struct ErrorBody {
     pub error: String,
     /// One sentence a person can act on.
     pub message: String,
-    /// The parameter at fault (`invalid_parameter`, `missing_parameter`).
+    /// The parameter at fault (`invalid_parameter`, `missing_parameter`, `no_geo_fields`).
     #[schema(nullable = false)]
     pub parameter: Option<String>,
     /// The field at fault (`unknown_field`, `text_field_exact_match`, `invalid_group_by`,
@@ -88,6 +88,7 @@ fn example(code: Code) -> ApiError {
             field: "carrier".into(),
             field_type: FieldType::Keyword,
         },
+        Code::NoGeoFields => ApiError::NoGeoFields { parameter: "near" },
         Code::InvalidFacet => ApiError::InvalidFacet {
             field: "dep_delay".into(),
             field_type: FieldType::Number,

@@ -3,6 +3,7 @@
 //! each source record into a typed row; [`values`] reads numbers, booleans and dates from text
 //! the same way for both.
 
+pub mod geo;
 pub mod infer;
 pub mod plan;
 pub mod values;
@@ -26,6 +27,8 @@ pub struct SchemaFile {
     pub id_field: Option<String>,
     #[serde(default)]
     pub fields: Vec<SchemaFileField>,
+    /// The geo pair, when the fields' names do not say it.
+    pub geo: Option<geo::GeoPair>,
 }
 
 /// One field of a schema file.

@@ -805,6 +805,38 @@ pub const REQUESTS: &[(&str, u16, &str)] = &[
         400,
         "invalid_parameter",
     ),
+    // Contract §13.4: places.
+    ("/datasets/tw-scenic-spots", 200, ""),
+    (
+        "/datasets/tw-scenic-spots/records?near=23.9,120.63,20km&sort=Class1,_id&per_page=50",
+        200,
+        "",
+    ),
+    (
+        "/datasets/tw-scenic-spots/records?bbox=120.5,23.8,120.7,24.0&q=步道&facet=Class1",
+        200,
+        "",
+    ),
+    (
+        "/datasets/tw-scenic-spots/agg?group_by=Class1&near=25.0340,121.5645,30km",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/records?near=40.6,-73.8,5km",
+        400,
+        "no_geo_fields",
+    ),
+    (
+        "/datasets/tw-scenic-spots/records?near=25,121,0km",
+        400,
+        "invalid_parameter",
+    ),
+    (
+        "/datasets/tw-scenic-spots/records?bbox=1,2,3",
+        400,
+        "invalid_parameter",
+    ),
     // Contract §13.4: facets with records.
     (
         "/datasets/flights/records?carrier=UA&facet=origin,dest&per_page=5",

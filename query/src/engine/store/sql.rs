@@ -69,6 +69,9 @@ pub struct ResolvedFilter<'a> {
     /// in it: a date is stored as the file wrote it, so its order as text is not its order in
     /// time.
     pub date_values: Vec<Vec<String>>,
+    /// With `near`: the positions of the records within its circle (the exact test, made in
+    /// Rust on the points of its box, as the index makes it).
+    pub near_positions: Option<Vec<i64>>,
 }
 
 impl ResolvedFilter<'_> {
@@ -77,6 +80,7 @@ impl ResolvedFilter<'_> {
         self.term_ids.iter().any(Vec::is_empty)
             || self.field_ids.iter().any(Vec::is_empty)
             || self.date_values.iter().any(Vec::is_empty)
+            || self.near_positions.as_ref().is_some_and(Vec::is_empty)
     }
 }
 
@@ -260,6 +264,10 @@ pub fn from_where(
     for ((index, _), ids) in filter.field_terms.iter().zip(&resolved.field_ids) {
         condition(sql);
         in_ids(sql, schema.sql_column(Column::Field(*index)), ids);
+    }
+    if let Some(positions) = &resolved.near_positions {
+        condition(sql);
+        in_ids(sql, "pos", positions);
     }
 }
 

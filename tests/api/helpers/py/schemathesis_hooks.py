@@ -9,7 +9,9 @@ here; a 400 for anything the document does describe (a bound, a pattern, a requi
 still fails. Two more refusals depend on what the document cannot tie together: an agg `sort` by
 a statistic needs `field` (and `p<label>` a requested percentile), and a `group_by` item's
 bucket must suit the field's type (`time_hour[month]`, `distance[500]`); and an answer of more
-groups than the limit without `limit` depends on the data (`too_many_groups`). The device flow's token endpoint is the other such case: a well-formed poll for a
+groups than the limit without `limit` depends on the data (`too_many_groups`), as do a facet's
+type (`invalid_facet`), a geo pair (`no_geo_fields`) and relevance, which needs a search (`sort=_score<`
+without `q`). The device flow's token endpoint is the other such case: a well-formed poll for a
 code nobody approved is 400 by RFC 8628 (`authorization_pending`, `invalid_grant`, ...).
 """
 
@@ -27,6 +29,9 @@ FIELD_ERRORS = {
     "invalid_field",
     "invalid_operator",
     "too_many_groups",
+    # `facet` on a field that is not a keyword; `near`/`bbox` on a dataset without a geo pair.
+    "invalid_facet",
+    "no_geo_fields",
 }
 # Agg parameters whose validity depends on another parameter or on the field's type.
 AGG_DEPENDENT = {"sort", "group_by"}
@@ -54,6 +59,12 @@ def refused_for_the_data(case, response) -> bool:
         # parameter is a filter, i.e. none of the operation's named parameters.
         named = {parameter.name for parameter in case.operation.query}
         if case.operation.path.endswith("/agg") and body.get("parameter") in AGG_DEPENDENT:
+            return True
+        if body.get("parameter") == "sort" and "_score" in body.get("message", ""):
+            return True
+        # A pattern cannot say that a box's minimum is at most its maximum, or that a radius is
+        # more than 0 and at most 20,000 km; the parameters' descriptions do.
+        if body.get("parameter") in {"near", "bbox"}:
             return True
         return "field" in body or body.get("parameter") not in named
     return False
