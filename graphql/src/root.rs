@@ -86,7 +86,7 @@ impl QueryRoot {
         #[graphql(desc = "Page number, from 1")] page: Option<i64>,
         #[graphql(desc = "Records per page, 1..=100, default 20")] per_page: Option<i64>,
         #[graphql(
-            desc = "Sort keys, first one first; with q or search, `_score` first orders by relevance (BM25) and each record carries its `_score`"
+            desc = "Sort keys, first one first; with q or search, `_score` first orders by relevance (BM25) and each record carries its `_score`; with near, `_distance` (ASC: nearest first) adds `_distance_m`"
         )]
         sort: Option<Vec<SortKey>>,
         #[graphql(desc = "Fields to return; _id always comes back")] fields: Option<Vec<String>>,

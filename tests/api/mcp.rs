@@ -147,6 +147,18 @@ fn cases() -> Vec<Case> {
         },
         Case {
             tool: "search_records",
+            arguments: json!({"dataset": "tw-scenic-spots", "filters": {"near": "25.0340,121.5645,40km"}, "sort": "_distance>", "fields": ["Name"]}),
+            rest: "/datasets/tw-scenic-spots/records?near=25.0340,121.5645,40km&sort=_distance>&fields=Name",
+            status: 200,
+        },
+        Case {
+            tool: "aggregate",
+            arguments: json!({"dataset": "tw-scenic-spots", "group_by": "Class1", "filters": {"bbox": "120.5,23.8,120.7,24.0"}}),
+            rest: "/datasets/tw-scenic-spots/agg?group_by=Class1&bbox=120.5,23.8,120.7,24.0",
+            status: 200,
+        },
+        Case {
+            tool: "search_records",
             arguments: json!({"dataset": "flights", "facet": "dep_delay"}),
             rest: "/datasets/flights/records?facet=dep_delay",
             status: 400,

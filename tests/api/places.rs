@@ -146,6 +146,43 @@ async fn spots_within_circles_and_boxes(store: TestStore) {
                 .count();
             assert_eq!(lines, want.len(), "{context} export");
         }
+        // Nearest first (farthest first with `<`), ties by `_id`, each with its distance.
+        for (mark, farthest) in [(">", false), ("<", true)] {
+            let (lat, lon) = (lat0, lon0);
+            let mut want: Vec<(String, f64)> = points
+                .iter()
+                .map(|(id, y, x)| (id.clone(), haversine(lat, lon, *y, *x)))
+                .filter(|(_, d)| *d <= 60_000.0)
+                .collect();
+            want.sort_by(|a, b| a.0.cmp(&b.0));
+            want.sort_by(|a, b| {
+                let order = a.1.total_cmp(&b.1);
+                if farthest { order.reverse() } else { order }
+            });
+            assert!(want.len() > 10, "{} spots within 60 km", want.len());
+            let path = format!(
+                "{SPOTS}/records?near={lat},{lon},60km&sort=_distance{mark},_id&per_page=7&page=2&fields=Name"
+            );
+            let (status, body, bytes) = ask(&router, &token, &path).await;
+            let context = format!("{:?} {path_name}: {path}", store.kind);
+            assert_eq!(status, 200, "{context}: {body}");
+            assert_eq!(body["total"], json!(want.len()), "{context}");
+            let page: Vec<&(String, f64)> = want.iter().skip(7).take(7).collect();
+            let records = body["records"].as_array().unwrap();
+            let got: Vec<&str> = records.iter().map(|r| r["_id"].as_str().unwrap()).collect();
+            let expected: Vec<&str> = page.iter().map(|(id, _)| id.as_str()).collect();
+            assert_eq!(got, expected, "{context}");
+            for (record, (_, metres)) in records.iter().zip(&page) {
+                let got = record["_distance_m"]
+                    .as_u64()
+                    .expect("_distance_m in whole metres");
+                assert!(
+                    (got as f64 - metres).abs() <= 1.0,
+                    "{context}: {got} vs {metres}"
+                );
+            }
+            answers.push(bytes);
+        }
         // Near and a box together, with another condition: each narrows.
         let path =
             format!("{SPOTS}/records?near={lat0},{lon0},25km&bbox=120.5,23.8,120.7,24.0&q=步道");
@@ -228,6 +265,21 @@ async fn spots_within_circles_and_boxes(store: TestStore) {
             "/datasets/tw-scenic-spots/export?near=25,121,1km&near=25,121,2km",
             "invalid_parameter",
             "near",
+        ),
+        (
+            "/datasets/tw-scenic-spots/records?sort=_distance>",
+            "invalid_parameter",
+            "sort",
+        ),
+        (
+            "/datasets/tw-scenic-spots/records?near=25,121,1km&sort=Class1,_distance>",
+            "invalid_parameter",
+            "sort",
+        ),
+        (
+            "/datasets/flights/records?sort=_distance>",
+            "no_geo_fields",
+            "sort",
         ),
     ] {
         let (status, body, _) = ask(&router, &token, path).await;

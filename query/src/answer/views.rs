@@ -184,12 +184,13 @@ impl RecordBody {
         }
     }
 
-    /// The record with one more member at its end (a record's `_score`): written onto a
+    /// The record with one more member at its end (a record's `_score`, `_distance_m`): written onto a
     /// stored text as a shaped value's map would write it, so both give the same bytes.
-    pub fn with_member(self, name: &str, value: f64) -> RecordBody {
+    pub fn with_member(self, name: &str, value: impl Into<Value>) -> RecordBody {
+        let value: Value = value.into();
         match self {
             RecordBody::Shaped(Value::Object(mut map)) => {
-                map.insert(name.to_string(), Value::from(value));
+                map.insert(name.to_string(), value);
                 RecordBody::Shaped(Value::Object(map))
             }
             RecordBody::Shaped(other) => RecordBody::Shaped(other),
@@ -201,9 +202,7 @@ impl RecordBody {
                     ","
                 };
                 let member = serde_json::to_string(name).expect("a name serializes");
-                RecordBody::Stored(
-                    format!("{body}{separator}{member}:{}}}", Value::from(value)).into(),
-                )
+                RecordBody::Stored(format!("{body}{separator}{member}:{value}}}").into())
             }
         }
     }

@@ -17,4 +17,4 @@ mod tests;
 pub use agg::{AggQuery, GroupBy, GroupOrder, Grouping, agg_query};
 pub use export::{ExportQuery, export_query};
 pub use filter::{ExactValue, Filter, Range, RangeValue, filter, terms};
-pub use records::{Facets, RecordQuery, SCORE, projection, record_query};
+pub use records::{DISTANCE, DISTANCE_M, Facets, RecordQuery, SCORE, projection, record_query};

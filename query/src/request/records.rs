@@ -21,6 +21,10 @@ pub struct RecordQuery {
     /// (`Some(descending)`), then by `sort`'s other keys; `None` without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by_score: Option<bool>,
+    /// `sort=_distance>` (or `<`) as the first key, with `near`: records by distance from its
+    /// centre (`Some(descending)`: `>` is nearest first), then by `sort`'s other keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_distance: Option<bool>,
     /// The facets asked beside the page; `None` without `facet` (so a request without one keeps
     /// its cache key and `ETag`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -44,14 +48,27 @@ pub fn record_query(
     check(params)?;
     let filter = filter(&params.filter, schema)?;
     let paging = Paging::new(params.page, params.per_page)?;
-    let (by_score, keys) = match params.sort.split_first() {
-        Some((first, rest)) if first.name == SCORE => (Some(first.descending), rest),
+    let (lead, keys) = match params.sort.split_first() {
+        Some((first, rest)) if first.name == SCORE || first.name == DISTANCE => {
+            (Some((first.name.as_str(), first.descending)), rest)
+        }
         _ => (None, params.sort.as_slice()),
     };
+    let by_score = lead.filter(|(name, _)| *name == SCORE).map(|(_, d)| d);
+    let by_distance = lead.filter(|(name, _)| *name == DISTANCE).map(|(_, d)| d);
     if by_score.is_some() && filter.terms.is_empty() && filter.field_terms.is_empty() {
         return Err(ApiError::invalid(
             "sort",
             "_score orders records by relevance to a search: add q=… (or q[field]=…).",
+        ));
+    }
+    if by_distance.is_some() && schema.geo.is_none() {
+        return Err(ApiError::NoGeoFields { parameter: "sort" });
+    }
+    if by_distance.is_some() && filter.near.is_none() {
+        return Err(ApiError::invalid(
+            "sort",
+            "_distance orders records by their distance from near's centre: add near=<lat>,<lon>,<radius>.",
         ));
     }
     let sort = sort_keys(keys, schema)?;
@@ -63,12 +80,17 @@ pub fn record_query(
         sort,
         fields,
         by_score,
+        by_distance,
         facets,
     })
 }
 
 /// The sort key of relevance, and the member that carries each record's score.
 pub const SCORE: &str = "_score";
+/// The sort key of distance from `near`'s centre.
+pub const DISTANCE: &str = "_distance";
+/// The member that carries each record's distance, in whole metres.
+pub const DISTANCE_M: &str = "_distance_m";
 
 /// Checks `facet` against the schema: keyword fields, each once.
 fn facets(params: &RecordParams, schema: &DatasetSchema) -> Result<Option<Facets>, ApiError> {
@@ -113,10 +135,13 @@ pub(super) fn sort_keys(
 ) -> Result<Vec<(Column, bool)>, ApiError> {
     let mut sort: Vec<(Column, bool)> = Vec::with_capacity(keys.len());
     for key in keys {
-        if key.name == SCORE {
+        if key.name == SCORE || key.name == DISTANCE {
             return Err(ApiError::invalid(
                 "sort",
-                "_score can only be the first sort key of a records search (with q).",
+                format!(
+                    "{} can only be the first sort key of records (_score with q, _distance with near).",
+                    key.name
+                ),
             ));
         }
         let (name, descending) = key

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod export;
 pub mod facets;
 pub mod facts;
+pub mod places;
 pub mod record;
 pub mod records;
 pub mod relevance;

@@ -239,34 +239,58 @@ impl Resolver {
             // A facet counts every match, so the rows matched are kept for it when the page
             // needed them, and found for it when the page did without.
             let mut matched = None;
-            let mut scores: Option<Vec<f64>> = None;
-            let text_page = match query.by_score {
-                Some(_) => None,
-                None => index.text_page(&query.filter, &query.sort, offset, limit),
+            // Each record's `_score` or `_distance_m`, when the page is ordered by one.
+            let mut members: Option<(&str, Vec<serde_json::Value>)> = None;
+            let text_page = match (query.by_score, query.by_distance) {
+                (None, None) => index.text_page(&query.filter, &query.sort, offset, limit),
+                _ => None,
             };
-            let (total, positions) = match (text_page, query.by_score) {
-                (Some(page), _) => page,
-                (None, Some(descending)) => {
+            let (total, positions) = match text_page {
+                Some(page) => page,
+                None => {
                     let matches = index.matches(&query.filter);
-                    let page = index.scored_page(
-                        &query.filter,
-                        matches.as_ref(),
-                        descending,
-                        &query.sort,
-                        offset,
-                        limit,
-                    );
+                    let (total, rows) =
+                        match (query.by_score, query.by_distance, &query.filter.near) {
+                            (Some(descending), _, _) => {
+                                let page = index.scored_page(
+                                    &query.filter,
+                                    matches.as_ref(),
+                                    descending,
+                                    &query.sort,
+                                    offset,
+                                    limit,
+                                );
+                                let (rows, scores): (Vec<u32>, Vec<f64>) =
+                                    page.rows.into_iter().unzip();
+                                members = Some((
+                                    request::SCORE,
+                                    scores.into_iter().map(Into::into).collect(),
+                                ));
+                                (page.total, rows)
+                            }
+                            (None, Some(descending), Some(near)) => {
+                                let (total, page) = index.distance_page(
+                                    matches.as_ref(),
+                                    near,
+                                    descending,
+                                    &query.sort,
+                                    offset,
+                                    limit,
+                                );
+                                let (rows, metres): (Vec<u32>, Vec<f64>) = page.into_iter().unzip();
+                                members = Some((
+                                    request::DISTANCE_M,
+                                    metres.into_iter().map(whole_metres).collect(),
+                                ));
+                                (total, rows)
+                            }
+                            _ => (
+                                index.total(matches.as_ref()),
+                                index.page(matches.as_ref(), &query.sort, offset, limit),
+                            ),
+                        };
                     matched = Some(matches);
-                    let (rows, page_scores) = page.rows.into_iter().unzip();
-                    scores = Some(page_scores);
-                    (page.total, rows)
-                }
-                (None, None) => {
-                    let matches = index.matches(&query.filter);
-                    let total = index.total(matches.as_ref());
-                    let page = index.page(matches.as_ref(), &query.sort, offset, limit);
-                    matched = Some(matches);
-                    (total, page)
+                    (total, rows)
                 }
             };
             let facets = match &query.facets {
@@ -284,11 +308,11 @@ impl Resolver {
                 .into_iter()
                 .map(|stored| stored.shaped(schema, projection))
                 .collect::<Result<Vec<_>, ApiError>>()?;
-            if let Some(scores) = scores {
+            if let Some((name, values)) = members {
                 records = records
                     .into_iter()
-                    .zip(scores)
-                    .map(|(record, score)| record.with_member(request::SCORE, score))
+                    .zip(values)
+                    .map(|(record, value)| record.with_member(name, value))
                     .collect();
             }
             let mut page = self.record_page(dataset, query, total, records);
@@ -308,8 +332,16 @@ impl Resolver {
         dataset: &Dataset,
         query: &RecordQuery,
     ) -> Result<RecordPage, ApiError> {
-        if let Some(descending) = query.by_score {
-            let mut page = Box::pin(self.scored_from_store(dataset, query, descending)).await?;
+        let ordered = match (query.by_score, query.by_distance, &query.filter.near) {
+            (Some(descending), _, _) => {
+                Some(Box::pin(self.scored_from_store(dataset, query, descending)).await?)
+            }
+            (None, Some(descending), Some(near)) => {
+                Some(Box::pin(self.distance_from_store(dataset, query, near, descending)).await?)
+            }
+            _ => None,
+        };
+        if let Some(mut page) = ordered {
             page.facets = self.facets(dataset, query, None).await?;
             return Ok(page);
         }
@@ -426,6 +458,11 @@ impl Resolver {
             .all(&self.db)
             .await?)
     }
+}
+
+/// A distance as records carry it: whole metres.
+pub(super) fn whole_metres(metres: f64) -> serde_json::Value {
+    serde_json::Value::from(metres.round() as u64)
 }
 
 /// SQL's LIMIT and OFFSET are signed 64-bit.

@@ -281,7 +281,7 @@ impl IntoParams for RecordsQuery {
 fn sort_parameter() -> Parameter {
     ParameterBuilder::from(query_parameter(
         "sort",
-        "Sort keys, comma-separated, each field at most once: `name<` descending, `name>` or `name` ascending (raw or percent-encoded); records without the value come last; ties, and requests without `sort`, follow the order of the imported file. Keyword, number, boolean and date fields sort; text fields do not. On records with `q` or `q[name]`, a first key `_score<` orders by relevance (BM25, best first; `_score>` the reverse), later keys break its ties, and each record carries its `_score`; without a search it is 400 `invalid_parameter`",
+        "Sort keys, comma-separated, each field at most once: `name<` descending, `name>` or `name` ascending (raw or percent-encoded); records without the value come last; ties, and requests without `sort`, follow the order of the imported file. Keyword, number, boolean and date fields sort; text fields do not. On records with `q` or `q[name]`, a first key `_score<` orders by relevance (BM25, best first; `_score>` the reverse), later keys break its ties, and each record carries its `_score`; without a search it is 400 `invalid_parameter`. With `near`, a first key `_distance>` orders by distance from its centre, nearest first (`_distance<` farthest first), and each record carries `_distance_m` (whole metres)",
         string().pattern(Some(sort_pattern())),
     ))
     .example(Some(json!("dep_delay<")))

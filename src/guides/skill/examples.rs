@@ -166,11 +166,15 @@ pub(super) fn examples(guide: &Guide, base_url: &str) -> Vec<Example> {
         add(
             "Near a place",
             format!(
-                "Records within {km} km of latitude {lat:.4}, longitude {lon:.4} (great-circle distance; the radius in `m` or `km`); `bbox=<min_lon>,<min_lat>,<max_lon>,<max_lat>` keeps a box instead."
+                "Records within {km} km of latitude {lat:.4}, longitude {lon:.4} (great-circle distance; the radius in `m` or `km`), nearest first (`sort=_distance>`), each with its `_distance_m`; `bbox=<min_lon>,<min_lat>,<max_lon>,<max_lat>` keeps a box instead."
             ),
             format!(
                 "{records}?{}",
-                query(&[("near", near.as_str()), ("per_page", "5")])
+                query(&[
+                    ("near", near.as_str()),
+                    ("sort", "_distance>"),
+                    ("per_page", "5")
+                ])
             ),
         );
     }

@@ -823,9 +823,24 @@ pub const REQUESTS: &[(&str, u16, &str)] = &[
         "",
     ),
     (
+        "/datasets/tw-scenic-spots/records?near=25.0340,121.5645,40km&sort=_distance>&fields=Name",
+        200,
+        "",
+    ),
+    (
+        "/datasets/tw-scenic-spots/records?near=23.9,120.63,30km&sort=_distance<,Class1&page=2&per_page=5",
+        200,
+        "",
+    ),
+    (
         "/datasets/flights/records?near=40.6,-73.8,5km",
         400,
         "no_geo_fields",
+    ),
+    (
+        "/datasets/tw-scenic-spots/records?sort=_distance>",
+        400,
+        "invalid_parameter",
     ),
     (
         "/datasets/tw-scenic-spots/records?near=25,121,0km",

@@ -14,6 +14,7 @@
 
 pub mod build;
 pub mod column;
+pub mod places;
 pub mod relevance;
 pub mod rows;
 pub mod select;

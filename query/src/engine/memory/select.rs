@@ -22,7 +22,7 @@ const MERGED_PAGES_UP_TO: u64 = 10_000;
 
 /// A sort key's column.
 #[derive(Clone, Copy)]
-enum Key<'a> {
+pub(super) enum Key<'a> {
     Id(&'a IdColumn),
     Str(&'a StrColumn),
     Num(&'a NumColumn),
@@ -61,7 +61,7 @@ impl Key<'_> {
 }
 
 impl MemIndex {
-    fn key(&self, column: Column) -> Option<Key<'_>> {
+    pub(super) fn key(&self, column: Column) -> Option<Key<'_>> {
         match column {
             Column::Id => Some(Key::Id(&self.id)),
             Column::Field(i) => match &self.fields[i] {
