@@ -21,6 +21,8 @@ mod baseline;
 mod checks;
 #[path = "mix/datasette.rs"]
 mod datasette;
+#[path = "mix/finding.rs"]
+mod finding;
 #[path = "mix/load.rs"]
 mod load;
 #[path = "mix/odqs.rs"]
@@ -274,6 +276,8 @@ async fn run_mix(
             report.measure(query.name, Side::Odqs, connections, outcome);
         }
     }
+    step("finding things: each against its plain request, 1 connection");
+    report.finding = finding::measure(&odqs_client, warmup, seconds).await;
     // The bodies of the simple reads, for the baseline server to answer with.
     let mut bodies = std::collections::HashMap::new();
     for query in queries.iter().filter(|q| baseline::ROWS.contains(&q.name)) {

@@ -95,6 +95,8 @@ pub struct Report {
     pub index_ms: Option<f64>,
     /// The first `skill.md` of flights: its facts computed (from the index) and rendered.
     pub guide_ms: Option<f64>,
+    /// Finding things, plain and variant ([`crate::finding::PAIRS`]).
+    pub finding: Vec<(Outcome, Outcome)>,
 }
 
 fn side_index(side: Side) -> usize {
@@ -172,6 +174,7 @@ impl Report {
             index_mib: None,
             index_ms: None,
             guide_ms: None,
+            finding: Vec::new(),
         }
     }
 
@@ -316,6 +319,10 @@ impl Report {
         }
         out.push('\n');
 
+        if !self.finding.is_empty() {
+            out.push_str(&crate::finding::render(&self.finding));
+            out.push('\n');
+        }
         if !self.baseline.is_empty() {
             out.push_str(
                 "| query | odqs 16c req/s | minimal axum server 16c req/s (same bytes from memory) | share | target |\n|---|---:|---:|---:|---|\n",

@@ -1,6 +1,7 @@
 //! The guides (contract §9): `catalog.md`, which lists every dataset, and each dataset's
 //! `skill.md`, which explains it. A service both the site (`/catalog.md`,
-//! `/datasets/{slug}/skill.md`) and MCP (its resources) call: text only, no HTTP.
+//! `/datasets/{slug}/skill.md`) and MCP (its resources, and `describe_dataset`'s field values)
+//! call: no HTTP.
 //!
 //! A guide reads statistics over whole columns, so each `skill.md` is kept per dataset version
 //! (datasets change only by import, and a new import is a new version): the first request
@@ -18,7 +19,10 @@ pub mod tools;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use entity::FieldType;
+use query::facts::DatasetFacts;
 use query::{ApiError, Resolver};
+use serde_json::{Value, json};
 
 pub use text::when;
 
@@ -35,8 +39,18 @@ pub struct Guides {
     resolver: Arc<Resolver>,
     /// `{site_url}`, without a trailing slash.
     site_url: Arc<str>,
-    skills: Mutex<HashMap<GuideKey, Arc<String>>>,
+    written: Mutex<HashMap<GuideKey, Arc<Written>>>,
 }
+
+/// One version's facts and the `skill.md` written from them.
+#[derive(Debug)]
+struct Written {
+    facts: DatasetFacts,
+    skill: Arc<String>,
+}
+
+/// Values shown per keyword or boolean field by [`Guides::field_values`].
+const SHOWN_VALUES: usize = 10;
 
 impl Guides {
     /// The guides of `resolver`'s datasets, served at `site_url`.
@@ -44,7 +58,7 @@ impl Guides {
         Guides {
             resolver,
             site_url: site_url.trim_end_matches('/').into(),
-            skills: Mutex::default(),
+            written: Mutex::default(),
         }
     }
 
@@ -74,26 +88,61 @@ impl Guides {
 
     /// A dataset's `skill.md`, written once per live version from the resolver layer's facts.
     pub async fn skill(&self, slug: &str) -> Result<Arc<String>, ApiError> {
+        Ok(self.written(slug).await?.skill.clone())
+    }
+
+    /// What `skill.md` says of each field, as JSON (MCP's `describe_dataset`): per field its
+    /// records without a value, its most common values with their counts (keyword and
+    /// boolean fields, at most ten), and its smallest and largest value (numbers and dates).
+    pub async fn field_values(&self, slug: &str) -> Result<Value, ApiError> {
+        let written = self.written(slug).await?;
+        let mut out = serde_json::Map::new();
+        for field in &written.facts.fields {
+            let mut entry = serde_json::Map::new();
+            entry.insert("missing".into(), json!(field.missing));
+            if matches!(
+                field.field.field_type,
+                FieldType::Keyword | FieldType::Boolean
+            ) {
+                let top: Vec<Value> = field
+                    .top
+                    .iter()
+                    .take(SHOWN_VALUES)
+                    .map(|v| json!({"value": v.value, "count": v.count}))
+                    .collect();
+                entry.insert("top".into(), Value::Array(top));
+            }
+            if let Some(range) = &field.range {
+                entry.insert("range".into(), json!({"min": range.min, "max": range.max}));
+            }
+            out.insert(field.field.name.clone(), Value::Object(entry));
+        }
+        Ok(Value::Object(out))
+    }
+
+    /// The facts and the guide of a dataset's live version, made once.
+    async fn written(&self, slug: &str) -> Result<Arc<Written>, ApiError> {
         let dataset = self.resolver.dataset(slug).await?;
         let key = (
             dataset.meta.slug.clone(),
             dataset.meta.version_id,
             dataset.meta.updated_at.unix_timestamp_nanos(),
         );
-        if let Some(cached) = self.skills.lock().expect("guide cache").get(&key).cloned() {
+        if let Some(cached) = self.written.lock().expect("guide cache").get(&key).cloned() {
             return Ok(cached);
         }
         let facts = self.resolver.facts(&dataset).await?;
-        let body = Arc::new(skill::skill_md(
+        let skill = Arc::new(skill::skill_md(
             &facts,
             &self.site_url,
             self.resolver.base_url(),
         ));
-        let mut cache = self.skills.lock().expect("guide cache");
+        let written = Arc::new(Written { facts, skill });
+        let mut cache = self.written.lock().expect("guide cache");
         if cache.len() >= MAX_CACHED {
             cache.clear();
         }
-        cache.insert(key, body.clone());
-        Ok(body)
+        cache.insert(key, written.clone());
+        Ok(written)
     }
 }

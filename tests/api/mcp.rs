@@ -259,6 +259,39 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// `describe_dataset`'s `values` of flights agree with what REST counts: the most common
+/// carrier, the records without a departure time, the smallest departure delay.
+async fn check_values(served: &Served, values: &Value) {
+    let carrier = &values["carrier"]["top"][0];
+    let name = carrier["value"].as_str().expect("a carrier");
+    let (_, body) = served
+        .rest(&format!(
+            "/datasets/flights/records?carrier={name}&per_page=1"
+        ))
+        .await;
+    let rest: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(carrier["count"], rest["total"], "{values}");
+    assert!(values["carrier"]["top"].as_array().unwrap().len() >= 3, "{values}");
+    let (_, body) = served
+        .rest("/datasets/flights/records?dep_time[exists]=false&per_page=1")
+        .await;
+    let rest: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(values["dep_time"]["missing"], rest["total"]);
+    assert!(rest["total"].as_u64().unwrap() > 0);
+    let (_, body) = served
+        .rest("/datasets/flights/records?sort=dep_delay>&per_page=1&fields=dep_delay")
+        .await;
+    let rest: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        values["dep_delay"]["range"]["min"],
+        rest["records"][0]["dep_delay"]
+    );
+    assert!(
+        values["dep_delay"].get("top").is_none(),
+        "numbers have a range, not a list"
+    );
+}
+
 both_stores!(tools_answer_as_rest);
 
 async fn tools_answer_as_rest(store: TestStore) {
@@ -368,9 +401,20 @@ async fn tools_answer_as_rest(store: TestStore) {
         assert_eq!(status, case.status, "{what}: {body}");
         if status == 200 {
             assert_eq!(result["isError"], false, "{what}: {result}");
-            assert_eq!(result["structuredContent"], rest, "{what}");
-            let text: Value =
+            let mut answer = result["structuredContent"].clone();
+            let mut text: Value =
                 serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+            if case.tool == "describe_dataset" {
+                // The metadata, and beside it what skill.md says of each field.
+                let values = answer
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("values")
+                    .expect("values");
+                text.as_object_mut().unwrap().remove("values");
+                check_values(&served, &values).await;
+            }
+            assert_eq!(answer, rest, "{what}");
             assert_eq!(text, rest, "{what}");
         } else {
             assert_eq!(result["isError"], true, "{what}: {result}");

@@ -87,7 +87,13 @@ impl Tools {
             }
             "describe_dataset" => {
                 let args: Describe = parse(arguments)?;
-                json(resolver.dataset_detail(&args.dataset).await?)
+                // The metadata, and what the dataset's guide says of each field.
+                let mut detail = json(resolver.dataset_detail(&args.dataset).await?);
+                let values = self.state.guides.field_values(&args.dataset).await?;
+                if let Value::Object(map) = &mut detail {
+                    map.insert("values".into(), values);
+                }
+                detail
             }
             "search_records" => {
                 let args: SearchRecords = parse(arguments)?;
