@@ -271,7 +271,10 @@ async fn check_values(served: &Served, values: &Value) {
         .await;
     let rest: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(carrier["count"], rest["total"], "{values}");
-    assert!(values["carrier"]["top"].as_array().unwrap().len() >= 3, "{values}");
+    assert!(
+        values["carrier"]["top"].as_array().unwrap().len() >= 3,
+        "{values}"
+    );
     let (_, body) = served
         .rest("/datasets/flights/records?dep_time[exists]=false&per_page=1")
         .await;

@@ -262,6 +262,25 @@ async fn scores_are_bm25(store: TestStore) {
             answers.entry(query).or_default().push(body);
         }
     }
+    // Pages of one kept order follow each other: pages 1 and 2 of two are page 1 of four.
+    for router in [
+        store.router_with(IndexPolicy::waiting(DEFAULT_BUDGET_BYTES)),
+        store.router_with(IndexPolicy::OFF),
+    ] {
+        let mut paged = Vec::new();
+        for page in [1, 2] {
+            let path = format!("{base}?q=night&sort=_score<&per_page=2&page={page}");
+            let (_, body) = ask(&router, &token, &path).await;
+            paged.extend(body["records"].as_array().unwrap().iter().cloned());
+        }
+        let (_, whole) = ask(
+            &router,
+            &token,
+            &format!("{base}?q=night&sort=_score<&per_page=4"),
+        )
+        .await;
+        assert_eq!(&paged, whole["records"].as_array().unwrap());
+    }
     // The index and the store give the same bytes.
     for (query, bodies) in answers {
         assert_eq!(bodies[0], bodies[1], "{query}: index and store differ");

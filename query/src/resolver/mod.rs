@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod export;
 pub mod facets;
 pub mod facts;
+pub mod orders;
 pub mod places;
 pub mod record;
 pub mod records;
@@ -37,6 +38,8 @@ pub struct Resolver {
     /// Schemas of versions seen, by version id (versions never change).
     schemas: Mutex<HashMap<i64, Arc<DatasetSchema>>>,
     totals: records::Totals,
+    /// Whole orders by relevance or distance, kept (see [`orders`]).
+    orders: orders::Orders,
     datasets: catalog::Datasets,
     memory: Arc<memory::Memory>,
     flights: Flights,
@@ -77,6 +80,7 @@ impl Resolver {
             site_url: site_url.trim_end_matches('/').into(),
             schemas: Mutex::new(HashMap::new()),
             totals: records::Totals::default(),
+            orders: orders::Orders::default(),
             datasets: catalog::Datasets::new(catalog),
             flights: Flights::default(),
             exports: export::ExportCounters::default(),

@@ -6,11 +6,12 @@
 //! through the column's index, then those that don't, in file order.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use entity::record;
 use sea_orm::{ConnectionTrait, FromQueryResult};
 
+use super::orders::Orders;
 use super::{Prepared, Resolver, record_count};
 use crate::answer::views::{RecordBody, RecordPage};
 use crate::cost;
@@ -245,52 +246,51 @@ impl Resolver {
                 (None, None) => index.text_page(&query.filter, &query.sort, offset, limit),
                 _ => None,
             };
-            let (total, positions) = match text_page {
-                Some(page) => page,
-                None => {
-                    let matches = index.matches(&query.filter);
-                    let (total, rows) =
-                        match (query.by_score, query.by_distance, &query.filter.near) {
-                            (Some(descending), _, _) => {
-                                let page = index.scored_page(
+            let (total, positions) = match (text_page, lead(query)) {
+                (Some(page), _) => page,
+                (None, Some((member, descending, near))) => {
+                    // A whole order is kept: a later page (or the same one) skips the scoring.
+                    let key = Orders::key(dataset, query);
+                    let order = match self.orders.get(&key) {
+                        Some(order) => order,
+                        None => {
+                            let matches = index.matches(&query.filter);
+                            let order = Arc::new(match near {
+                                None => index.scored_order(
                                     &query.filter,
                                     matches.as_ref(),
                                     descending,
                                     &query.sort,
-                                    offset,
-                                    limit,
-                                );
-                                let (rows, scores): (Vec<u32>, Vec<f64>) =
-                                    page.rows.into_iter().unzip();
-                                members = Some((
-                                    request::SCORE,
-                                    scores.into_iter().map(Into::into).collect(),
-                                ));
-                                (page.total, rows)
-                            }
-                            (None, Some(descending), Some(near)) => {
-                                let (total, page) = index.distance_page(
+                                ),
+                                Some(near) => index.distance_order(
                                     matches.as_ref(),
                                     near,
                                     descending,
                                     &query.sort,
-                                    offset,
-                                    limit,
-                                );
-                                let (rows, metres): (Vec<u32>, Vec<f64>) = page.into_iter().unzip();
-                                members = Some((
-                                    request::DISTANCE_M,
-                                    metres.into_iter().map(whole_metres).collect(),
-                                ));
-                                (total, rows)
-                            }
-                            _ => (
-                                index.total(matches.as_ref()),
-                                index.page(matches.as_ref(), &query.sort, offset, limit),
-                            ),
-                        };
+                                ),
+                            });
+                            matched = Some(matches);
+                            self.orders.put(key, order.clone());
+                            order
+                        }
+                    };
+                    let page = page_of(&order, offset, limit);
+                    let value = |v: f64| match near {
+                        None => serde_json::Value::from(v),
+                        Some(_) => whole_metres(v),
+                    };
+                    members = Some((member, page.iter().map(|&(_, v)| value(v)).collect()));
+                    (
+                        order.len() as u64,
+                        page.iter().map(|&(row, _)| row).collect(),
+                    )
+                }
+                (None, None) => {
+                    let matches = index.matches(&query.filter);
+                    let total = index.total(matches.as_ref());
+                    let page = index.page(matches.as_ref(), &query.sort, offset, limit);
                     matched = Some(matches);
-                    (total, rows)
+                    (total, page)
                 }
             };
             let facets = match &query.facets {
@@ -332,14 +332,36 @@ impl Resolver {
         dataset: &Dataset,
         query: &RecordQuery,
     ) -> Result<RecordPage, ApiError> {
-        let ordered = match (query.by_score, query.by_distance, &query.filter.near) {
-            (Some(descending), _, _) => {
-                Some(Box::pin(self.scored_from_store(dataset, query, descending)).await?)
+        let ordered = match lead(query) {
+            Some((member, descending, near)) => {
+                let key = Orders::key(dataset, query);
+                let order = match self.orders.get(&key) {
+                    Some(order) => order,
+                    None => {
+                        let order = Arc::new(match near {
+                            None => {
+                                Box::pin(self.scored_order_from_store(dataset, query, descending))
+                                    .await?
+                            }
+                            Some(near) => {
+                                Box::pin(
+                                    self.distance_order_from_store(
+                                        dataset, query, near, descending,
+                                    ),
+                                )
+                                .await?
+                            }
+                        });
+                        self.orders.put(key, order.clone());
+                        order
+                    }
+                };
+                Some(
+                    self.page_of_order(dataset, query, &order, member, near.is_some())
+                        .await?,
+                )
             }
-            (None, Some(descending), Some(near)) => {
-                Some(Box::pin(self.distance_from_store(dataset, query, near, descending)).await?)
-            }
-            _ => None,
+            None => None,
         };
         if let Some(mut page) = ordered {
             page.facets = self.facets(dataset, query, None).await?;
@@ -418,6 +440,37 @@ impl Resolver {
         Ok(page)
     }
 
+    /// The page of a whole order, each record with its score or distance as `member`.
+    async fn page_of_order(
+        &self,
+        dataset: &Dataset,
+        query: &RecordQuery,
+        order: &[(u32, f64)],
+        member: &str,
+        metres: bool,
+    ) -> Result<RecordPage, ApiError> {
+        let schema = &dataset.schema;
+        let page = page_of(order, query.paging.offset(), query.paging.per_page);
+        let rows: Vec<u32> = page.iter().map(|&(row, _)| row).collect();
+        let projection = query.fields.as_deref();
+        let records = Box::pin(self.stored_at_positions(schema, &rows))
+            .await?
+            .into_iter()
+            .zip(page)
+            .map(|(stored, &(_, value))| {
+                let value = if metres {
+                    whole_metres(value)
+                } else {
+                    serde_json::Value::from(value)
+                };
+                Ok(stored
+                    .shaped(schema, projection)?
+                    .with_member(member, value))
+            })
+            .collect::<Result<Vec<RecordBody>, ApiError>>()?;
+        Ok(self.record_page(dataset, query, order.len() as u64, records))
+    }
+
     /// The answer's envelope around `records`, already shaped and projected.
     pub(super) fn record_page(
         &self,
@@ -458,6 +511,23 @@ impl Resolver {
             .all(&self.db)
             .await?)
     }
+}
+
+/// What leads the order of `query`'s page, if not its sort keys: the member each record
+/// then carries, the direction, and `near` for a distance.
+fn lead(query: &RecordQuery) -> Option<(&'static str, bool, Option<&Near>)> {
+    match (query.by_score, query.by_distance, &query.filter.near) {
+        (Some(descending), _, _) => Some((request::SCORE, descending, None)),
+        (None, Some(descending), Some(near)) => Some((request::DISTANCE_M, descending, Some(near))),
+        _ => None,
+    }
+}
+
+/// The rows `offset..offset + limit` of a whole order.
+pub(super) fn page_of(order: &[(u32, f64)], offset: u64, limit: u64) -> &[(u32, f64)] {
+    let start = offset.min(order.len() as u64) as usize;
+    let end = offset.saturating_add(limit).min(order.len() as u64) as usize;
+    &order[start..end]
 }
 
 /// A distance as records carry it: whole metres.

@@ -10,29 +10,27 @@ use sea_orm::ConnectionTrait;
 
 use super::Resolver;
 use crate::answer::relevance::{self, Bm25, Scorer};
-use crate::answer::views::{RecordBody, RecordPage};
 use crate::dataset::Dataset;
 use crate::dataset::schema::{Column, DatasetSchema};
 use crate::engine::store::sql::{Access, Part, Sql, from_where, order_by};
 use crate::error::ApiError;
-use crate::request::{Filter, RecordQuery, SCORE};
+use crate::request::{Filter, RecordQuery};
 use entity::record::{records_table, text_table};
 use sea_orm::DatabaseBackend;
 
 impl Resolver {
-    /// [`Self::records`] by relevance when no in-memory index answers.
-    pub(super) async fn scored_from_store(
+    /// Every match of `query` by relevance (rows, 0-based, with their scores) when no
+    /// in-memory index answers.
+    pub(super) async fn scored_order_from_store(
         &self,
         dataset: &Dataset,
         query: &RecordQuery,
         descending: bool,
-    ) -> Result<RecordPage, ApiError> {
+    ) -> Result<Vec<(u32, f64)>, ApiError> {
         let schema = &dataset.schema;
         let resolved = self.resolve(schema, &query.filter).await?;
-        let total = self.count(dataset, &resolved, None).await?;
-        let offset = query.paging.offset();
-        if offset >= total {
-            return Ok(self.record_page(dataset, query, total, Vec::new()));
+        if resolved.matches_nothing() {
+            return Ok(Vec::new());
         }
         let text_fields: Vec<usize> = schema.text_fields().collect();
         let terms =
@@ -105,23 +103,10 @@ impl Resolver {
             scored.push((*pos, scorer.score(&texts)));
         }
         relevance::order_by_score(&mut scored, descending);
-        let end = offset
-            .saturating_add(query.paging.per_page)
-            .min(scored.len() as u64);
-        let page = &scored[offset as usize..end as usize];
-        let rows: Vec<u32> = page.iter().map(|(pos, _)| (*pos - 1) as u32).collect();
-        let projection = query.fields.as_deref();
-        let records = Box::pin(self.stored_at_positions(schema, &rows))
-            .await?
+        Ok(scored
             .into_iter()
-            .zip(page)
-            .map(|(stored, (_, score))| {
-                Ok(stored
-                    .shaped(schema, projection)?
-                    .with_member(SCORE, *score))
-            })
-            .collect::<Result<Vec<RecordBody>, ApiError>>()?;
-        Ok(self.record_page(dataset, query, total, records))
+            .map(|(pos, score)| ((pos - 1) as u32, score))
+            .collect())
     }
 
     /// The characters of a text field's values over every record of its version (kept like

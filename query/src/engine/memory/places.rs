@@ -10,22 +10,20 @@ use crate::dataset::schema::Column;
 use crate::request::places::{Near, distance_m};
 
 impl MemIndex {
-    /// Rows `offset..offset + limit` of `matches` by distance from `near`'s centre (nearest
-    /// first unless `descending`), ties by `rest` and then file order; with their distances.
-    pub fn distance_page(
+    /// Every row of `matches` with its distance from `near`'s centre, nearest first unless
+    /// `descending`, ties by `rest` and then file order.
+    pub fn distance_order(
         &self,
         matches: Option<&Bits>,
         near: &Near,
         descending: bool,
         rest: &[(Column, bool)],
-        offset: u64,
-        limit: u64,
-    ) -> (u64, Vec<(u32, f64)>) {
+    ) -> Vec<(u32, f64)> {
         let total = self.total(matches);
         let (Some(Key::Num(lat)), Some(Key::Num(lon))) =
             (self.key(near.lat_column), self.key(near.lon_column))
         else {
-            return (total, Vec::new());
+            return Vec::new();
         };
         let mut rows: Vec<(u32, f64)> = self
             .page(matches, rest, 0, total)
@@ -36,8 +34,6 @@ impl MemIndex {
             })
             .collect();
         order_by_score(&mut rows, descending);
-        let start = offset.min(total) as usize;
-        let end = offset.saturating_add(limit).min(total) as usize;
-        (total, rows[start..end].to_vec())
+        rows
     }
 }

@@ -28,26 +28,16 @@ pub(super) fn text_lengths(fields: &[FieldIndex], texts: &Dict) -> Vec<u64> {
         .collect()
 }
 
-/// One page of rows by relevance.
-pub struct ScoredPage {
-    /// Every matching row.
-    pub total: u64,
-    /// The page's rows and their scores.
-    pub rows: Vec<(u32, f64)>,
-}
-
 impl MemIndex {
-    /// Rows `offset..offset + limit` of `matches` (`None`: every row) by score, `descending`
-    /// or not, ties by `rest` (the sort's other keys) and then file order.
-    pub fn scored_page(
+    /// Every row of `matches` (`None`: every row) with its score, best first unless
+    /// `descending` is false, ties by `rest` (the sort's other keys) and then file order.
+    pub fn scored_order(
         &self,
         filter: &Filter,
         matches: Option<&Bits>,
         descending: bool,
         rest: &[(Column, bool)],
-        offset: u64,
-        limit: u64,
-    ) -> ScoredPage {
+    ) -> Vec<(u32, f64)> {
         let total = self.total(matches);
         let text_fields: Vec<usize> = (0..self.fields.len())
             .filter(|&i| matches!(self.fields[i], FieldIndex::Text(_)))
@@ -82,11 +72,6 @@ impl MemIndex {
             })
             .collect();
         relevance::order_by_score(&mut scored, descending);
-        let start = (offset.min(total)) as usize;
-        let end = (offset.saturating_add(limit)).min(total) as usize;
-        ScoredPage {
-            total,
-            rows: scored[start..end].to_vec(),
-        }
+        scored
     }
 }
