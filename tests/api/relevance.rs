@@ -297,6 +297,11 @@ async fn scores_are_bm25(store: TestStore) {
         assert_eq!(body["error"], "invalid_parameter", "{query}");
         assert_eq!(body["parameter"], parameter, "{query}");
     }
+    // A page of search text is refused, never a 500 (each term is a dictionary look-up).
+    let long = "a".repeat(10_000);
+    let (status, body) = ask(&router, &token, &format!("{base}?q={long}&sort=_score<")).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["parameter"], "q", "{body}");
     let (status, body) = ask(
         &router,
         &token,

@@ -1,7 +1,12 @@
 //! Facets with records: beside a page, each keyword field asked with its most frequent values
 //! over every matching record. A facet is the agg of one keyword field under the page's
 //! conditions (count descending, ties by value, the first `facet_size`), so the index and the
-//! store count it as they count agg groups, and both stores agree.
+//! store count it as they count agg groups, and both stores agree. Facets are a pure
+//! function of the version, the conditions and the fields asked, so they are kept: every page
+//! of a search, and the same page asked again, shares one count.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use super::Resolver;
 use crate::answer::views::{AggResult, FacetCounts, FacetValue};
@@ -23,6 +28,10 @@ impl Resolver {
         let Some(facets) = &query.facets else {
             return Ok(None);
         };
+        let key = facets_key(dataset, query);
+        if let Some(kept) = self.kept_facets.get(&key) {
+            return Ok(Some(kept));
+        }
         let mut counts = Vec::with_capacity(facets.fields.len());
         for &field in &facets.fields {
             let agg = facet_query(dataset, query, facets, field);
@@ -33,7 +42,52 @@ impl Resolver {
             };
             counts.push((agg.group_by[0].label.clone(), values(answer)));
         }
-        Ok(Some(FacetCounts(counts)))
+        let counts = FacetCounts(counts);
+        self.kept_facets.put(key, counts.clone());
+        Ok(Some(counts))
+    }
+
+    /// The facets of `query`'s page if they were counted before (a facet is a pure function of
+    /// the version, the conditions and the fields asked, so every page of a search shares it).
+    pub(super) fn facets_kept(
+        &self,
+        dataset: &Dataset,
+        query: &RecordQuery,
+    ) -> Option<FacetCounts> {
+        query.facets.as_ref()?;
+        self.kept_facets.get(&facets_key(dataset, query))
+    }
+}
+
+/// The key of a page's facets: the version, the conditions and the facets asked.
+fn facets_key(dataset: &Dataset, query: &RecordQuery) -> String {
+    format!(
+        "{}|{}",
+        dataset.schema.version_id,
+        serde_json::to_string(&(&query.filter, &query.facets)).unwrap_or_default()
+    )
+}
+
+/// Facets counted lately, by [`facets_key`]; bounded, starting over when full.
+#[derive(Debug, Default)]
+pub(super) struct KeptFacets {
+    map: Mutex<HashMap<String, FacetCounts>>,
+}
+
+/// Facet answers kept before the map starts over (each at most 20 × 100 values).
+const KEPT: usize = 10_000;
+
+impl KeptFacets {
+    fn get(&self, key: &str) -> Option<FacetCounts> {
+        self.map.lock().expect("facets lock").get(key).cloned()
+    }
+
+    fn put(&self, key: String, counts: FacetCounts) {
+        let mut map = self.map.lock().expect("facets lock");
+        if map.len() >= KEPT {
+            map.clear();
+        }
+        map.insert(key, counts);
     }
 }
 

@@ -40,6 +40,8 @@ pub struct Resolver {
     totals: records::Totals,
     /// Whole orders by relevance or distance, kept (see [`orders`]).
     orders: orders::Orders,
+    /// Facets counted lately (see [`facets`]).
+    kept_facets: facets::KeptFacets,
     datasets: catalog::Datasets,
     memory: Arc<memory::Memory>,
     flights: Flights,
@@ -81,6 +83,7 @@ impl Resolver {
             schemas: Mutex::new(HashMap::new()),
             totals: records::Totals::default(),
             orders: orders::Orders::default(),
+            kept_facets: facets::KeptFacets::default(),
             datasets: catalog::Datasets::new(catalog),
             flights: Flights::default(),
             exports: export::ExportCounters::default(),

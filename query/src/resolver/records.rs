@@ -293,9 +293,10 @@ impl Resolver {
                     (total, page)
                 }
             };
-            let facets = match &query.facets {
-                None => None,
-                Some(_) => {
+            let facets = match (&query.facets, self.facets_kept(dataset, query)) {
+                (None, _) => None,
+                (Some(_), Some(kept)) => Some(kept),
+                (Some(_), None) => {
                     let matches = matched.unwrap_or_else(|| index.matches(&query.filter));
                     self.facets(dataset, query, Some((&index, matches.as_ref())))
                         .await?
