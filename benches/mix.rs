@@ -277,7 +277,7 @@ async fn run_mix(
         }
     }
     step("finding things: each against its plain request, 1 connection");
-    report.finding = finding::measure(&odqs_client, warmup, seconds).await;
+    report.finding = finding::measure(&odqs_client, warmup, seconds).await?;
     // The bodies of the simple reads, for the baseline server to answer with.
     let mut bodies = std::collections::HashMap::new();
     for query in queries.iter().filter(|q| baseline::ROWS.contains(&q.name)) {

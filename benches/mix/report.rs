@@ -96,7 +96,7 @@ pub struct Report {
     /// The first `skill.md` of flights: its facts computed (from the index) and rendered.
     pub guide_ms: Option<f64>,
     /// Finding things, plain and variant ([`crate::finding::PAIRS`]).
-    pub finding: Vec<(Outcome, Outcome)>,
+    pub finding: Vec<crate::finding::Measured>,
 }
 
 fn side_index(side: Side) -> usize {
