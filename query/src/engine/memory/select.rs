@@ -13,7 +13,6 @@ use super::rows::Rows;
 use super::{FieldIndex, MemIndex};
 use crate::dataset::schema::Column;
 use crate::dates;
-use crate::request::places::Near;
 use crate::request::{ExactValue, Filter, Range, RangeValue};
 
 /// [`MemIndex::text_page`] merges row lists for pages ending at most this far into the
@@ -136,29 +135,6 @@ impl MemIndex {
             None => matched,
             Some(near) => Some(self.within(near, matched)),
         }
-    }
-
-    /// The rows of `candidates` (`None`: every row) whose point lies within `near`'s circle;
-    /// the candidates are already the circle's box, found through the columns' value order.
-    fn within(&self, near: &Near, candidates: Option<Bits>) -> Bits {
-        let (Some(Key::Num(lat)), Some(Key::Num(lon))) =
-            (self.key(near.lat_column), self.key(near.lon_column))
-        else {
-            return Bits::new(self.rows as usize);
-        };
-        let candidates = candidates.unwrap_or_else(|| {
-            let mut all = Bits::new(self.rows as usize);
-            all.invert(self.rows as usize);
-            all
-        });
-        let mut kept = Bits::new(self.rows as usize);
-        for row in candidates.iter() {
-            let (y, x) = (lat.values.get(row as usize), lon.values.get(row as usize));
-            if !y.is_nan() && !x.is_nan() && near.holds(y, x) {
-                kept.insert(row);
-            }
-        }
-        kept
     }
 
     /// Rows whose `column` holds one of `values`: a frequent value's kept set is borrowed.
