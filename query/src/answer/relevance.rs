@@ -151,7 +151,7 @@ impl<'a> Scorer<'a> {
 
 /// Orders rows (already in the order of the sort keys after `_score` or `_distance`, then
 /// file order) by score or distance, keeping that order among equal ones.
-pub fn order_by_score<T>(rows: &mut [(T, f64)], descending: bool) {
+pub fn order_stably<T>(rows: &mut [(T, f64)], descending: bool) {
     if descending {
         rows.sort_by(|a, b| b.1.total_cmp(&a.1));
     } else {

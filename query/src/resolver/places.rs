@@ -5,7 +5,7 @@
 use sea_orm::ConnectionTrait;
 
 use super::Resolver;
-use crate::answer::relevance::order_by_score;
+use crate::answer::relevance::order_stably;
 use crate::dataset::Dataset;
 use crate::engine::store::sql::{Access, Part, Sql, from_where, order_by};
 use crate::error::ApiError;
@@ -42,7 +42,7 @@ impl Resolver {
             let pos: i64 = row.try_get("", "pos")?;
             rows.push(((pos - 1) as u32, distance_m(near.lat, near.lon, lat, lon)));
         }
-        order_by_score(&mut rows, descending);
+        order_stably(&mut rows, descending);
         Ok(rows)
     }
 }

@@ -102,7 +102,7 @@ impl Resolver {
                 .collect();
             scored.push((*pos, scorer.score(&texts)));
         }
-        relevance::order_by_score(&mut scored, descending);
+        relevance::order_stably(&mut scored, descending);
         Ok(scored
             .into_iter()
             .map(|(pos, score)| ((pos - 1) as u32, score))

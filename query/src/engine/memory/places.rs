@@ -6,7 +6,7 @@
 use super::MemIndex;
 use super::rows::Bits;
 use super::select::Key;
-use crate::answer::relevance::order_by_score;
+use crate::answer::relevance::order_stably;
 use crate::dataset::schema::Column;
 use crate::request::places::{Near, distance_m};
 
@@ -57,7 +57,7 @@ impl MemIndex {
                 (row, distance_m(near.lat, near.lon, y, x))
             })
             .collect();
-        order_by_score(&mut rows, descending);
+        order_stably(&mut rows, descending);
         rows
     }
 }

@@ -71,7 +71,7 @@ impl MemIndex {
                 (row, scorer.score(&texts))
             })
             .collect();
-        relevance::order_by_score(&mut scored, descending);
+        relevance::order_stably(&mut scored, descending);
         scored
     }
 }
