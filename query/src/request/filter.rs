@@ -302,14 +302,17 @@ pub fn filter(params: &FilterParams, schema: &DatasetSchema) -> Result<Filter, A
         }
         conditions.push((name, column, *op, given.clone()));
     }
-    let geo = schema
-        .geo
-        .as_ref()
-        .map(|(lat, lon)| (lat.as_str(), lon.as_str()));
-    let (places, near) =
-        place_conditions(params.near.as_deref(), params.bbox.as_deref(), geo, schema)?;
-    conditions.extend(places);
-    out.near = near;
+    // Only a request with a place reads the geo pair.
+    if params.near.is_some() || params.bbox.is_some() {
+        let geo = schema
+            .geo
+            .as_ref()
+            .map(|(lat, lon)| (lat.as_str(), lon.as_str()));
+        let (places, near) =
+            place_conditions(params.near.as_deref(), params.bbox.as_deref(), geo, schema)?;
+        conditions.extend(places);
+        out.near = near;
+    }
     for (name, column, op, values) in conditions {
         add_condition(&mut out, schema, name, column, op, &values)?;
     }

@@ -293,14 +293,16 @@ impl Resolver {
                     (total, page)
                 }
             };
-            let facets = match (&query.facets, self.facets_kept(dataset, query)) {
-                (None, _) => None,
-                (Some(_), Some(kept)) => Some(kept),
-                (Some(_), None) => {
-                    let matches = matched.unwrap_or_else(|| index.matches(&query.filter));
-                    self.facets(dataset, query, Some((&index, matches.as_ref())))
-                        .await?
-                }
+            let facets = match &query.facets {
+                None => None,
+                Some(_) => match self.facets_kept(dataset, query) {
+                    Some(kept) => Some(kept),
+                    None => {
+                        let matches = matched.unwrap_or_else(|| index.matches(&query.filter));
+                        self.facets(dataset, query, Some((&index, matches.as_ref())))
+                            .await?
+                    }
+                },
             };
             let projection = query.fields.as_deref();
             let mut records = self
