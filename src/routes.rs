@@ -43,6 +43,8 @@ pub fn router(state: AppState) -> Router {
             get(|State(state): State<AppState>| openapi::docs_page(state, ApiPaths::openapi())),
         )
         .route("/assets/{version}/{name}", get(graphql::asset))
+        // A browser asking the site for GraphQL meets the IDE; a client keeps its method.
+        .route("/graphql", get(graphql_moved).post(graphql_moved))
         .nest("/api/v1", api(state.clone()))
         .fallback(not_found)
         .layer(crate::http::compression::layer())
@@ -53,6 +55,11 @@ pub fn router(state: AppState) -> Router {
             crate::http::access_log::access_log,
         ))
         .with_state(state)
+}
+
+/// `/graphql` on the site: the endpoint and its IDE are under the API's base path.
+async fn graphql_moved() -> axum::response::Redirect {
+    axum::response::Redirect::permanent("/api/v1/graphql")
 }
 
 /// The read API, nested at `/api/v1`: REST, the GraphQL endpoint, the OpenAPI document and MCP.

@@ -4,6 +4,7 @@
 use crate::helpers::TestStore;
 use crate::helpers::client;
 use crate::helpers::client::{Browser, PASSWORD, post_json};
+use axum::http::Method;
 use entity::{api_token, device_grant, session, user};
 use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, Set};
 use serde_json::json;
@@ -575,12 +576,24 @@ async fn home_page_links_everything(store: TestStore) {
         "href=\"/signup\"",
         "href=\"/docs\"",
         "http://odqs.test/api/v1/openapi.json",
+        "http://odqs.test/api/v1/graphql",
+        "href=\"/explore\"",
         "http://odqs.test/datasets/flights/skill.md",
         "http://odqs.test/datasets/tw-scenic-spots/skill.md",
     ] {
         assert!(text.contains(link), "{link} on the home page");
     }
     assert!(!home.body.contains("<script"), "no JavaScript needed");
+    // `/graphql` in a browser leads to the IDE, and a client's POST keeps its method.
+    for method in [Method::GET, Method::POST] {
+        let (status, headers, _) = client::exchange(
+            &store.router(),
+            client::request(method, "/graphql", None, &[], None),
+        )
+        .await;
+        assert_eq!(status, 308);
+        assert_eq!(headers["location"], "/api/v1/graphql");
+    }
 }
 
 both_stores!(
