@@ -128,50 +128,6 @@ impl Resolver {
         })
     }
 
-    /// The positions of the records within `near`'s circle: the points of its box (the
-    /// ranges `filter` holds on the pair's columns) read, and tested as the index tests them.
-    async fn within(
-        &self,
-        schema: &DatasetSchema,
-        filter: &Filter,
-        near: &Near,
-    ) -> Result<Vec<i64>, ApiError> {
-        let the_box = Filter {
-            ranges: filter
-                .ranges
-                .iter()
-                .filter(|(c, _)| *c == near.lat_column || *c == near.lon_column)
-                .cloned()
-                .collect(),
-            ..Filter::default()
-        };
-        let resolved = ResolvedFilter {
-            filter: &the_box,
-            term_ids: Vec::new(),
-            field_ids: Vec::new(),
-            date_values: Vec::new(),
-            near_positions: None,
-        };
-        let mut sql = Sql::new(self.backend());
-        sql.push("SELECT \"pos\", ")
-            .ident(schema.sql_column(near.lat_column))
-            .push(" AS lat, ")
-            .ident(schema.sql_column(near.lon_column))
-            .push(" AS lon");
-        from_where(&mut sql, schema, &resolved, Access::Planner);
-        let mut positions = Vec::new();
-        for row in self.db.query_all_raw(sql.build()).await? {
-            let lat: Option<f64> = row.try_get("", "lat")?;
-            let lon: Option<f64> = row.try_get("", "lon")?;
-            if let (Some(lat), Some(lon)) = (lat, lon)
-                && near.holds(lat, lon)
-            {
-                positions.push(row.try_get::<i64>("", "pos")?);
-            }
-        }
-        Ok(positions)
-    }
-
     async fn dictionary_ids(&self, version_id: i64, term: &str) -> Result<Vec<i64>, ApiError> {
         let rows = self
             .db

@@ -12,7 +12,7 @@ use super::Resolver;
 use crate::answer::relevance::{self, Bm25, Scorer};
 use crate::dataset::Dataset;
 use crate::dataset::schema::{Column, DatasetSchema};
-use crate::engine::store::sql::{Access, Part, Sql, from_where, order_by};
+use crate::engine::store::sql::{Access, Part, ResolvedFilter, Sql, from_where, order_by};
 use crate::error::ApiError;
 use crate::request::{Filter, RecordQuery};
 use entity::record::{records_table, text_table};
@@ -38,21 +38,34 @@ impl Resolver {
         let searched = relevance::searched_fields(&terms);
         let mut frequency = Vec::with_capacity(terms.len());
         // A term's records in the whole version: `q`'s terms come first in `terms`, then
-        // `q[name]`'s.
+        // `q[name]`'s. A `q` term's dictionary ids are those the request's own resolution
+        // found; a `q[name]` term is looked up alone (its field's ids hold every term of it).
         for (i, (term, fields)) in terms.iter().enumerate() {
-            let alone = if i < query.filter.terms.len() {
-                Filter {
-                    terms: vec![term.clone()],
-                    ..Filter::default()
+            let records = match resolved.term_ids.get(i) {
+                Some(ids) => {
+                    let alone = Filter {
+                        terms: vec![term.clone()],
+                        ..Filter::default()
+                    };
+                    let alone = ResolvedFilter {
+                        filter: &alone,
+                        term_ids: vec![ids.clone()],
+                        field_ids: Vec::new(),
+                        date_values: Vec::new(),
+                        near_positions: None,
+                    };
+                    self.count(dataset, &alone, None).await?
                 }
-            } else {
-                Filter {
-                    field_terms: vec![(fields[0], vec![term.clone()])],
-                    ..Filter::default()
+                None => {
+                    let alone = Filter {
+                        field_terms: vec![(fields[0], vec![term.clone()])],
+                        ..Filter::default()
+                    };
+                    let alone = self.resolve(schema, &alone).await?;
+                    self.count(dataset, &alone, None).await?
                 }
             };
-            let alone = self.resolve(schema, &alone).await?;
-            frequency.push(self.count(dataset, &alone, None).await?);
+            frequency.push(records);
         }
         let mut length = 0;
         for &field in &searched {
