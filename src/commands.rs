@@ -96,7 +96,8 @@ where
 /// works on a fresh store.
 async fn open(args: &StoreArgs) -> Result<Store, Failure> {
     let url = StoreUrl::parse(&args.database_url).map_err(|e| config_failure(ConfigError(e)))?;
-    let store = Store::connect(&url).await?;
+    let mut store = Store::connect(&url).await?;
+    store.keep_versions = args.keep_versions;
     store.migrate().await?;
     Ok(store)
 }
@@ -176,10 +177,17 @@ async fn import(args: ImportArgs) -> Result<(), Failure> {
         store_indexes: args.store_indexes,
     };
     let summary = import::import(&store, request, progress).await?;
-    println!(
-        "imported {}: {} records, {} fields in {:.1} s",
-        summary.slug, summary.records, summary.fields, summary.seconds
-    );
+    if summary.unchanged {
+        println!(
+            "{}: unchanged, still version {}",
+            summary.slug, summary.version
+        );
+    } else {
+        println!(
+            "imported {} version {}: {} records, {} fields in {:.1} s",
+            summary.slug, summary.version, summary.records, summary.fields, summary.seconds
+        );
+    }
     Ok(())
 }
 

@@ -81,6 +81,14 @@ fn api(state: AppState) -> Router<AppState> {
         )
         .route("/datasets/{slug}/export", get(rest::export::export_records))
         .route("/datasets/{slug}/agg", get(rest::agg::aggregate))
+        .route(
+            "/datasets/{slug}/versions",
+            get(rest::versions::list_versions),
+        )
+        .route(
+            "/datasets/{slug}/changes",
+            get(rest::versions::list_changes),
+        )
         .route("/graphql", get(graphql::endpoint).post(graphql::endpoint))
         .route(
             "/openapi.json",
@@ -121,6 +129,8 @@ fn api(state: AppState) -> Router<AppState> {
         rest::records::get_record,
         rest::export::export_records,
         rest::agg::aggregate,
+        rest::versions::list_versions,
+        rest::versions::list_changes,
         openapi::graphql::graphql_get,
         openapi::graphql::graphql_post,
         crate::auth::http::device::start,

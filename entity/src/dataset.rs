@@ -27,6 +27,8 @@ pub struct Model {
     pub geo_lat: Option<String>,
     /// The number field of longitudes of the geo pair.
     pub geo_lon: Option<String>,
+    /// The number of the live version within this dataset (`dataset_versions.number`).
+    pub version: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -168,6 +168,14 @@ pub fn count(name: &str, value: Option<i64>) -> Result<Option<u64>, ApiError> {
         .transpose()
 }
 
+/// A `version` argument: a whole number from 1.
+pub fn version(value: Option<i64>) -> Result<Option<u64>, ApiError> {
+    match count("version", value)? {
+        Some(0) => Err(ApiError::invalid("version", "version must be at least 1.")),
+        other => Ok(other),
+    }
+}
+
 /// The arguments of `records` beyond its conditions.
 #[derive(Clone, Debug, Default)]
 pub struct RecordArgs {
@@ -202,6 +210,7 @@ pub fn record_params(conditions: Conditions, args: RecordArgs) -> Result<RecordP
         fields,
         facet,
         facet_size: count("facet_size", facet_size)?,
+        version: None,
     };
     params::check(&params)?;
     Ok(params)
@@ -243,6 +252,7 @@ pub fn agg_params(conditions: Conditions, grouping: Grouping) -> Result<AggParam
             .map(|s| SortParam::new(s.by, s.order == SortOrder::Desc)),
         limit: count("limit", grouping.limit)?,
         min_count: count("min_count", grouping.min_count)?,
+        version: None,
     };
     params::check(&params)?;
     Ok(params)

@@ -41,6 +41,8 @@ pub struct Dataset {
     pub id_field: Option<String>,
     /// RFC 3339.
     pub created_at: String,
+    /// The live version's number (REST `Dataset-Version`); `versions` in REST lists them all.
+    pub version: i64,
     /// Schema entries, `_id` first.
     pub fields: Vec<Field>,
     pub links: DatasetLinks,
@@ -63,6 +65,8 @@ pub struct DatasetLinks {
     pub agg: String,
     /// The dataset's Markdown usage guide.
     pub skill: String,
+    /// The dataset's versions (REST).
+    pub versions: String,
 }
 
 /// A schema entry: a field, its type and how it can be used.
@@ -216,6 +220,7 @@ impl From<views::DatasetDetail> for Dataset {
             source_url,
             id_field,
             created_at,
+            version,
             fields,
             links,
             geo,
@@ -226,11 +231,13 @@ impl From<views::DatasetDetail> for Dataset {
             source_url,
             id_field,
             created_at,
+            version,
             fields: fields.iter().map(Field::from).collect(),
             links: DatasetLinks {
                 records: links.records,
                 agg: links.agg,
                 skill: links.skill,
+                versions: links.versions,
             },
             geo: geo.map(|g| GeoPair {
                 lat: g.lat,

@@ -30,6 +30,25 @@ async fn dataset(resolver: &Resolver, batch: &Batch, slug: &str) -> Result<query
     batch.dataset(slug, resolver.dataset(slug)).await.gql()
 }
 
+/// The dataset under `slug` at `version` (the live one without), looked up once per request
+/// and version.
+async fn dataset_at(
+    resolver: &Resolver,
+    batch: &Batch,
+    slug: &str,
+    version: Option<i64>,
+) -> Result<query::Dataset> {
+    let Some(version) = inputs::version(version).gql()? else {
+        return dataset(resolver, batch, slug).await;
+    };
+    // A slug holds no NUL (the resolver refuses one), so the key is one (slug, version).
+    let key = format!("{slug}\0{version}");
+    batch
+        .dataset(&key, resolver.dataset_at(slug, Some(version)))
+        .await
+        .gql()
+}
+
 #[Object]
 impl QueryRoot {
     /// The published datasets, by slug (REST `GET /datasets`).
@@ -93,6 +112,8 @@ impl QueryRoot {
         #[graphql(desc = "Keyword fields to count over every match beside the page (REST facet)")]
         facet: Option<Vec<String>>,
         #[graphql(desc = "Values per facet, 1..=100, default 10")] facet_size: Option<i64>,
+        #[graphql(desc = "The dataset version to read (REST version); default: the live one")]
+        version: Option<i64>,
     ) -> Result<RecordPage> {
         let (resolver, batch) = parts(ctx);
         let conditions = Conditions {
@@ -112,11 +133,14 @@ impl QueryRoot {
             facet_size,
         };
         let params = inputs::record_params(conditions, args).gql()?;
-        let found = dataset(resolver, &batch, &slug).await?;
+        let found = dataset_at(resolver, &batch, &slug, version).await?;
         let prepared = resolver.prepare_records_in(found, &params).gql()?;
         weigh(ctx, prepared.extra);
         let page = batch
-            .page(prepared.etag.clone(), resolver.run_records(&prepared))
+            .page(
+                prepared.etag.clone(),
+                Box::pin(resolver.run_records(&prepared)),
+            )
             .await
             .gql()?;
         Ok(RecordPage::from(page.as_ref()))
@@ -129,14 +153,19 @@ impl QueryRoot {
         slug: String,
         id: String,
         #[graphql(desc = "Fields to return; _id always comes back")] fields: Option<Vec<String>>,
+        #[graphql(desc = "The dataset version to read (REST version); default: the live one")]
+        version: Option<i64>,
     ) -> Result<Json<Value>> {
         let (resolver, batch) = parts(ctx);
-        let found = dataset(resolver, &batch, &slug).await?;
+        let found = dataset_at(resolver, &batch, &slug, version).await?;
         let prepared = resolver
             .prepare_record_in(found, &id, fields.as_deref())
             .gql()?;
         let record = batch
-            .record(prepared.etag.clone(), resolver.run_record(&prepared))
+            .record(
+                prepared.etag.clone(),
+                Box::pin(resolver.run_record(&prepared)),
+            )
             .await
             .gql()?;
         Ok(Json(record.as_ref().clone()))
@@ -177,6 +206,8 @@ impl QueryRoot {
         near: Option<String>,
         #[graphql(desc = "Within a box: `<min_lon>,<min_lat>,<max_lon>,<max_lat>` (REST bbox)")]
         bbox: Option<String>,
+        #[graphql(desc = "The dataset version to read (REST version); default: the live one")]
+        version: Option<i64>,
     ) -> Result<AggResult> {
         let (resolver, batch) = parts(ctx);
         let conditions = Conditions {
@@ -196,11 +227,11 @@ impl QueryRoot {
             min_count,
         };
         let params = inputs::agg_params(conditions, grouping).gql()?;
-        let found = dataset(resolver, &batch, &slug).await?;
+        let found = dataset_at(resolver, &batch, &slug, version).await?;
         let prepared = resolver.prepare_agg_in(found, &params).gql()?;
         weigh(ctx, prepared.extra);
         let result = batch
-            .agg(prepared.etag.clone(), resolver.run_agg(&prepared))
+            .agg(prepared.etag.clone(), Box::pin(resolver.run_agg(&prepared)))
             .await
             .gql()?;
         Ok(AggResult::from(result.as_ref()))

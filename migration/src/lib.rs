@@ -10,6 +10,7 @@ mod m20261121_000001_catalog;
 mod m20261121_000002_accounts;
 mod m20261122_000003_sessions;
 mod m20261126_000004_geo;
+mod m20261127_000005_versions;
 
 /// Every migration, oldest first; `odqs migrate` and `odqs serve` apply the pending ones.
 pub struct Migrator;
@@ -22,6 +23,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261121_000002_accounts::Migration),
             Box::new(m20261122_000003_sessions::Migration),
             Box::new(m20261126_000004_geo::Migration),
+            Box::new(m20261127_000005_versions::Migration),
         ]
     }
 }

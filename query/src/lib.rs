@@ -42,4 +42,4 @@ pub use request::params::{
 };
 pub use request::{AggQuery, ExportQuery, RecordQuery};
 pub use resolver::catalog::{CatalogEpoch, DATASET_FRESH_FOR};
-pub use resolver::{Resolver, catalog, export, facts, hex};
+pub use resolver::{Resolver, catalog, export, facts, hex, versions};

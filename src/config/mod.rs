@@ -111,6 +111,12 @@ pub struct StoreArgs {
         hide_env_values = true
     )]
     pub database_url: String,
+    /// Versions of each dataset kept readable with `version=`, the current one included
+    /// (contract §13.1); `1` keeps only the current. An older one's tables are dropped a
+    /// minute after it leaves this window.
+    #[arg(long, env = "ODQS_KEEP_VERSIONS", default_value_t = crate::store::DEFAULT_KEEP_VERSIONS,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub keep_versions: u64,
 }
 
 /// Flags of `odqs serve`.

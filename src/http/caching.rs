@@ -2,7 +2,7 @@
 //! dataset version and the normalized request, before any query runs, so a matching
 //! `If-None-Match` costs no query at all.
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
@@ -80,6 +80,17 @@ fn written_json(write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>) -> R
             .into_response(),
         Err(_) => HttpError(ApiError::Internal).into_response(),
     }
+}
+
+/// `Dataset-Version`: the number of the dataset version an answer about one dataset was read
+/// from (contract §13.1).
+pub static DATASET_VERSION: HeaderName = HeaderName::from_static("dataset-version");
+
+/// Says which version of its dataset `response` answers from.
+pub fn set_dataset_version(response: &mut Response, version: i64) {
+    response
+        .headers_mut()
+        .insert(DATASET_VERSION.clone(), HeaderValue::from(version));
 }
 
 fn set_etag(response: &mut Response, etag: &str) {

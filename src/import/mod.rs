@@ -143,6 +143,11 @@ pub struct ImportRequest {
 pub struct ImportSummary {
     pub slug: String,
     pub version_id: i64,
+    /// The version's number within the dataset: the new one, or the live one when nothing
+    /// changed.
+    pub version: i64,
+    /// The file held what the live version holds: nothing was published.
+    pub unchanged: bool,
     pub records: u64,
     pub fields: usize,
     pub seconds: f64,
@@ -220,10 +225,19 @@ pub async fn import(
     )
     .await
     {
-        Ok(records) => {
+        Ok((records, published)) => {
+            let (number, unchanged) = match published {
+                activate::Published::New(number) => (number, false),
+                activate::Published::Unchanged(number) => (number, true),
+            };
+            if unchanged {
+                gc::drop_version(store, version.id).await?;
+            }
             let summary = ImportSummary {
                 slug: request.slug.clone(),
                 version_id: version.id,
+                version: number,
+                unchanged,
                 records,
                 fields: plan.fields.len(),
                 seconds: started.elapsed().as_secs_f64(),
@@ -313,7 +327,7 @@ async fn load(
     format: Format,
     gzip: bool,
     progress: Arc<dyn Progress>,
-) -> Result<u64, ImportError> {
+) -> Result<(u64, activate::Published), ImportError> {
     progress.phase("loading records");
     let (producer, batches) = pipeline::start(
         request.source.clone(),
@@ -361,7 +375,8 @@ async fn load(
             sqlite::build_indexes(pool, version_id, plan, request.store_indexes).await?
         }
     }
-    activate::activate(store, request, plan, version_id, records).await?;
+    progress.phase("comparing with the live version");
+    let published = activate::activate(store, request, plan, version_id, records).await?;
     if store.backend() == DatabaseBackend::Sqlite {
         // Moves the import's pages into the file and gives the WAL's space back now, not at
         // some later checkpoint; best effort, as a reader may hold the WAL open.
@@ -369,7 +384,7 @@ async fn load(
             .execute(store.db.get_sqlite_connection_pool())
             .await;
     }
-    Ok(records)
+    Ok((records, published))
 }
 
 /// The columns of a `records_v{N}` table in one store's dialect: the definitions for

@@ -1,14 +1,18 @@
-//! Changes to the catalog: unpublishing a dataset and retiring a version. Reading it (which
-//! datasets are published, their schema) is the resolver layer's (`query::catalog`).
+//! Changes to the catalog: unpublishing a dataset, and the versions a newer one leaves behind
+//! (retired while retained, expired beyond `keep_versions`). Reading it (which datasets are
+//! published, their schema, their versions) is the resolver layer's (`query::catalog`).
 
 use entity::{dataset, dataset_version};
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, Set, TransactionTrait};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set, TransactionTrait,
+};
 use time::OffsetDateTime;
 
 use super::{Store, StoreError};
 
-/// Unpublishes `slug`: the dataset row goes at once, its version is retired and its tables are
-/// dropped by the garbage collector once no reader can still be using them.
+/// Unpublishes `slug`: the dataset row goes at once, every version of it expires, and their
+/// tables are dropped by the garbage collector once no reader can still be using them. The
+/// versions' rows stay: a dataset published again under the slug numbers on from them.
 pub async fn remove(store: &Store, slug: &str) -> Result<bool, StoreError> {
     let txn = store.db.begin().await?;
     let Some(found) = dataset::Entity::find()
@@ -18,26 +22,58 @@ pub async fn remove(store: &Store, slug: &str) -> Result<bool, StoreError> {
     else {
         return Ok(false);
     };
-    retire_version(&txn, found.version_id).await?;
+    let readable = dataset_version::Entity::find()
+        .filter(dataset_version::Column::Slug.eq(slug))
+        .filter(
+            dataset_version::Column::State
+                .is_in([dataset_version::STATE_LIVE, dataset_version::STATE_RETIRED]),
+        )
+        .all(&txn)
+        .await?;
+    for version in readable {
+        set_state(&txn, version.id, dataset_version::STATE_EXPIRED).await?;
+    }
     dataset::Entity::delete_by_id(found.id).exec(&txn).await?;
     txn.commit().await?;
     store.catalog.changed();
     Ok(true)
 }
 
-/// Marks a version retired now; the caller's transaction makes it so together with whatever
-/// replaced it.
-pub async fn retire_version(
-    conn: &impl sea_orm::ConnectionTrait,
+/// Gives version `version_id` a new state from now: `retired` when a newer one replaced it,
+/// `expired` when it leaves the retained window (the garbage collector's grace period starts).
+pub async fn set_state(
+    conn: &impl ConnectionTrait,
     version_id: i64,
+    state: &str,
 ) -> Result<(), StoreError> {
     dataset_version::ActiveModel {
         id: Set(version_id),
-        state: Set(dataset_version::STATE_RETIRED.to_string()),
+        state: Set(state.to_string()),
         retired_at: Set(Some(OffsetDateTime::now_utc())),
         ..Default::default()
     }
     .update(conn)
     .await?;
     Ok(())
+}
+
+/// Expires the retired versions of `slug` that `keep` versions counted back from `current`
+/// (its live version's number) no longer reach; returns how many.
+pub async fn expire_beyond(
+    conn: &impl ConnectionTrait,
+    slug: &str,
+    current: i64,
+    keep: u64,
+) -> Result<usize, StoreError> {
+    let oldest_kept = current - i64::try_from(keep).unwrap_or(i64::MAX).saturating_sub(1);
+    let leaving = dataset_version::Entity::find()
+        .filter(dataset_version::Column::Slug.eq(slug))
+        .filter(dataset_version::Column::State.eq(dataset_version::STATE_RETIRED))
+        .filter(dataset_version::Column::Number.lt(oldest_kept))
+        .all(conn)
+        .await?;
+    for version in &leaving {
+        set_state(conn, version.id, dataset_version::STATE_EXPIRED).await?;
+    }
+    Ok(leaving.len())
 }

@@ -31,7 +31,14 @@ pub struct Store {
     /// Changes of the catalog made through this store (and its clones): imports and removals
     /// bump it, and the resolver built over the store sees them at once.
     pub catalog: query::CatalogEpoch,
+    /// Versions of each dataset kept readable, the current one included (`ODQS_KEEP_VERSIONS`):
+    /// the import that publishes a version and the garbage collector expire the older ones.
+    pub keep_versions: u64,
 }
+
+/// Versions of a dataset kept readable unless configured: the current and the two before, so
+/// a client that cited an answer or is reading by cursor survives two re-imports.
+pub const DEFAULT_KEEP_VERSIONS: u64 = 3;
 
 /// Why the store could not be opened or prepared.
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +122,7 @@ impl Store {
         Ok(Store {
             db,
             catalog: query::CatalogEpoch::default(),
+            keep_versions: DEFAULT_KEEP_VERSIONS,
         })
     }
 

@@ -244,7 +244,7 @@ async fn import_list_and_remove(store: TestStore) {
     assert!(output.status.success(), "{}", stderr(&output));
     let summary = stdout(&output);
     assert!(
-        summary.starts_with("imported towns: 3 records, 2 fields in "),
+        summary.starts_with("imported towns version 1: 3 records, 2 fields in "),
         "{summary}"
     );
     let list = run(odqs(dir).args(["datasets", "list", "--database-url", &store.url]));

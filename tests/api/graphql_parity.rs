@@ -21,8 +21,8 @@ use query::params::split_list;
 use serde_json::{Map, Value, json};
 
 const DATASET_FIELDS: &str = "slug title description recordCount updatedAt url license sourceUrl \
-     idField createdAt fields { name type description filter { exact fulltext sort groupBy \
-     operators buckets } } links { records agg skill } geo { lat lon }";
+     idField createdAt version fields { name type description filter { exact fulltext sort groupBy \
+     operators buckets } } links { records agg skill versions } geo { lat lon }";
 const AGG_FIELDS: &str = "totalRecords totalGroups ungroupedRecords groups { key keys stats { \
      count sum avg min max missing percentiles { p25 p50 p75 } percentileValues { label value } \
      } }";

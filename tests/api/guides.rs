@@ -148,6 +148,8 @@ async fn every_curl_example_works(store: TestStore) {
                 non_empty("groups")
             } else if body.get("fields").is_some() {
                 non_empty("fields")
+            } else if body.get("versions").is_some() {
+                non_empty("versions")
             } else {
                 body.get("_id").is_some()
             };

@@ -350,13 +350,22 @@ async fn reimport_replaces_atomically(store: TestStore) {
         "a re-import keeps the creation time"
     );
     assert_eq!(fields.len(), 3);
-    // The old version stays readable for in-flight requests, then the collector drops it.
+    // The old version stays readable while retained (three versions by default), and the
+    // collector keeps it; once the window leaves it out, the collector drops it.
     assert_eq!(
         records::count(&store.store, old.version_id).await.unwrap(),
         300
     );
     assert_eq!(
         gc::collect(&store.store, std::time::Duration::ZERO)
+            .await
+            .unwrap(),
+        0
+    );
+    let mut narrow = store.store.clone();
+    narrow.keep_versions = 1;
+    assert_eq!(
+        gc::collect(&narrow, std::time::Duration::ZERO)
             .await
             .unwrap(),
         1

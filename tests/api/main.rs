@@ -43,3 +43,4 @@ mod security_graphql;
 mod security_http;
 mod site;
 mod tls;
+mod versions;

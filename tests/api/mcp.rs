@@ -256,6 +256,26 @@ fn cases() -> Vec<Case> {
             rest: "/datasets/no-such-dataset",
             status: 404,
         },
+        // Versions (contract §13.1): the demo's first and only version, and one never
+        // published.
+        Case {
+            tool: "search_records",
+            arguments: json!({"dataset": "flights", "version": 1, "per_page": 2, "fields": ["carrier"]}),
+            rest: "/datasets/flights/records?version=1&per_page=2&fields=carrier",
+            status: 200,
+        },
+        Case {
+            tool: "get_record",
+            arguments: json!({"dataset": "flights", "id": "1", "version": 1}),
+            rest: "/datasets/flights/records/1?version=1",
+            status: 200,
+        },
+        Case {
+            tool: "aggregate",
+            arguments: json!({"dataset": "flights", "group_by": "carrier", "version": 7}),
+            rest: "/datasets/flights/agg?group_by=carrier&version=7",
+            status: 404,
+        },
     ]
 }
 

@@ -174,6 +174,7 @@ async fn dataset_list_and_metadata(store: TestStore) {
         "source_url",
         "id_field",
         "created_at",
+        "version",
         "fields",
         "links",
     ] {
@@ -187,6 +188,7 @@ async fn dataset_list_and_metadata(store: TestStore) {
             "records": "http://odqs.test/api/v1/datasets/places/records",
             "agg": "http://odqs.test/api/v1/datasets/places/agg",
             "skill": "http://odqs.test/datasets/places/skill.md",
+            "versions": "http://odqs.test/api/v1/datasets/places/versions",
         })
     );
     let entry = |name: &str| {

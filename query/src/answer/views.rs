@@ -37,6 +37,34 @@ pub struct DatasetLinks {
     pub records: String,
     pub agg: String,
     pub skill: String,
+    /// The dataset's versions (contract §13.1).
+    pub versions: String,
+}
+
+/// `GET /datasets/{slug}/versions` (contract §13.1): every version ever published, newest
+/// first.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VersionList {
+    /// The live version's number.
+    pub current: i64,
+    pub versions: Vec<VersionItem>,
+}
+
+/// One version of a dataset.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VersionItem {
+    /// Its number within the dataset: 1, 2, 3…
+    pub version: i64,
+    /// When it went live (RFC 3339).
+    pub published_at: String,
+    pub record_count: i64,
+    /// `sha256:<hex>` of its NDJSON export with the records in `_id` byte order; `null` for a
+    /// version dropped before its hash was first asked for.
+    pub content_hash: Option<String>,
+    /// Whether `version=` still reads it.
+    pub retained: bool,
 }
 
 /// `GET /datasets/{slug}`: the list item plus the rest of the metadata.
@@ -50,6 +78,8 @@ pub struct DatasetDetail {
     pub id_field: Option<String>,
     /// RFC 3339.
     pub created_at: String,
+    /// The number of the version answered: the live one (contract §13.1).
+    pub version: i64,
     pub fields: Vec<SchemaEntry>,
     pub links: DatasetLinks,
     /// The fields of latitudes and longitudes that `near`, `bbox` and `_distance` read; left

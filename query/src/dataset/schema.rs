@@ -379,12 +379,27 @@ impl KeyTree {
     }
 }
 
-/// A published dataset resolved to its live version, for the length of one request: the
-/// metadata row and that version's schema always belong together.
+/// A published dataset resolved to a version, for the length of one request: the metadata row
+/// and that version's schema always belong together. Resolved to its live version unless a
+/// request asked for another (`version=`, contract §13.1); then `meta` is the dataset's row
+/// with that version's `version` and `record_count`, and `meta.version_id` still names the
+/// live version, so [`Dataset::is_current`] tells the two apart.
 #[derive(Clone, Debug)]
 pub struct Dataset {
     pub meta: entity::dataset::Model,
     pub schema: Arc<DatasetSchema>,
+}
+
+impl Dataset {
+    /// Whether this is the dataset's live version (the in-memory index holds only those).
+    pub fn is_current(&self) -> bool {
+        self.meta.version_id == self.schema.version_id
+    }
+
+    /// The version's number within the dataset (`Dataset-Version`).
+    pub fn version(&self) -> i64 {
+        self.meta.version
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ pub enum ErrorKind {
     Auth,
     /// No such dataset, record or path.
     NotFound,
+    /// It existed and is no longer kept.
+    Gone,
     /// A method the read API does not answer.
     MethodNotAllowed,
     /// A request body over the size limit.
@@ -86,6 +88,8 @@ make_error_codes! {
     DatasetNotFound,        "dataset_not_found",         NotFound,        "No dataset of that slug.";
     RecordNotFound,         "record_not_found",          NotFound,        "No record of that `_id` in the dataset.";
     NotFound,               "not_found",                 NotFound,        "A path nothing answers.";
+    VersionNotFound,        "version_not_found",         NotFound,        "`version=` (or `from`, `to`) names a version of the dataset never published.";
+    VersionGone,            "version_gone",              Gone,            "`version=` (or `from`, `to`) names a version no longer retained; `retained` lists those that are.";
     MethodNotAllowed,       "method_not_allowed",        MethodNotAllowed, "A write method on the read API.";
     RequestTimeout,         "request_timeout",           RequestTimeout,  "A request body that arrived slower than the server's floor (the connection closes).";
     PayloadTooLarge,        "payload_too_large",         PayloadTooLarge, "A request body over the limit.";

@@ -79,6 +79,16 @@ pub enum ApiError {
     },
     /// A path nothing answers.
     NotFound,
+    /// `version=` names a version of the dataset never published.
+    VersionNotFound {
+        version: u64,
+    },
+    /// `version=` names a version no longer retained; `retained` are those that are, newest
+    /// first.
+    VersionGone {
+        version: u64,
+        retained: Vec<i64>,
+    },
     /// A write method on the read API.
     MethodNotAllowed,
     /// A request body over the limit (bytes).
@@ -133,6 +143,8 @@ impl ApiError {
             ApiError::DatasetNotFound { .. } => Code::DatasetNotFound,
             ApiError::RecordNotFound { .. } => Code::RecordNotFound,
             ApiError::NotFound => Code::NotFound,
+            ApiError::VersionNotFound { .. } => Code::VersionNotFound,
+            ApiError::VersionGone { .. } => Code::VersionGone,
             ApiError::MethodNotAllowed => Code::MethodNotAllowed,
             ApiError::PayloadTooLarge { .. } => Code::PayloadTooLarge,
             ApiError::RequestTimeout => Code::RequestTimeout,
@@ -243,6 +255,17 @@ impl ApiError {
             ApiError::NotFound => {
                 "No such resource; see /api/v1/openapi.json for the API's paths.".into()
             }
+            ApiError::VersionNotFound { version } => format!(
+                "This dataset never had a version {version}; GET its versions to list them."
+            ),
+            ApiError::VersionGone { version, retained } => format!(
+                "Version {version} of this dataset is no longer kept; the versions kept are {}.",
+                retained
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             ApiError::MethodNotAllowed => {
                 "The API is read-only: use GET (POST only for the device flow and GraphQL).".into()
             }
@@ -312,6 +335,10 @@ impl ApiError {
                 vec![("groups", json!(groups)), ("max", json!(max))]
             }
             ApiError::PayloadTooLarge { limit_bytes } => vec![("limit_bytes", json!(limit_bytes))],
+            ApiError::VersionNotFound { version } => vec![("version", json!(version))],
+            ApiError::VersionGone { version, retained } => {
+                vec![("version", json!(version)), ("retained", json!(retained))]
+            }
             ApiError::RateLimited { retry_after }
             | ApiError::ExportOverBudget { retry_after, .. } => {
                 vec![("retry_after", json!(retry_after))]

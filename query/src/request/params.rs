@@ -119,6 +119,9 @@ pub struct RecordParams {
     /// Values per facet, 1..=[`MAX_FACET_SIZE`]; `None`: [`DEFAULT_FACET_SIZE`].
     #[validate(range(min = 1, max = MAX_FACET_SIZE))]
     pub facet_size: Option<u64>,
+    /// The dataset version to read (contract §13.1), from 1; `None`: the live one.
+    #[validate(range(min = 1))]
+    pub version: Option<u64>,
 }
 
 /// Parameters of `GET /datasets/{slug}/agg` (contract §6, §12.2).
@@ -146,6 +149,9 @@ pub struct AggParams {
     /// Keep only groups of at least this many records (SQL's `HAVING count(*) >= n`), from 1.
     #[validate(range(min = 1))]
     pub min_count: Option<u64>,
+    /// The dataset version to read (contract §13.1), from 1; `None`: the live one.
+    #[validate(range(min = 1))]
+    pub version: Option<u64>,
 }
 
 /// The `fields` of a single-record request (`GET /datasets/{slug}/records/{id}`).
@@ -255,6 +261,9 @@ pub struct ExportParams {
     #[validate(length(min = 1, message = "field name"))]
     pub fields: Option<Vec<String>>,
     pub format: ExportFormat,
+    /// The dataset version to read (contract §13.1), from 1; `None`: the live one.
+    #[validate(range(min = 1))]
+    pub version: Option<u64>,
 }
 
 /// Paging of lists (`page`, `per_page`), validated: page 1..=[`MAX_PAGE`], per_page
@@ -313,11 +322,16 @@ fn first_error(errors: &ValidationErrors) -> Option<ApiError> {
                 let param = |key: &str| error.params.get(key).map(|v| v.to_string());
                 let noun = error.message.as_deref().unwrap_or("item");
                 let message = match error.code.as_ref() {
-                    "range" => format!(
-                        "{name} must be between {} and {}.",
-                        param("min").unwrap_or_default(),
-                        param("max").unwrap_or_default()
-                    ),
+                    "range" => match param("max") {
+                        Some(max) => format!(
+                            "{name} must be between {} and {max}.",
+                            param("min").unwrap_or_default()
+                        ),
+                        None => format!(
+                            "{name} must be at least {}.",
+                            param("min").unwrap_or_default()
+                        ),
+                    },
                     "length"
                         if param("min").is_some_and(|min| {
                             error

@@ -15,6 +15,7 @@ pub const RECORD_PARAMETERS: &[&str] = &[
     "facet_size",
     "near",
     "bbox",
+    "version",
 ];
 /// The same for `GET /datasets/{slug}/agg` (contract §6, §12.2); the paging and projection
 /// names are refused there rather than read as filters.
@@ -34,6 +35,7 @@ pub const AGG_PARAMETERS: &[&str] = &[
     "facet_size",
     "near",
     "bbox",
+    "version",
 ];
 
 /// The same for `GET /datasets/{slug}/export` (contract §12.3); `page` and `per_page` are
@@ -50,4 +52,5 @@ pub const EXPORT_PARAMETERS: &[&str] = &[
     "facet_size",
     "near",
     "bbox",
+    "version",
 ];

@@ -24,7 +24,7 @@ impl Resolver {
         slug: &str,
         params: &AggParams,
     ) -> Result<Prepared<AggQuery>, ApiError> {
-        let dataset = self.dataset(slug).await?;
+        let dataset = self.dataset_at(slug, params.version).await?;
         self.prepare_agg_in(dataset, params)
     }
 

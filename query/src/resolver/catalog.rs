@@ -24,7 +24,7 @@ use crate::error::ApiError;
 use crate::request::params::Paging;
 use crate::resolver::Resolver;
 
-fn rfc3339(t: OffsetDateTime) -> String {
+pub(crate) fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&Rfc3339).unwrap_or_default()
 }
 
@@ -94,12 +94,22 @@ impl Resolver {
         Ok(found)
     }
 
-    /// The schema of a version, read once per process (versions are immutable).
+    /// The schema of the version `meta` points at, read once per process (versions are
+    /// immutable).
     pub(crate) async fn schema(
         &self,
         meta: &entity::dataset::Model,
     ) -> Result<Arc<DatasetSchema>, ApiError> {
-        let version_id = meta.version_id;
+        self.schema_of(meta.version_id, meta).await
+    }
+
+    /// The schema of version `version_id` of the dataset `meta` describes, read once per
+    /// process. The geo pair is the dataset's, kept when this version has both its fields.
+    pub(crate) async fn schema_of(
+        &self,
+        version_id: i64,
+        meta: &entity::dataset::Model,
+    ) -> Result<Arc<DatasetSchema>, ApiError> {
         if let Some(found) = self.schemas.lock().expect("schemas lock").get(&version_id) {
             return Ok(found.clone());
         }
@@ -109,7 +119,12 @@ impl Resolver {
             .all(&self.db)
             .await?;
         let mut schema = DatasetSchema::new(version_id, rows);
-        schema.geo = meta.geo_lat.clone().zip(meta.geo_lon.clone());
+        let has = |name: &String| schema.entries.iter().any(|e| &e.name == name);
+        schema.geo = meta
+            .geo_lat
+            .clone()
+            .zip(meta.geo_lon.clone())
+            .filter(|(lat, lon)| has(lat) && has(lon));
         schema.store_indexes = self.has_column_indexes(&schema).await?;
         let schema = Arc::new(schema);
         let mut schemas = self.schemas.lock().expect("schemas lock");
@@ -231,6 +246,7 @@ impl Resolver {
             source_url: row.source_url.clone(),
             id_field: row.id_field.clone(),
             created_at: rfc3339(row.created_at),
+            version: row.version,
             fields: dataset.schema.entries.clone(),
             links: DatasetLinks {
                 records: format!("{url}/records"),
@@ -240,6 +256,7 @@ impl Resolver {
                     self.site_url,
                     path_segment(&row.slug)
                 ),
+                versions: format!("{url}/versions"),
             },
             geo: GeoPair::of(row),
         }

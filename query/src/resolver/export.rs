@@ -28,14 +28,14 @@ use sea_orm::ConnectionTrait;
 
 use super::{Prepared, Resolver};
 use crate::answer::encode::{self, CsvColumn};
-use crate::dataset::Dataset;
 use crate::dataset::schema::Column;
+use crate::dataset::{Dataset, DatasetSchema};
 use crate::engine::store::sql::{Access, Sql, from_where};
 use crate::engine::store::sql::{Part, order_by};
 use crate::error::ApiError;
 use crate::request::params::ExportFormat;
 use crate::request::params::ExportParams;
-use crate::request::{self, ExportQuery};
+use crate::request::{self, ExportQuery, Filter};
 
 /// Records read from the store per statement and written per response chunk.
 pub const BATCH_RECORDS: usize = 1000;
@@ -107,7 +107,7 @@ impl Resolver {
         slug: &str,
         params: &ExportParams,
     ) -> Result<Prepared<ExportQuery>, ApiError> {
-        let dataset = self.dataset(slug).await?;
+        let dataset = self.dataset_at(slug, params.version).await?;
         let query = request::export_query(params, &dataset.schema)?;
         let etag = self.etag(&dataset, "export", &query);
         Ok(Prepared {
@@ -139,7 +139,10 @@ impl Resolver {
                 let total = index.total(matches.as_ref());
                 index.page(matches.as_ref(), &query.sort, 0, total)
             }
-            None => self.export_positions(&dataset, &query).await?,
+            None => {
+                self.export_positions(&dataset.schema, &query.filter, &query.sort)
+                    .await?
+            }
         };
         let columns = match query.format {
             ExportFormat::Csv => encode::csv_columns(&dataset.schema, query.fields.as_deref()),
@@ -175,17 +178,17 @@ impl Resolver {
     /// The ordered row numbers of the matches, from the store: the same two-part sort as a
     /// records page (records with the first key's value, then those without it), read
     /// [`POSITION_BATCH`] positions a statement, so only the 4-byte list is kept.
-    async fn export_positions(
+    pub(super) async fn export_positions(
         &self,
-        dataset: &Dataset,
-        query: &ExportQuery,
+        schema: &DatasetSchema,
+        filter: &Filter,
+        sort: &[(Column, bool)],
     ) -> Result<Vec<u32>, ApiError> {
-        let schema = &dataset.schema;
-        let resolved = self.resolve(schema, &query.filter).await?;
+        let resolved = self.resolve(schema, filter).await?;
         if resolved.matches_nothing() {
             return Ok(Vec::new());
         }
-        let parts: &[Part] = match query.sort.first() {
+        let parts: &[Part] = match sort.first() {
             Some(&(first, _)) if first != Column::Id => &[Part::HasValue, Part::Missing],
             _ => &[Part::All],
         };
@@ -196,7 +199,7 @@ impl Resolver {
                 let mut sql = Sql::new(self.backend());
                 sql.push("SELECT \"pos\"");
                 from_where(&mut sql, schema, &resolved, Access::Planner);
-                order_by(&mut sql, schema, &query.sort, part);
+                order_by(&mut sql, schema, sort, part);
                 sql.push(" LIMIT ")
                     .bind(POSITION_BATCH as i64)
                     .push(" OFFSET ")
@@ -229,6 +232,11 @@ impl Export {
     /// The format being written.
     pub fn format(&self) -> ExportFormat {
         self.query.format
+    }
+
+    /// The number of the version exported (`Dataset-Version`).
+    pub fn version(&self) -> i64 {
+        self.dataset.version()
     }
 
     /// The dataset's slug.

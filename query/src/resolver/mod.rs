@@ -14,6 +14,7 @@ pub mod record;
 pub mod records;
 pub mod relevance;
 pub mod single_flight;
+pub mod versions;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -106,6 +107,10 @@ impl Resolver {
     /// The in-memory index of `dataset`'s live version, when it is built (see
     /// [`memory::IndexPolicy`]).
     async fn memory_index(&self, dataset: &Dataset) -> Option<Arc<memory::MemIndex>> {
+        if !dataset.is_current() {
+            // An older version asked for by number: the store answers it (see `versions`).
+            return None;
+        }
         self.memory.index(&self.db, dataset).await
     }
 

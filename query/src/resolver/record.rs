@@ -15,14 +15,18 @@ use crate::request;
 
 impl Resolver {
     /// `GET /datasets/{slug}/records/{id}`, prepared: the dataset resolved, the projection
-    /// validated, the tag.
+    /// validated, the tag; at `version` when given (contract §13.1).
     pub async fn prepare_record(
         &self,
         slug: &str,
         id: &str,
         fields: Option<&[String]>,
+        version: Option<u64>,
     ) -> Result<Prepared<RecordById>, ApiError> {
-        let dataset = self.dataset(slug).await?;
+        if version == Some(0) {
+            return Err(ApiError::invalid("version", "version must be at least 1."));
+        }
+        let dataset = self.dataset_at(slug, version).await?;
         self.prepare_record_in(dataset, id, fields)
     }
 

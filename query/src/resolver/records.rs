@@ -33,7 +33,7 @@ impl Resolver {
         slug: &str,
         params: &RecordParams,
     ) -> Result<Prepared<RecordQuery>, ApiError> {
-        let dataset = self.dataset(slug).await?;
+        let dataset = self.dataset_at(slug, params.version).await?;
         self.prepare_records_in(dataset, params)
     }
 

@@ -168,6 +168,9 @@ pub struct SearchRecords {
     /// Values per facet (default 10).
     #[schemars(range(min = 1, max = MAX_FACET_SIZE))]
     pub facet_size: Option<u64>,
+    /// The dataset version to read (its `versions` list them), from 1; default: the live one.
+    #[schemars(range(min = 1))]
+    pub version: Option<u64>,
 }
 
 impl SearchRecords {
@@ -185,6 +188,7 @@ impl SearchRecords {
         params.fields = self.fields.as_ref().map(|f| split_list(&f.text()));
         params.facet = self.facet.as_ref().map(|f| split_list(&f.text()));
         params.facet_size = self.facet_size;
+        params.version = self.version;
         check(&params)?;
         Ok(params)
     }
@@ -200,6 +204,9 @@ pub struct GetRecord {
     pub id: String,
     /// Only these fields (`_id` always comes).
     pub fields: Option<List>,
+    /// The dataset version to read (its `versions` list them), from 1; default: the live one.
+    #[schemars(range(min = 1))]
+    pub version: Option<u64>,
 }
 
 impl GetRecord {
@@ -238,6 +245,9 @@ pub struct Aggregate {
     pub q: Option<String>,
     /// Filters, as for `search_records`.
     pub filters: Option<Filters>,
+    /// The dataset version to read (its `versions` list them), from 1; default: the live one.
+    #[schemars(range(min = 1))]
+    pub version: Option<u64>,
 }
 
 impl Aggregate {
@@ -271,6 +281,7 @@ impl Aggregate {
             sort: self.sort.as_deref().map(parse_group_sort).transpose()?,
             limit: self.limit,
             min_count: self.min_count,
+            version: self.version,
         };
         check(&params)?;
         Ok(params)
@@ -293,6 +304,9 @@ pub struct ExportRecords {
     pub sort: Option<List>,
     /// Only these fields.
     pub fields: Option<List>,
+    /// The dataset version to read (its `versions` list them), from 1; default: the live one.
+    #[schemars(range(min = 1))]
+    pub version: Option<u64>,
 }
 
 impl ExportRecords {
@@ -309,6 +323,7 @@ impl ExportRecords {
         if let Some(format) = &self.format {
             params.format = ExportFormat::parse(format)?;
         }
+        params.version = self.version;
         check(&params)?;
         Ok(params)
     }

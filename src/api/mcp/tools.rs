@@ -106,7 +106,12 @@ impl Tools {
                 let args: GetRecord = parse(arguments)?;
                 let projection = ProjectionParams::parse(args.fields().as_deref())?;
                 let prepared = resolver
-                    .prepare_record(&args.dataset, &args.id, projection.fields.as_deref())
+                    .prepare_record(
+                        &args.dataset,
+                        &args.id,
+                        projection.fields.as_deref(),
+                        args.version,
+                    )
                     .await?;
                 resolver.run_record(&prepared).await?
             }

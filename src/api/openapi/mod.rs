@@ -35,7 +35,7 @@ use crate::http::error::ErrorBody;
 use crate::state::AppState;
 
 pub use crate::http::error::openapi::{
-    BadRequest, NotFound, PayloadTooLarge, RequestTimeout, TooManyRequests, Unauthorized,
+    BadRequest, Gone, NotFound, PayloadTooLarge, RequestTimeout, TooManyRequests, Unauthorized,
     Unavailable,
 };
 pub use page::docs_page;
@@ -48,7 +48,7 @@ pub use page::docs_page;
     ),
     components(
         schemas(ErrorBody, OAuthErrorBody, query::views::Record),
-        responses(BadRequest, Unauthorized, NotFound, RequestTimeout, PayloadTooLarge, TooManyRequests, Unavailable),
+        responses(BadRequest, Unauthorized, NotFound, Gone, RequestTimeout, PayloadTooLarge, TooManyRequests, Unavailable),
     ),
     modifiers(&BearerAuth),
     tags(

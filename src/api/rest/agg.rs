@@ -6,7 +6,7 @@ use axum::response::Response;
 
 use super::query_string::{agg_params, pairs};
 use crate::auth::token::Principal;
-use crate::http::caching::conditional;
+use crate::http::caching::{conditional, set_dataset_version};
 use crate::http::error::HttpError;
 use crate::state::AppState;
 
@@ -18,11 +18,15 @@ use crate::state::AppState;
     ),
     responses(
         (status = 200, description = "The groups, by count descending then key; records without a `group_by` value count in `total_records` but in no group", body = query::views::AggResult,
-            headers(("ETag" = String, description = "The answer's tag, for `If-None-Match`"))),
+            headers(
+                ("ETag" = String, description = "The answer's tag, for `If-None-Match`"),
+                ("Dataset-Version" = i64, description = "The number of the dataset version read"),
+            )),
         (status = 304, response = crate::api::rest::responses::NotModified),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
         (status = 404, response = crate::http::error::openapi::NotFound),
+        (status = 410, response = crate::http::error::openapi::Gone),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
         (status = 429, response = crate::http::error::openapi::TooManyRequests),
         (status = 503, response = crate::http::error::openapi::Unavailable),
@@ -45,6 +49,7 @@ pub async fn aggregate(
     };
     let etag = prepared.etag.clone();
     let mut response = conditional(&headers, etag, state.resolver.run_agg(&prepared)).await?;
+    set_dataset_version(&mut response, prepared.dataset.version());
     if let Some(charge) = charge {
         response.extensions_mut().insert(charge);
     }

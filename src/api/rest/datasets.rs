@@ -75,9 +75,10 @@ pub async fn get_dataset(
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
     no_parameters(query.as_deref(), "A dataset's metadata")?;
-    Ok(crate::http::caching::json_response(
-        &state.resolver.dataset_detail(&slug).await?,
-    ))
+    let detail = state.resolver.dataset_detail(&slug).await?;
+    let mut response = crate::http::caching::json_response(&detail);
+    crate::http::caching::set_dataset_version(&mut response, detail.version);
+    Ok(response)
 }
 
 /// The dataset's schema in the format `odqs import --schema` reads: with an export, it

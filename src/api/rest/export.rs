@@ -48,6 +48,7 @@ pub fn media_type(format: ExportFormat) -> &'static str {
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
         (status = 404, response = crate::http::error::openapi::NotFound),
+        (status = 410, response = crate::http::error::openapi::Gone),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
         (status = 429, response = crate::http::error::openapi::TooManyRequests),
         (status = 503, response = crate::http::error::openapi::Unavailable),
@@ -116,6 +117,7 @@ fn stream(export: Export, slot: ExportSlot, described_by: &str) -> Response {
         format.as_str()
     );
     let total = export.total();
+    let version = export.version();
     let body = Body::from_stream(futures_util::stream::try_unfold(
         (export, slot),
         |(mut export, slot)| async move {
@@ -134,6 +136,10 @@ fn stream(export: Export, slot: ExportSlot, described_by: &str) -> Response {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
     headers.insert(X_TOTAL_COUNT.clone(), HeaderValue::from(total));
+    headers.insert(
+        crate::http::caching::DATASET_VERSION.clone(),
+        HeaderValue::from(version),
+    );
     // The schema that re-imports the file with its types (RFC 8288).
     if let Ok(value) = HeaderValue::from_str(described_by) {
         headers.insert(header::LINK, value);

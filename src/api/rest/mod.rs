@@ -9,6 +9,7 @@ pub mod parameters;
 mod query_string;
 pub(crate) mod records;
 pub mod responses;
+pub(crate) mod versions;
 
 use crate::http::error::{ApiError, HttpError};
 

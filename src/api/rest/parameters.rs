@@ -238,6 +238,20 @@ fn facet_parameters() -> [Parameter; 2] {
     [facet, size]
 }
 
+/// `version`: read an older version of the dataset while it is retained (contract §13.1).
+fn version_parameter() -> Parameter {
+    ParameterBuilder::from(query_parameter(
+        "version",
+        "The dataset version to read, from 1 (`GET /datasets/{slug}/versions` lists them); default: the live one. The answer's `Dataset-Version` header names the version read. A version no longer retained is 410 `version_gone` (listing those that are); one never published is 404 `version_not_found`",
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(1)),
+    ))
+    .example(Some(json!(1)))
+    .build()
+}
+
 /// The query parameters of `GET /datasets`.
 pub struct DatasetsQuery;
 
@@ -274,6 +288,7 @@ impl IntoParams for RecordsQuery {
         .into_iter()
         .chain(facet_parameters())
         .chain(place_parameters())
+        .chain([version_parameter()])
         .collect()
     }
 }
@@ -313,6 +328,7 @@ impl IntoParams for ExportQuery {
         ]
         .into_iter()
         .chain(place_parameters())
+        .chain([version_parameter()])
         .collect()
     }
 }
@@ -322,7 +338,7 @@ pub struct RecordQuery;
 
 impl IntoParams for RecordQuery {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        vec![fields_parameter()]
+        vec![fields_parameter(), version_parameter()]
     }
 }
 
@@ -392,6 +408,7 @@ impl IntoParams for AggQuery {
         ]
         .into_iter()
         .chain(place_parameters())
+        .chain([version_parameter()])
         .collect()
     }
 }

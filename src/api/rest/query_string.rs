@@ -45,13 +45,19 @@ pub(super) fn no_parameters(raw: Option<&str>, what: &str) -> Result<(), ApiErro
     }
 }
 
+/// `version=` as given once: a whole number (from 1, which validation checks).
+pub(super) fn version_of(value: Option<String>) -> Result<Option<u64>, ApiError> {
+    value.map(|v| parse_count("version", &v)).transpose()
+}
+
 /// The parameters of `GET …/records` in decoded query-string pairs (contract §5).
 pub fn record_params(pairs: &[(String, String)]) -> Result<RecordParams, ApiError> {
     let mut params = RecordParams::default();
     let (mut page, mut per_page, mut sort, mut fields) = (None, None, None, None);
-    let (mut facet, mut facet_size) = (None, None);
+    let (mut facet, mut facet_size, mut version) = (None, None, None);
     for (name, value) in pairs {
         match name.as_str() {
+            "version" => once(&mut version, name, value)?,
             "page" => once(&mut page, name, value)?,
             "per_page" => once(&mut per_page, name, value)?,
             "sort" => once(&mut sort, name, value)?,
@@ -65,6 +71,7 @@ pub fn record_params(pairs: &[(String, String)]) -> Result<RecordParams, ApiErro
     params.facet_size = facet_size
         .map(|n| parse_count("facet_size", &n))
         .transpose()?;
+    params.version = version_of(version)?;
     params.page = page.map(|v| parse_count("page", &v)).transpose()?;
     params.per_page = per_page.map(|v| parse_count("per_page", &v)).transpose()?;
     if let Some(sort) = sort {
@@ -80,8 +87,10 @@ pub fn agg_params(pairs: &[(String, String)]) -> Result<AggParams, ApiError> {
     let mut params = AggParams::default();
     let (mut group_by, mut field, mut percentiles, mut sort, mut limit, mut min_count) =
         (None, None, None, None, None, None);
+    let mut version = None;
     for (name, value) in pairs {
         match name.as_str() {
+            "version" => once(&mut version, name, value)?,
             "group_by" => once(&mut group_by, name, value)?,
             "field" => once(&mut field, name, value)?,
             "percentiles" => once(&mut percentiles, name, value)?,
@@ -122,6 +131,7 @@ pub fn agg_params(pairs: &[(String, String)]) -> Result<AggParams, ApiError> {
     params.min_count = min_count
         .map(|n| parse_count("min_count", &n))
         .transpose()?;
+    params.version = version_of(version)?;
     check(&params)?;
     Ok(params)
 }
@@ -130,9 +140,10 @@ pub fn agg_params(pairs: &[(String, String)]) -> Result<AggParams, ApiError> {
 /// and `per_page` are refused, since an export is every matching record.
 pub fn export_params(pairs: &[(String, String)]) -> Result<ExportParams, ApiError> {
     let mut params = ExportParams::default();
-    let (mut sort, mut fields, mut format) = (None, None, None);
+    let (mut sort, mut fields, mut format, mut version) = (None, None, None, None);
     for (name, value) in pairs {
         match name.as_str() {
+            "version" => once(&mut version, name, value)?,
             "sort" => once(&mut sort, name, value)?,
             "fields" => once(&mut fields, name, value)?,
             "format" => once(&mut format, name, value)?,
@@ -154,6 +165,7 @@ pub fn export_params(pairs: &[(String, String)]) -> Result<ExportParams, ApiErro
     if let Some(format) = format {
         params.format = ExportFormat::parse(&format)?;
     }
+    params.version = version_of(version)?;
     check(&params)?;
     Ok(params)
 }
@@ -231,7 +243,7 @@ mod tests {
 
     fn value(name: &str) -> &'static str {
         match name {
-            "page" | "per_page" => "1",
+            "page" | "per_page" | "version" => "1",
             "format" => "csv",
             "sort" | "fields" | "group_by" | "field" => "x",
             _ => "a",
@@ -242,7 +254,7 @@ mod tests {
     #[test]
     fn reserved_names_are_not_filters() {
         let value = |name: &str| match name {
-            "page" | "per_page" | "facet_size" => "1",
+            "page" | "per_page" | "facet_size" | "version" => "1",
             "sort" | "fields" | "group_by" | "field" | "facet" => "x",
             _ => "a",
         };

@@ -5,9 +5,9 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use query::params::ProjectionParams;
 
-use super::query_string::{pairs, record_params};
+use super::query_string::{once, pairs, record_params, version_of};
 use crate::auth::token::Principal;
-use crate::http::caching::conditional_written;
+use crate::http::caching::{conditional_written, set_dataset_version};
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
 
@@ -19,11 +19,15 @@ use crate::state::AppState;
     ),
     responses(
         (status = 200, description = "One page of matching records", body = query::views::RecordPage,
-            headers(("ETag" = String, description = "The answer's tag, for `If-None-Match`"))),
+            headers(
+                ("ETag" = String, description = "The answer's tag, for `If-None-Match`"),
+                ("Dataset-Version" = i64, description = "The number of the dataset version read"),
+            )),
         (status = 304, response = crate::api::rest::responses::NotModified),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
         (status = 404, response = crate::http::error::openapi::NotFound),
+        (status = 410, response = crate::http::error::openapi::Gone),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
         (status = 429, response = crate::http::error::openapi::TooManyRequests),
         (status = 503, response = crate::http::error::openapi::Unavailable),
@@ -53,6 +57,7 @@ pub async fn list_records(
         page.write_json(&prepared.dataset.schema, out)
     })
     .await?;
+    set_dataset_version(&mut response, prepared.dataset.version());
     if let Some(charge) = charge {
         response.extensions_mut().insert(charge);
     }
@@ -68,11 +73,15 @@ pub async fn list_records(
     ),
     responses(
         (status = 200, description = "The record", body = query::views::Record,
-            headers(("ETag" = String, description = "The answer's tag, for `If-None-Match`"))),
+            headers(
+                ("ETag" = String, description = "The answer's tag, for `If-None-Match`"),
+                ("Dataset-Version" = i64, description = "The number of the dataset version read"),
+            )),
         (status = 304, response = crate::api::rest::responses::NotModified),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
         (status = 404, response = crate::http::error::openapi::NotFound),
+        (status = 410, response = crate::http::error::openapi::Gone),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
         (status = 429, response = crate::http::error::openapi::TooManyRequests),
         (status = 503, response = crate::http::error::openapi::Unavailable),
@@ -86,22 +95,37 @@ pub async fn get_record(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
-    let mut fields = None;
+    let (mut fields, mut version) = (None, None);
     for (name, value) in pairs(query.as_deref()) {
-        if name != "fields" || fields.is_some() {
-            return Err(ApiError::invalid(
-                name.clone(),
-                format!("A single record takes only fields (once), not {name}."),
-            )
-            .into());
+        match name.as_str() {
+            "fields" if fields.is_none() => {
+                fields = Some(ProjectionParams::parse(Some(&value))?.fields)
+            }
+            "version" => once(&mut version, &name, &value)?,
+            _ => {
+                return Err(ApiError::invalid(
+                    name.clone(),
+                    format!(
+                        "A single record takes only fields and version (each once), not {name}."
+                    ),
+                )
+                .into());
+            }
         }
-        fields = ProjectionParams::parse(Some(&value))?.fields;
     }
     let prepared = state
         .resolver
-        .prepare_record(&slug, &id, fields.as_deref())
+        .prepare_record(
+            &slug,
+            &id,
+            fields.flatten().as_deref(),
+            version_of(version)?,
+        )
         .await?;
     let record = state.resolver.run_record_body(&prepared);
     let etag = prepared.etag.clone();
-    conditional_written(&headers, etag, record, |record, out| record.write_json(out)).await
+    let mut response =
+        conditional_written(&headers, etag, record, |record, out| record.write_json(out)).await?;
+    set_dataset_version(&mut response, prepared.dataset.version());
+    Ok(response)
 }

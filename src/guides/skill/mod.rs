@@ -183,9 +183,27 @@ pub fn skill_md(guide: &Guide, site_url: &str, base_url: String) -> String {
             query(&[(parameter.as_str(), "false")])
         ))
     });
+    let dataset_url = format!("{base_url}/datasets/{path}");
+    let version = d.version;
+    let cite = [
+        (
+            "Cite the version you read",
+            format!(
+                "Every answer names the version it was read from in its `Dataset-Version` header (now {version}); `version={version}` reads that version again after a re-import, while it is retained."
+            ),
+            format!("{records_url}?version={version}&per_page=5"),
+        ),
+        (
+            "Versions and what changed",
+            "Every version published, newest first, with its record count, `content_hash` (SHA-256 of its NDJSON export in `_id` order) and whether it is retained; `changes?from=<a>&to=<b>` streams the records that differ as NDJSON.".to_string(),
+            format!("{dataset_url}/versions"),
+        ),
+    ];
     let examples: Vec<_> = examples(guide, &base_url)
         .into_iter()
-        .map(|e| context! { title => e.title, note => e.note, curl => curl(&e.url) })
+        .map(|e| (e.title, e.note, e.url))
+        .chain(cite.map(|(title, note, url)| (title.to_string(), note, url)))
+        .map(|(title, note, url)| context! { title => title, note => note, curl => curl(&url) })
         .collect();
     let notes = [
         format!("`page` starts at 1; `per_page` is {DEFAULT_PER_PAGE} by default, 1 to {MAX_PER_PAGE}. A page past the end answers `records: []` with the true `total`."),
@@ -198,7 +216,7 @@ pub fn skill_md(guide: &Guide, site_url: &str, base_url: String) -> String {
         format!("`agg`: `group_by` takes keyword fields, comma-separated (one group per combination, with `keys`), a date field in UTC buckets (`name[year|month|day|hour]`) or a number field in bins (`name[<width>]`); `field` a number field. Groups come by count (largest first), then key; `sort=key>`, `count>`, or with `field` `avg<`, `p95<`…, and `limit=N` keeps the first N. More than {MAX_GROUPS} groups need `limit` (400 `too_many_groups`). `percentiles=5,50,95` picks up to {MAX_PERCENTILES} labels (default 25, 50, 75; linear interpolation between closest ranks)."),
         "Percent-encode values in URLs as UTF-8 (`curl` does not do it for you); `<` is `%3C`, `>` is `%3E`, `[` `]` are `%5B` `%5D`.".to_string(),
         "Errors are JSON `{\"error\": \"<code>\", \"message\": \"…\"}`; an unknown field name is 400 `unknown_field`, a missing or bad token 401.".to_string(),
-        "The data changes only when the dataset is re-imported; answers carry an `ETag`.".to_string(),
+        "The data changes only when the dataset is re-imported, which publishes a new version; answers carry an `ETag` and `Dataset-Version`.".to_string(),
     ];
     crate::templates::render(
         "skill.md",

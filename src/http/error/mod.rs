@@ -58,6 +58,7 @@ pub fn kind_status(kind: ErrorKind) -> StatusCode {
         ErrorKind::InvalidRequest | ErrorKind::InvalidDocument => StatusCode::BAD_REQUEST,
         ErrorKind::Auth => StatusCode::UNAUTHORIZED,
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::Gone => StatusCode::GONE,
         ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         ErrorKind::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,

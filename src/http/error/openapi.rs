@@ -26,7 +26,7 @@ pub struct ErrorBody {
     /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_facet`, `no_geo_fields`,
     /// `invalid_operator`, `too_many_groups`, `missing_token`,
     /// `invalid_token`, `dataset_not_found`, `record_not_found`, `not_found`,
-    /// `method_not_allowed`, `request_timeout`, `payload_too_large`, `rate_limited`,
+    /// `version_not_found`, `version_gone`, `method_not_allowed`, `request_timeout`, `payload_too_large`, `rate_limited`,
     /// `unavailable`, `internal`.
     pub error: String,
     /// One sentence a person can act on.
@@ -62,6 +62,12 @@ pub struct ErrorBody {
     /// Seconds to wait before retrying (`rate_limited`), as in `Retry-After`.
     #[schema(nullable = false)]
     pub retry_after: Option<u64>,
+    /// The version asked for (`version_not_found`, `version_gone`).
+    #[schema(nullable = false)]
+    pub version: Option<u64>,
+    /// The versions still kept, newest first (`version_gone`).
+    #[schema(nullable = false)]
+    pub retained: Option<Vec<u64>>,
 }
 
 /// The example body of each code in the document.
@@ -110,6 +116,11 @@ fn example(code: Code) -> ApiError {
         },
         Code::RecordNotFound => ApiError::RecordNotFound { id: "0".into() },
         Code::NotFound => ApiError::NotFound,
+        Code::VersionNotFound => ApiError::VersionNotFound { version: 9 },
+        Code::VersionGone => ApiError::VersionGone {
+            version: 1,
+            retained: vec![4, 3, 2],
+        },
         Code::MethodNotAllowed => ApiError::MethodNotAllowed,
         Code::RequestTimeout => ApiError::RequestTimeout,
         Code::PayloadTooLarge => ApiError::PayloadTooLarge {
@@ -139,7 +150,8 @@ fn summary(kind: ErrorKind) -> String {
             "A parameter is malformed, out of range or names what the dataset does not have".into()
         }
         ErrorKind::Auth => "No bearer token, or an unknown, revoked or expired one".into(),
-        ErrorKind::NotFound => "No such dataset or record".into(),
+        ErrorKind::NotFound => "No such dataset, record or version".into(),
+        ErrorKind::Gone => "The version asked for is no longer kept".into(),
         ErrorKind::RequestTimeout => "The request body arrived slower than the server's floor (8 KiB per window); the connection is closed".into(),
         ErrorKind::PayloadTooLarge => {
             format!("The request body is larger than {MAX_BODY_BYTES} bytes")
@@ -233,8 +245,10 @@ error_responses! {
     BadRequest: InvalidRequest;
     /// 401: no token, or not a valid one.
     Unauthorized: Auth;
-    /// 404: no such dataset or record.
+    /// 404: no such dataset, record or version.
     NotFound: NotFound;
+    /// 410: a version no longer kept.
+    Gone: Gone;
     /// 408: a body that arrived slower than the server's floor; the connection is then closed.
     RequestTimeout: RequestTimeout;
     /// 413: a body over [`MAX_BODY_BYTES`].
@@ -275,6 +289,11 @@ mod tests {
             ApiError::DatasetNotFound { slug: "a".into() },
             ApiError::RecordNotFound { id: "a".into() },
             ApiError::NotFound,
+            ApiError::VersionNotFound { version: 2 },
+            ApiError::VersionGone {
+                version: 1,
+                retained: vec![3, 2],
+            },
             ApiError::MethodNotAllowed,
             ApiError::RequestTimeout,
             ApiError::PayloadTooLarge { limit_bytes: 1 },

@@ -13,6 +13,9 @@ groups than the limit without `limit` depends on the data (`too_many_groups`), a
 type (`invalid_facet`), a geo pair (`no_geo_fields`) and relevance, which needs a search (`sort=_score<`
 without `q`). The device flow's token endpoint is the other such case: a well-formed poll for a
 code nobody approved is 400 by RFC 8628 (`authorization_pending`, `invalid_grant`, ...).
+Versions are the dataset's too: a well-formed `version`, `from` or `to` may name one never
+published (404 `version_not_found`) or no longer retained (410 `version_gone`), and `changes`
+needs `from` before `to`, which no schema can say.
 """
 
 import schemathesis
@@ -39,10 +42,12 @@ AGG_DEPENDENT = {"sort", "group_by"}
 POLL_OUTCOMES = {"authorization_pending", "slow_down", "access_denied", "expired_token", "invalid_grant"}
 
 
+# Refusals of a version the dataset never had or no longer keeps (contract §13.1).
+VERSION_ERRORS = {"version_not_found", "version_gone"}
+
+
 def refused_for_the_data(case, response) -> bool:
-    """Whether a 400 names something only the dataset (or the grant) decides."""
-    if response.status_code != 400:
-        return False
+    """Whether a refusal names something only the dataset (or the grant) decides."""
     try:
         body = response.json()
     except Exception:
@@ -50,6 +55,12 @@ def refused_for_the_data(case, response) -> bool:
     if not isinstance(body, dict):
         return False
     code = body.get("error")
+    if response.status_code in (404, 410) and code in VERSION_ERRORS:
+        return True
+    if response.status_code != 400:
+        return False
+    if case.operation.path.endswith("/changes") and body.get("parameter") == "from":
+        return True
     if case.operation.path == "/auth/token":
         return code in POLL_OUTCOMES
     if code in FIELD_ERRORS:
