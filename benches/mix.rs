@@ -19,6 +19,8 @@ mod args;
 mod baseline;
 #[path = "mix/checks.rs"]
 mod checks;
+#[path = "mix/cursors.rs"]
+mod cursors;
 #[path = "mix/datasette.rs"]
 mod datasette;
 #[path = "mix/finding.rs"]
@@ -69,6 +71,21 @@ async fn run(args: Args) -> Result<()> {
         .tempdir()
         .context("create a temporary directory")?;
     let original = data.join("flights.csv.gz");
+    if args.only_cursors {
+        // Cursor paging alone, on flights ×scale.
+        let csv = if args.scale > 1 {
+            let scaled = scratch
+                .path()
+                .join(format!("flights-x{}.csv.gz", args.scale));
+            scale::write(&original, &scaled, args.scale)?;
+            scaled
+        } else {
+            original
+        };
+        let report = run_mix(&args, &root, &csv, scratch.path(), false).await?;
+        println!("\n{}", cursors::render(&report.cursors, report.store_path));
+        return Ok(());
+    }
     let one_dir = scratch.path().join("x1");
     std::fs::create_dir_all(&one_dir)?;
     let one = run_mix(&args, &root, &original, &one_dir, args.datasette).await?;
@@ -227,6 +244,20 @@ async fn run_mix(
     };
 
     let odqs_client = Client::new(server.addr, Some(format!("Bearer {token}")));
+    if args.only_cursors {
+        step("cursor paging: the deepest page against the first, 1 connection");
+        let mut report = Report::new(
+            args.store.name(),
+            reference.len(),
+            reference_median,
+            import.clone(),
+        );
+        report.store_path = args.index_memory_mb == Some(0);
+        report.cursors = cursors::measure(&odqs_client, warmup, seconds).await?;
+        server.stop();
+        store.drop_scratch().await;
+        return Ok(report);
+    }
     // The guide's facts: the first skill.md is written from the index.
     let started = Instant::now();
     let guide = odqs_client.get("/datasets/flights/skill.md").await?;
@@ -278,6 +309,9 @@ async fn run_mix(
     }
     step("finding things: each against its plain request, 1 connection");
     report.finding = finding::measure(&odqs_client, warmup, seconds).await?;
+    step("cursor paging: the deepest page against the first, 1 connection");
+    report.store_path = args.index_memory_mb == Some(0);
+    report.cursors = cursors::measure(&odqs_client, warmup, seconds).await?;
     // The bodies of the simple reads, for the baseline server to answer with.
     let mut bodies = std::collections::HashMap::new();
     for query in queries.iter().filter(|q| baseline::ROWS.contains(&q.name)) {

@@ -78,6 +78,10 @@ pub struct Args {
     /// everything; the bench then does not wait for one).
     #[arg(long)]
     pub index_memory_mb: Option<u64>,
+    /// Measure only cursor paging (the deepest page against the first): no reference, no
+    /// mix, no baseline.
+    #[arg(long)]
+    pub only_cursors: bool,
 }
 
 impl Args {

@@ -97,6 +97,9 @@ pub struct Report {
     pub guide_ms: Option<f64>,
     /// Finding things, plain and variant ([`crate::finding::PAIRS`]).
     pub finding: Vec<crate::finding::Measured>,
+    /// Cursor paging, and whether the store answered it (`--index-memory-mb 0`).
+    pub cursors: Vec<crate::cursors::Measured>,
+    pub store_path: bool,
 }
 
 fn side_index(side: Side) -> usize {
@@ -175,6 +178,8 @@ impl Report {
             index_ms: None,
             guide_ms: None,
             finding: Vec::new(),
+            cursors: Vec::new(),
+            store_path: false,
         }
     }
 
@@ -321,6 +326,10 @@ impl Report {
 
         if !self.finding.is_empty() {
             out.push_str(&crate::finding::render(&self.finding));
+            out.push('\n');
+        }
+        if !self.cursors.is_empty() {
+            out.push_str(&crate::cursors::render(&self.cursors, self.store_path));
             out.push('\n');
         }
         if !self.baseline.is_empty() {

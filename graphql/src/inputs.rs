@@ -211,6 +211,7 @@ pub fn record_params(conditions: Conditions, args: RecordArgs) -> Result<RecordP
         facet,
         facet_size: count("facet_size", facet_size)?,
         version: None,
+        cursor: None,
     };
     params::check(&params)?;
     Ok(params)

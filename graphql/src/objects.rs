@@ -108,6 +108,9 @@ pub struct RecordPage {
     pub per_page: u64,
     /// The records of this page, each an object with `_id` first.
     pub records: Vec<Json<Value>>,
+    /// The page after this one: pass it as `after` with the same arguments (REST
+    /// `next_cursor`); it reads the same dataset version however deep. Null on the last page.
+    pub next_cursor: Option<String>,
     /// With `facet`: per field asked, in that order, its most frequent values over every
     /// matching record (REST `facets`).
     pub facets: Option<Vec<Facet>>,
@@ -278,6 +281,7 @@ impl From<&views::RecordPage> for RecordPage {
             page: v.page,
             per_page: v.per_page,
             records: v.records.iter().map(|r| Json(r.to_value())).collect(),
+            next_cursor: v.next_cursor.clone(),
             facets: v.facets.as_ref().map(|facets| {
                 facets
                     .0

@@ -114,6 +114,10 @@ impl QueryRoot {
         #[graphql(desc = "Values per facet, 1..=100, default 10")] facet_size: Option<i64>,
         #[graphql(desc = "The dataset version to read (REST version); default: the live one")]
         version: Option<i64>,
+        #[graphql(
+            desc = "The page after the one whose `nextCursor` this is (REST cursor), instead of `page`; the other arguments must be the same"
+        )]
+        after: Option<String>,
     ) -> Result<RecordPage> {
         let (resolver, batch) = parts(ctx);
         let conditions = Conditions {
@@ -132,9 +136,19 @@ impl QueryRoot {
             facet,
             facet_size,
         };
-        let params = inputs::record_params(conditions, args).gql()?;
-        let found = dataset_at(resolver, &batch, &slug, version).await?;
-        let prepared = resolver.prepare_records_in(found, &params).gql()?;
+        let mut params = inputs::record_params(conditions, args).gql()?;
+        let prepared = match after {
+            None => {
+                let found = dataset_at(resolver, &batch, &slug, version).await?;
+                resolver.prepare_records_in(found, &params).gql()?
+            }
+            Some(cursor) => {
+                // A cursor pins its own version: the resolver reads it from the cursor.
+                params.version = inputs::version(version).gql()?;
+                params.cursor = Some(cursor);
+                resolver.prepare_records(&slug, &params).await.gql()?
+            }
+        };
         weigh(ctx, prepared.extra);
         let page = batch
             .page(

@@ -11,6 +11,7 @@ mod m20261121_000002_accounts;
 mod m20261122_000003_sessions;
 mod m20261126_000004_geo;
 mod m20261127_000005_versions;
+mod m20261127_000006_secrets;
 
 /// Every migration, oldest first; `odqs migrate` and `odqs serve` apply the pending ones.
 pub struct Migrator;
@@ -24,6 +25,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000003_sessions::Migration),
             Box::new(m20261126_000004_geo::Migration),
             Box::new(m20261127_000005_versions::Migration),
+            Box::new(m20261127_000006_secrets::Migration),
         ]
     }
 }

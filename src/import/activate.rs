@@ -113,17 +113,20 @@ pub async fn activate(
     }
 
     let now = OffsetDateTime::now_utc();
-    let txn = store.db.begin().await?;
-    // Numbers go on from the slug's last version, also one published before a removal.
+    // Numbers go on from the slug's last version, also one published before a removal. Read
+    // before the transaction, whose first statement must be a write (on SQLite, a transaction
+    // that read first cannot take the write lock once another connection wrote); two imports
+    // of one slug at once cannot both take a number: `(slug, number)` is unique.
     let last = dataset_version::Entity::find()
         .filter(dataset_version::Column::Slug.eq(&request.slug))
         .filter(dataset_version::Column::Number.is_not_null())
         .order_by_desc(dataset_version::Column::Number)
-        .one(&txn)
+        .one(&store.db)
         .await?
         .and_then(|v| v.number)
         .unwrap_or(0);
     let number = last + 1;
+    let txn = store.db.begin().await?;
     dataset_version::ActiveModel {
         id: Set(version_id),
         state: Set(dataset_version::STATE_LIVE.into()),

@@ -3,6 +3,7 @@
 //! published, their schema, their versions) is the resolver layer's (`query::catalog`).
 
 use entity::{dataset, dataset_version};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set, TransactionTrait,
 };
@@ -15,25 +16,32 @@ use super::{Store, StoreError};
 /// versions' rows stay: a dataset published again under the slug numbers on from them.
 pub async fn remove(store: &Store, slug: &str) -> Result<bool, StoreError> {
     let txn = store.db.begin().await?;
-    let Some(found) = dataset::Entity::find()
+    // A write first: on SQLite a transaction that read first cannot take the write lock once
+    // another connection wrote meanwhile (a token's last use, say).
+    let removed = dataset::Entity::delete_many()
         .filter(dataset::Column::Slug.eq(slug))
-        .one(&txn)
+        .exec(&txn)
         .await?
-    else {
+        .rows_affected;
+    if removed == 0 {
         return Ok(false);
-    };
-    let readable = dataset_version::Entity::find()
+    }
+    dataset_version::Entity::update_many()
+        .col_expr(
+            dataset_version::Column::State,
+            Expr::value(dataset_version::STATE_EXPIRED),
+        )
+        .col_expr(
+            dataset_version::Column::RetiredAt,
+            Expr::value(OffsetDateTime::now_utc()),
+        )
         .filter(dataset_version::Column::Slug.eq(slug))
         .filter(
             dataset_version::Column::State
                 .is_in([dataset_version::STATE_LIVE, dataset_version::STATE_RETIRED]),
         )
-        .all(&txn)
+        .exec(&txn)
         .await?;
-    for version in readable {
-        set_state(&txn, version.id, dataset_version::STATE_EXPIRED).await?;
-    }
-    dataset::Entity::delete_by_id(found.id).exec(&txn).await?;
     txn.commit().await?;
     store.catalog.changed();
     Ok(true)

@@ -216,7 +216,7 @@ fn translate(raw: &str) -> Option<(String, Value)> {
                      $sort: [SortKey!], $fields: [String!], $facet: [String!], \
                      $facetSize: Int) {{ records(slug: $slug, {CONDITION_ARGS}, page: $page, \
                      perPage: $perPage, sort: $sort, fields: $fields, facet: $facet, \
-                     facetSize: $facetSize) {{ total page perPage records facets {{ field \
+                     facetSize: $facetSize) {{ total page perPage records nextCursor facets {{ field \
                      values {{ value count }} }} schema {{ name type description filter {{ \
                      exact fulltext sort groupBy operators buckets }} }} }} }}"
                 ),

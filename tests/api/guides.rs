@@ -154,6 +154,22 @@ async fn every_curl_example_works(store: TestStore) {
                 body.get("_id").is_some()
             };
             assert!(ok, "{url} answered no results: {body}");
+            // The next page of a records example works as its Link header says.
+            if body["next_cursor"].is_string() {
+                let link = page.header("link").expect("a next page's link");
+                let next = link
+                    .strip_prefix("<http://odqs.test")
+                    .and_then(|l| l.strip_suffix(">; rel=\"next\""))
+                    .unwrap_or_else(|| panic!("{link}"))
+                    .to_string();
+                let next = get_with_token(&router, &next, token.expose()).await;
+                assert_eq!(next.status, 200, "{url} next page: {}", next.body);
+                assert!(
+                    next.json()["records"]
+                        .as_array()
+                        .is_some_and(|r| !r.is_empty())
+                );
+            }
             ran += 1;
         }
     }

@@ -11,6 +11,7 @@ mod browser;
 mod cli;
 mod compose;
 mod compression;
+mod cursors;
 mod device_flow;
 mod docs_paths;
 mod explore;

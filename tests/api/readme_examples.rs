@@ -527,7 +527,11 @@ async fn docs_snippets_run(store: TestStore) {
             tokio::task::spawn_blocking(move || run_script(&script, &site, &store, &path))
                 .await
                 .unwrap();
-        assert_eq!(answers, calls, "{page}: every curl of its blocks ran");
+        // At least: a loop (reading pages by their `Link`) runs its curl more than once.
+        assert!(
+            answers >= calls,
+            "{page}: every curl of its blocks ran ({answers} of {calls})"
+        );
         ran += answers;
     }
     assert!(ran >= 20, "{ran} curl examples");

@@ -392,7 +392,14 @@ async fn paging_bounds(store: TestStore) {
     let body = api.ok("/api/v1/datasets/places/records").await;
     assert_eq!(
         keys(&body),
-        ["total", "page", "per_page", "records", "schema"]
+        [
+            "total",
+            "page",
+            "per_page",
+            "records",
+            "next_cursor",
+            "schema"
+        ]
     );
     assert_eq!(
         (body["page"].clone(), body["per_page"].clone()),

@@ -150,6 +150,10 @@ pub struct RecordPage {
     pub per_page: u64,
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<Record>))]
     pub records: Vec<RecordBody>,
+    /// The page after this one: pass it as `cursor` with the same conditions, sort, fields,
+    /// facets and `per_page` (the `Link` header's `rel="next"` URL does). It reads the same
+    /// dataset version as this page, however deep. `null` on the last page.
+    pub next_cursor: Option<String>,
     /// With `facet`: per field asked, in that order, its most frequent values over every
     /// matching record (not only the page's).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -279,7 +283,8 @@ impl RecordPage {
             }
             record.write_json(out)?;
         }
-        out.push(b']');
+        out.extend_from_slice(b"],\"next_cursor\":");
+        serde_json::to_writer(&mut *out, &self.next_cursor)?;
         if let Some(facets) = &self.facets {
             out.extend_from_slice(b",\"facets\":");
             serde_json::to_writer(&mut *out, facets)?;
@@ -445,10 +450,14 @@ mod tests {
                 RecordBody::Stored(r#"{"_id":"1","b":"é\n","a":1.5}"#.into()),
                 RecordBody::Shaped(json!({"_id": "2", "b": null, "a": [1, {"c": true}]})),
             ],
+            next_cursor: None,
             facets: None,
             schema: schema.entries.clone(),
         };
         for round in 0..3 {
+            if round == 1 {
+                page.next_cursor = Some("01ab".into());
+            }
             if round == 2 {
                 page.facets = Some(FacetCounts(vec![(
                     "b".into(),

@@ -82,6 +82,7 @@ make_error_codes! {
     InvalidFacet,           "invalid_facet",             InvalidRequest,  "`facet` on a field that is not `keyword`.";
     NoGeoFields,            "no_geo_fields",             InvalidRequest,  "`near`, `bbox` or `_distance` on a dataset without a geo pair (a latitude and a longitude field).";
     InvalidOperator,        "invalid_operator",          InvalidRequest,  "`name[op]=value` with an operator the field's type does not take, or no such operator.";
+    InvalidCursor,          "invalid_cursor",            InvalidRequest,  "A cursor altered, or used with other conditions, sort, fields, facets or `per_page` than the request that gave it.";
     TooManyGroups,          "too_many_groups",           InvalidRequest,  "An agg answer of more groups than the most without `limit`.";
     MissingToken,           "missing_token",             Auth,            "No bearer token.";
     InvalidToken,           "invalid_token",             Auth,            "An unknown, revoked or expired token.";

@@ -62,6 +62,10 @@ pub enum ApiError {
         operator: String,
         allowed: Vec<&'static str>,
     },
+    /// A cursor altered, or used with another request than the one that gave it.
+    InvalidCursor {
+        reason: &'static str,
+    },
     /// An agg answer of more groups than `MAX_GROUPS` without `limit` (contract §12.2).
     TooManyGroups {
         groups: u64,
@@ -137,6 +141,7 @@ impl ApiError {
             ApiError::InvalidFacet { .. } => Code::InvalidFacet,
             ApiError::NoGeoFields { .. } => Code::NoGeoFields,
             ApiError::InvalidOperator { .. } => Code::InvalidOperator,
+            ApiError::InvalidCursor { .. } => Code::InvalidCursor,
             ApiError::TooManyGroups { .. } => Code::TooManyGroups,
             ApiError::MissingToken => Code::MissingToken,
             ApiError::InvalidToken => Code::InvalidToken,
@@ -236,6 +241,9 @@ impl ApiError {
                     )
                 }
             }
+            ApiError::InvalidCursor { reason } => format!(
+                "This cursor cannot be followed: {reason}. Send it with the same conditions, sort, fields, facets and per_page as the request that gave it, or start again without it."
+            ),
             ApiError::TooManyGroups { groups, max } => format!(
                 "This answer would hold {groups} groups, more than {max}; add limit=N (at most {max}) to keep the first groups in sort order, or a filter to narrow the records."
             ),
@@ -334,6 +342,7 @@ impl ApiError {
             ApiError::TooManyGroups { groups, max } => {
                 vec![("groups", json!(groups)), ("max", json!(max))]
             }
+            ApiError::InvalidCursor { .. } => vec![("parameter", json!("cursor"))],
             ApiError::PayloadTooLarge { limit_bytes } => vec![("limit_bytes", json!(limit_bytes))],
             ApiError::VersionNotFound { version } => vec![("version", json!(version))],
             ApiError::VersionGone { version, retained } => {

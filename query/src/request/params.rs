@@ -122,7 +122,13 @@ pub struct RecordParams {
     /// The dataset version to read (contract §13.1), from 1; `None`: the live one.
     #[validate(range(min = 1))]
     pub version: Option<u64>,
+    /// The page after the one that gave this cursor (contract §13.2), instead of `page`.
+    #[validate(length(min = 1, max = MAX_CURSOR_CHARS))]
+    pub cursor: Option<String>,
 }
+
+/// The longest text a cursor can be: longer is refused before its signature is checked.
+pub const MAX_CURSOR_CHARS: u64 = 256;
 
 /// Parameters of `GET /datasets/{slug}/agg` (contract §6, §12.2).
 #[derive(Clone, Debug, Default, PartialEq, Validate)]

@@ -29,6 +29,11 @@ pub struct RecordQuery {
     /// its cache key and `ETag`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub facets: Option<Facets>,
+    /// From a cursor (contract §13.2): the last row of the page before, which the store path
+    /// reads on from by the sort keys and `pos`. Not part of what the request means (`paging`
+    /// says which page), so not serialized: a page's tag is the same however it was reached.
+    #[serde(skip)]
+    pub after: Option<u32>,
 }
 
 /// Facets with records: keyword fields whose values are counted over every matching record.
@@ -82,6 +87,7 @@ pub fn record_query(
         by_score,
         by_distance,
         facets,
+        after: None,
     })
 }
 

@@ -6,6 +6,7 @@
 /// no filter can be written on a field of one of these names (contract §5).
 pub const RECORD_PARAMETERS: &[&str] = &[
     "q",
+    "cursor",
     "_ids",
     "page",
     "per_page",
@@ -21,6 +22,7 @@ pub const RECORD_PARAMETERS: &[&str] = &[
 /// names are refused there rather than read as filters.
 pub const AGG_PARAMETERS: &[&str] = &[
     "q",
+    "cursor",
     "_ids",
     "group_by",
     "field",
@@ -42,6 +44,7 @@ pub const AGG_PARAMETERS: &[&str] = &[
 /// refused there (an export is every match), not read as filters.
 pub const EXPORT_PARAMETERS: &[&str] = &[
     "q",
+    "cursor",
     "_ids",
     "format",
     "sort",

@@ -5,6 +5,7 @@
 pub mod agg;
 pub mod bodies;
 pub mod catalog;
+pub mod cursors;
 pub mod export;
 pub mod facets;
 pub mod facts;
@@ -14,6 +15,7 @@ pub mod record;
 pub mod records;
 pub mod relevance;
 pub mod single_flight;
+pub mod store_page;
 pub mod versions;
 
 use std::collections::HashMap;
@@ -51,6 +53,8 @@ pub struct Resolver {
     direct: Option<Arc<direct::DirectSqlite>>,
     /// Record bodies served lately, within a share of the index budget.
     bodies: bodies::Bodies,
+    /// The key cursors are signed with, read from the store once ([`cursors`]).
+    cursor_key: tokio::sync::OnceCell<[u8; 32]>,
 }
 
 /// The body cache that goes with `policy`: none when indexes are off, so a store-only
@@ -93,6 +97,7 @@ impl Resolver {
                 direct.clone(),
             )),
             bodies: body_cache(memory::IndexPolicy::default()),
+            cursor_key: tokio::sync::OnceCell::new(),
         }
     }
 

@@ -8,8 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use entity::record;
-use sea_orm::{ConnectionTrait, FromQueryResult};
+use sea_orm::ConnectionTrait;
 
 use super::orders::Orders;
 use super::{Prepared, Resolver, record_count};
@@ -17,9 +16,7 @@ use crate::answer::views::{RecordBody, RecordPage};
 use crate::cost;
 use crate::dataset::Dataset;
 use crate::dataset::schema::{Column, DatasetSchema};
-use crate::engine::store::sql::{
-    Access, Part, ResolvedFilter, Sql, dictionary_lookup, from_where, order_by,
-};
+use crate::engine::store::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
 use crate::error::ApiError;
 use crate::request::params::RecordParams;
 use crate::request::places::Near;
@@ -33,8 +30,12 @@ impl Resolver {
         slug: &str,
         params: &RecordParams,
     ) -> Result<Prepared<RecordQuery>, ApiError> {
-        let dataset = self.dataset_at(slug, params.version).await?;
-        self.prepare_records_in(dataset, params)
+        let Some(text) = &params.cursor else {
+            let dataset = self.dataset_at(slug, params.version).await?;
+            return self.prepare_records_in(dataset, params);
+        };
+        // Boxed: every records request's future holds this one.
+        Box::pin(self.prepare_cursor_page(slug, params, text)).await
     }
 
     /// [`Self::prepare_records`] on a dataset already resolved (GraphQL resolves each slug
@@ -189,6 +190,8 @@ impl Resolver {
         dataset: &Dataset,
         query: &RecordQuery,
     ) -> Result<RecordPage, ApiError> {
+        // Each page carries the cursor of the next, signed with the store's key.
+        self.cursor_key().await?;
         let schema = &dataset.schema;
         let offset = query.paging.offset();
         let limit = query.paging.per_page;
@@ -244,7 +247,13 @@ impl Resolver {
                 (None, None) => {
                     let matches = index.matches(&query.filter);
                     let total = index.total(matches.as_ref());
-                    let page = index.page(matches.as_ref(), &query.sort, offset, limit);
+                    let page = match query.after {
+                        // A cursor's page: on from its row, not counted from the top.
+                        Some(after) => {
+                            index.page_after(matches.as_ref(), &query.sort, after, limit)
+                        }
+                        None => index.page(matches.as_ref(), &query.sort, offset, limit),
+                    };
                     matched = Some(matches);
                     (total, page)
                 }
@@ -274,7 +283,8 @@ impl Resolver {
                     .map(|(record, value)| record.with_member(name, value))
                     .collect();
             }
-            let mut page = self.record_page(dataset, query, total, records);
+            let last = positions.last().copied();
+            let mut page = self.record_page(dataset, query, total, records, last);
             page.facets = facets;
             return Ok(page);
         }
@@ -285,122 +295,8 @@ impl Resolver {
             .await
     }
 
-    /// [`Self::records`] when no in-memory index answers.
-    async fn records_from_store(
-        &self,
-        dataset: &Dataset,
-        query: &RecordQuery,
-    ) -> Result<RecordPage, ApiError> {
-        let ordered = match lead(query) {
-            Some((member, descending, near)) => {
-                let key = Orders::key(dataset, query);
-                let order = match self.orders.get(&key) {
-                    Some(order) => order,
-                    None => {
-                        let order = Arc::new(match near {
-                            None => {
-                                Box::pin(self.scored_order_from_store(dataset, query, descending))
-                                    .await?
-                            }
-                            Some(near) => {
-                                Box::pin(
-                                    self.distance_order_from_store(
-                                        dataset, query, near, descending,
-                                    ),
-                                )
-                                .await?
-                            }
-                        });
-                        self.orders.put(key, order.clone());
-                        order
-                    }
-                };
-                Some(
-                    self.page_of_order(dataset, query, &order, member, near.is_some())
-                        .await?,
-                )
-            }
-            None => None,
-        };
-        if let Some(mut page) = ordered {
-            page.facets = self.facets(dataset, query, None).await?;
-            return Ok(page);
-        }
-        let schema = &dataset.schema;
-        let offset = query.paging.offset();
-        let limit = query.paging.per_page;
-        let resolved = self.resolve(schema, &query.filter).await?;
-        let total = self.count(dataset, &resolved, None).await?;
-        let mut rows = Vec::new();
-        if offset < total {
-            match query.sort.first() {
-                Some(&(first, _)) if first != Column::Id => {
-                    let with_value = self.count(dataset, &resolved, Some(first)).await?;
-                    if offset < with_value {
-                        // Through the sort index, a page costs about (offset + limit) / share
-                        // rows, where share = with_value / records; through the conditions'
-                        // indexes it costs sorting all with_value matches.
-                        let records = dataset.meta.record_count.max(1) as u128;
-                        let walk = u128::from(offset + limit) * records;
-                        let walk_is_cheaper = walk < u128::from(with_value).pow(2);
-                        let access = if schema.store_indexes && walk_is_cheaper {
-                            Access::SortIndex(first)
-                        } else {
-                            Access::Planner
-                        };
-                        rows = self
-                            .page(
-                                schema,
-                                &resolved,
-                                query,
-                                (Part::HasValue, access),
-                                offset,
-                                limit,
-                            )
-                            .await?;
-                    }
-                    let taken = rows.len() as u64;
-                    if taken < limit && offset + taken >= with_value {
-                        let skip = (offset + taken) - with_value;
-                        rows.extend(
-                            self.page(
-                                schema,
-                                &resolved,
-                                query,
-                                (Part::Missing, Access::Planner),
-                                skip,
-                                limit - taken,
-                            )
-                            .await?,
-                        );
-                    }
-                }
-                _ => {
-                    rows = self
-                        .page(
-                            schema,
-                            &resolved,
-                            query,
-                            (Part::All, Access::Planner),
-                            offset,
-                            limit,
-                        )
-                        .await?;
-                }
-            }
-        }
-        let projection = query.fields.as_deref();
-        let records = rows
-            .into_iter()
-            .map(|r| RecordBody::Shaped(schema.shape(r.doc, projection)))
-            .collect();
-        let mut page = self.record_page(dataset, query, total, records);
-        page.facets = self.facets(dataset, query, None).await?;
-        Ok(page)
-    }
-
     /// The page of a whole order, each record with its score or distance as `member`.
-    async fn page_of_order(
+    pub(super) async fn page_of_order(
         &self,
         dataset: &Dataset,
         query: &RecordQuery,
@@ -427,54 +323,41 @@ impl Resolver {
                     .with_member(member, value))
             })
             .collect::<Result<Vec<RecordBody>, ApiError>>()?;
-        Ok(self.record_page(dataset, query, order.len() as u64, records))
+        let last = rows.last().copied();
+        Ok(self.record_page(dataset, query, order.len() as u64, records, last))
     }
 
     /// The answer's envelope around `records`, already shaped and projected.
+    /// A page of `records` of `total`, the last of them at row `last` (its cursor leads on
+    /// from there).
     pub(super) fn record_page(
         &self,
         dataset: &Dataset,
         query: &RecordQuery,
         total: u64,
         records: Vec<RecordBody>,
+        last: Option<u32>,
     ) -> RecordPage {
+        let next = query.paging.offset() + records.len() as u64;
+        let next_cursor = match last {
+            Some(last) if next < total => self.cursor_after(dataset, query, next, last),
+            _ => None,
+        };
         RecordPage {
             total,
             page: query.paging.page,
             per_page: query.paging.per_page,
             records,
+            next_cursor,
             facets: None,
             schema: dataset.schema.entries.clone(),
         }
-    }
-
-    /// Reads `limit` records of one part of the order, from `offset` on.
-    async fn page(
-        &self,
-        schema: &DatasetSchema,
-        resolved: &ResolvedFilter<'_>,
-        query: &RecordQuery,
-        (part, access): (Part, Access),
-        offset: u64,
-        limit: u64,
-    ) -> Result<Vec<record::Model>, ApiError> {
-        let backend = self.backend();
-        let mut sql = Sql::new(backend);
-        sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
-            .push(record::doc_select(backend));
-        from_where(&mut sql, schema, resolved, access);
-        order_by(&mut sql, schema, &query.sort, part);
-        sql.push(" LIMIT ").bind(clamp(limit));
-        sql.push(" OFFSET ").bind(clamp(offset));
-        Ok(record::Model::find_by_statement(sql.build())
-            .all(&self.db)
-            .await?)
     }
 }
 
 /// What leads the order of `query`'s page, if not its sort keys: the member each record
 /// then carries, the direction, and `near` for a distance.
-fn lead(query: &RecordQuery) -> Option<(&'static str, bool, Option<&Near>)> {
+pub(super) fn lead(query: &RecordQuery) -> Option<(&'static str, bool, Option<&Near>)> {
     match (query.by_score, query.by_distance, &query.filter.near) {
         (Some(descending), _, _) => Some((request::SCORE, descending, None)),
         (None, Some(descending), Some(near)) => Some((request::DISTANCE_M, descending, Some(near))),
@@ -495,7 +378,7 @@ pub(super) fn whole_metres(metres: f64) -> serde_json::Value {
 }
 
 /// SQL's LIMIT and OFFSET are signed 64-bit.
-fn clamp(n: u64) -> i64 {
+pub(super) fn clamp(n: u64) -> i64 {
     n.min(i64::MAX as u64) as i64
 }
 

@@ -168,6 +168,10 @@ pub struct SearchRecords {
     /// Values per facet (default 10).
     #[schemars(range(min = 1, max = MAX_FACET_SIZE))]
     pub facet_size: Option<u64>,
+    /// The page after the one whose `next_cursor` this is, instead of `page`; send the same
+    /// `q`, `filters`, `sort`, `fields`, `facet` and `per_page` with it. It reads the version the
+    /// first page read, so a re-import meanwhile shifts nothing.
+    pub cursor: Option<String>,
     /// The dataset version to read (its `versions` list them), from 1; default: the live one.
     #[schemars(range(min = 1))]
     pub version: Option<u64>,
@@ -189,6 +193,7 @@ impl SearchRecords {
         params.facet = self.facet.as_ref().map(|f| split_list(&f.text()));
         params.facet_size = self.facet_size;
         params.version = self.version;
+        params.cursor = self.cursor.clone();
         check(&params)?;
         Ok(params)
     }

@@ -8,8 +8,8 @@ use query::dates::DateBucket;
 use query::operators::Op;
 use query::params::{
     AGG_PARAMETERS, DEFAULT_FACET_SIZE, DEFAULT_PER_PAGE, EXPORT_PARAMETERS,
-    MAX_CATALOG_QUERY_CHARS, MAX_FACET_SIZE, MAX_FACETS, MAX_GROUP_BY_FIELDS, MAX_GROUPS, MAX_IDS,
-    MAX_PAGE, MAX_PER_PAGE, MAX_PERCENTILES, RECORD_PARAMETERS,
+    MAX_CATALOG_QUERY_CHARS, MAX_CURSOR_CHARS, MAX_FACET_SIZE, MAX_FACETS, MAX_GROUP_BY_FIELDS,
+    MAX_GROUPS, MAX_IDS, MAX_PAGE, MAX_PER_PAGE, MAX_PERCENTILES, RECORD_PARAMETERS,
 };
 use query::request::filter::{MAX_SEARCH_CHARS, MAX_SEARCH_TERMS};
 use query::request::places::{EARTH_RADIUS_M, MAX_RADIUS_M};
@@ -238,6 +238,20 @@ fn facet_parameters() -> [Parameter; 2] {
     [facet, size]
 }
 
+/// `cursor`: the page after the one that gave it (contract §13.2).
+fn cursor_parameter() -> Parameter {
+    query_parameter(
+        "cursor",
+        format!(
+            "The page after the one whose `next_cursor` this is, instead of `page` (both: 400). Send it with the same conditions, `sort`, `fields`, `facet` and `per_page` (the `Link` header's `rel=\"next\"` URL does): it reads the dataset version that first page read, however deep and whatever was imported since (while that version is retained; after, 410 `version_gone`), at the cost of a first page. Altered, or sent with other conditions: 400 `invalid_cursor`. At most {MAX_CURSOR_CHARS} characters"
+        ),
+        string()
+            .min_length(Some(1))
+            .max_length(Some(MAX_CURSOR_CHARS as usize))
+            .pattern(Some("^[0-9a-f]+$")),
+    )
+}
+
 /// `version`: read an older version of the dataset while it is retained (contract §13.1).
 fn version_parameter() -> Parameter {
     ParameterBuilder::from(query_parameter(
@@ -288,7 +302,7 @@ impl IntoParams for RecordsQuery {
         .into_iter()
         .chain(facet_parameters())
         .chain(place_parameters())
-        .chain([version_parameter()])
+        .chain([version_parameter(), cursor_parameter()])
         .collect()
     }
 }

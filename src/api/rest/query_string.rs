@@ -54,10 +54,11 @@ pub(super) fn version_of(value: Option<String>) -> Result<Option<u64>, ApiError>
 pub fn record_params(pairs: &[(String, String)]) -> Result<RecordParams, ApiError> {
     let mut params = RecordParams::default();
     let (mut page, mut per_page, mut sort, mut fields) = (None, None, None, None);
-    let (mut facet, mut facet_size, mut version) = (None, None, None);
+    let (mut facet, mut facet_size, mut version, mut cursor) = (None, None, None, None);
     for (name, value) in pairs {
         match name.as_str() {
             "version" => once(&mut version, name, value)?,
+            "cursor" => once(&mut cursor, name, value)?,
             "page" => once(&mut page, name, value)?,
             "per_page" => once(&mut per_page, name, value)?,
             "sort" => once(&mut sort, name, value)?,
@@ -72,6 +73,13 @@ pub fn record_params(pairs: &[(String, String)]) -> Result<RecordParams, ApiErro
         .map(|n| parse_count("facet_size", &n))
         .transpose()?;
     params.version = version_of(version)?;
+    if cursor.is_some() && page.is_some() {
+        return Err(ApiError::invalid(
+            "cursor",
+            "cursor and page cannot go together: a cursor says which page comes next.",
+        ));
+    }
+    params.cursor = cursor;
     params.page = page.map(|v| parse_count("page", &v)).transpose()?;
     params.per_page = per_page.map(|v| parse_count("per_page", &v)).transpose()?;
     if let Some(sort) = sort {
@@ -97,7 +105,7 @@ pub fn agg_params(pairs: &[(String, String)]) -> Result<AggParams, ApiError> {
             "sort" => once(&mut sort, name, value)?,
             "limit" => once(&mut limit, name, value)?,
             "min_count" => once(&mut min_count, name, value)?,
-            "page" | "per_page" | "fields" => {
+            "page" | "per_page" | "fields" | "cursor" => {
                 return Err(ApiError::invalid(
                     name.as_str(),
                     format!(
@@ -147,7 +155,7 @@ pub fn export_params(pairs: &[(String, String)]) -> Result<ExportParams, ApiErro
             "sort" => once(&mut sort, name, value)?,
             "fields" => once(&mut fields, name, value)?,
             "format" => once(&mut format, name, value)?,
-            "page" | "per_page" | "facet" | "facet_size" => {
+            "page" | "per_page" | "facet" | "facet_size" | "cursor" => {
                 return Err(ApiError::invalid(
                     name.as_str(),
                     format!(
@@ -255,7 +263,7 @@ mod tests {
     fn reserved_names_are_not_filters() {
         let value = |name: &str| match name {
             "page" | "per_page" | "facet_size" | "version" => "1",
-            "sort" | "fields" | "group_by" | "field" | "facet" => "x",
+            "sort" | "fields" | "group_by" | "field" | "facet" | "cursor" => "x",
             _ => "a",
         };
         for name in RECORD_PARAMETERS {

@@ -1,7 +1,7 @@
 //! `GET /datasets/{slug}/records` and `GET /datasets/{slug}/records/{id}` (contract §5).
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
 use query::params::ProjectionParams;
 
@@ -22,6 +22,7 @@ use crate::state::AppState;
             headers(
                 ("ETag" = String, description = "The answer's tag, for `If-None-Match`"),
                 ("Dataset-Version" = i64, description = "The number of the dataset version read"),
+                ("Link" = String, description = "`<URL>; rel=\"next\"`: the next page's URL with its `cursor`; absent on the last page"),
             )),
         (status = 304, response = crate::api::rest::responses::NotModified),
         (status = 400, response = crate::http::error::openapi::BadRequest),
@@ -53,15 +54,40 @@ pub async fn list_records(
     };
     let page = state.resolver.run_records(&prepared);
     let etag = prepared.etag.clone();
+    let mut next_cursor = None;
     let mut response = conditional_written(&headers, etag, page, |page, out| {
+        next_cursor.clone_from(&page.next_cursor);
         page.write_json(&prepared.dataset.schema, out)
     })
     .await?;
     set_dataset_version(&mut response, prepared.dataset.version());
+    if let Some(cursor) = next_cursor {
+        let next = next_url(
+            &state.resolver.dataset_url(&slug),
+            query.as_deref(),
+            &cursor,
+        );
+        if let Ok(value) = HeaderValue::from_str(&format!("<{next}>; rel=\"next\"")) {
+            response.headers_mut().insert(header::LINK, value);
+        }
+    }
     if let Some(charge) = charge {
         response.extensions_mut().insert(charge);
     }
     Ok(response)
+}
+
+/// The URL of the page after this one (RFC 8288 `rel="next"`): the request's own parameters
+/// without `page` or `cursor`, and the cursor.
+fn next_url(dataset_url: &str, raw: Option<&str>, cursor: &str) -> String {
+    let encode = crate::http::url::encode;
+    let mut query: Vec<String> = pairs(raw)
+        .into_iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "page" | "cursor"))
+        .map(|(name, value)| format!("{}={}", encode(&name), encode(&value)))
+        .collect();
+    query.push(format!("cursor={cursor}"));
+    format!("{dataset_url}/records?{}", query.join("&"))
 }
 
 /// One record by its `_id`; `fields` works here too.

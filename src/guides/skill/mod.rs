@@ -194,6 +194,11 @@ pub fn skill_md(guide: &Guide, site_url: &str, base_url: String) -> String {
             format!("{records_url}?version={version}&per_page=5"),
         ),
         (
+            "Read every record, page after page",
+            "Each answer's `next_cursor` (and its `Link: <…>; rel=\"next\"` header) leads to the next page: send it as `cursor=…` with the same parameters, until it is `null`. A cursor keeps reading the version the first page read, even if the dataset is re-imported meanwhile, and a deep page costs what the first does.".to_string(),
+            format!("{records_url}?per_page={MAX_PER_PAGE}"),
+        ),
+        (
             "Versions and what changed",
             "Every version published, newest first, with its record count, `content_hash` (SHA-256 of its NDJSON export in `_id` order) and whether it is retained; `changes?from=<a>&to=<b>` streams the records that differ as NDJSON.".to_string(),
             format!("{dataset_url}/versions"),

@@ -24,14 +24,15 @@ use crate::http::limits::MAX_BODY_BYTES;
 pub struct ErrorBody {
     /// A stable code: `invalid_parameter`, `missing_parameter`, `unknown_field`,
     /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_facet`, `no_geo_fields`,
-    /// `invalid_operator`, `too_many_groups`, `missing_token`,
+    /// `invalid_operator`, `invalid_cursor`, `too_many_groups`, `missing_token`,
     /// `invalid_token`, `dataset_not_found`, `record_not_found`, `not_found`,
     /// `version_not_found`, `version_gone`, `method_not_allowed`, `request_timeout`, `payload_too_large`, `rate_limited`,
     /// `unavailable`, `internal`.
     pub error: String,
     /// One sentence a person can act on.
     pub message: String,
-    /// The parameter at fault (`invalid_parameter`, `missing_parameter`, `no_geo_fields`).
+    /// The parameter at fault (`invalid_parameter`, `missing_parameter`, `no_geo_fields`,
+    /// `invalid_cursor`).
     #[schema(nullable = false)]
     pub parameter: Option<String>,
     /// The field at fault (`unknown_field`, `text_field_exact_match`, `invalid_group_by`,
@@ -104,6 +105,9 @@ fn example(code: Code) -> ApiError {
             field_type: FieldType::Number,
             operator: "prefix".into(),
             allowed: operators::names(Op::allowed(FieldType::Number)),
+        },
+        Code::InvalidCursor => ApiError::InvalidCursor {
+            reason: "it was made for other conditions",
         },
         Code::TooManyGroups => ApiError::TooManyGroups {
             groups: 336_776,

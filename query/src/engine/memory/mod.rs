@@ -19,6 +19,7 @@ pub mod relevance;
 pub mod rows;
 pub mod select;
 pub mod stats;
+pub mod walk;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

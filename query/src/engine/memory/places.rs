@@ -5,7 +5,7 @@
 
 use super::MemIndex;
 use super::rows::Bits;
-use super::select::Key;
+use super::walk::Key;
 use crate::answer::relevance::order_stably;
 use crate::dataset::schema::Column;
 use crate::request::places::{Near, distance_m};

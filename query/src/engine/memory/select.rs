@@ -4,12 +4,12 @@
 //! order.
 
 use std::borrow::Cow;
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::column::{IdColumn, MISSING, NumColumn, StrColumn};
+use super::column::{MISSING, StrColumn};
 use super::rows::Bits;
-use super::rows::Rows;
+use super::walk::Key;
 use super::{FieldIndex, MemIndex};
 use crate::dataset::schema::Column;
 use crate::dates;
@@ -19,58 +19,7 @@ use crate::request::{ExactValue, Filter, Range, RangeValue};
 /// matches; deeper pages walk the bit set, whose cost does not grow with the page.
 const MERGED_PAGES_UP_TO: u64 = 10_000;
 
-/// A sort key's column.
-#[derive(Clone, Copy)]
-pub(super) enum Key<'a> {
-    Id(&'a IdColumn),
-    Str(&'a StrColumn),
-    Num(&'a NumColumn),
-}
-
-impl Key<'_> {
-    fn has_value(self, row: u32) -> bool {
-        match self {
-            Key::Id(_) => true,
-            Key::Str(c) => c.codes.get(row as usize) != MISSING,
-            Key::Num(c) => !c.values.get(row as usize).is_nan(),
-        }
-    }
-
-    /// SQL's `(c IS NULL), c [DESC]`.
-    fn compare(self, a: u32, b: u32, descending: bool) -> Ordering {
-        let ordered = |x: Ordering| if descending { x.reverse() } else { x };
-        match self {
-            Key::Id(c) => ordered(c.get(a).cmp(c.get(b))),
-            Key::Str(c) => {
-                let (x, y) = (c.codes.get(a as usize), c.codes.get(b as usize));
-                match (x == MISSING, y == MISSING) {
-                    (false, false) => ordered(x.cmp(&y)),
-                    (a_missing, b_missing) => a_missing.cmp(&b_missing),
-                }
-            }
-            Key::Num(c) => {
-                let (x, y) = (c.values.get(a as usize), c.values.get(b as usize));
-                match (x.is_nan(), y.is_nan()) {
-                    (false, false) => ordered(x.total_cmp(&y)),
-                    (a_missing, b_missing) => a_missing.cmp(&b_missing),
-                }
-            }
-        }
-    }
-}
-
 impl MemIndex {
-    pub(super) fn key(&self, column: Column) -> Option<Key<'_>> {
-        match column {
-            Column::Id => Some(Key::Id(&self.id)),
-            Column::Field(i) => match &self.fields[i] {
-                FieldIndex::Str(c) => Some(Key::Str(c)),
-                FieldIndex::Num(c) => Some(Key::Num(c)),
-                _ => None,
-            },
-        }
-    }
-
     /// The rows matching `filter`; `None` when it has no condition (every row).
     pub fn matches<'s>(&'s self, filter: &Filter) -> Option<Bits> {
         // A frequent value's kept set stays borrowed until a second condition meets it; the
@@ -344,81 +293,6 @@ impl MemIndex {
         }
         Some((total, page))
     }
-
-    /// Rows `offset..offset + limit` of the matches in `sort` order (then file order).
-    pub fn page(
-        &self,
-        matches: Option<&Bits>,
-        sort: &[(Column, bool)],
-        offset: u64,
-        limit: u64,
-    ) -> Vec<u32> {
-        let limit = limit.min(u64::from(self.rows)) as usize;
-        let Some((&(first, descending), rest)) = sort.split_first() else {
-            return match matches {
-                Some(m) => m.iter_from(offset).take(limit).collect(),
-                None => {
-                    let start = offset.min(u64::from(self.rows)) as u32;
-                    let end = (u64::from(start) + limit as u64).min(u64::from(self.rows)) as u32;
-                    (start..end).collect()
-                }
-            };
-        };
-        let Some(key) = self.key(first) else {
-            return Vec::new();
-        };
-        let rest: Vec<(Key<'_>, bool)> = rest
-            .iter()
-            .filter_map(|&(c, d)| Some((self.key(c)?, d)))
-            .collect();
-        let mut walk = Walk {
-            matches,
-            rest: &rest,
-            skip: offset,
-            limit,
-            out: Vec::with_capacity(limit),
-        };
-        let done = match key {
-            // Ids are unique: each is a run of one row.
-            Key::Id(c) => {
-                let sorted = c.sorted();
-                let mut go = |i: usize| walk.run(1, std::iter::once(sorted.get(i)));
-                if descending {
-                    (0..sorted.len()).rev().any(&mut go)
-                } else {
-                    (0..sorted.len()).any(&mut go)
-                }
-            }
-            Key::Str(c) => {
-                let codes = 0..c.dict.len() as u32;
-                let mut go = |code: u32| match c.dense(code) {
-                    Some(bits) => walk.run(c.postings.len(code) as usize, bits.iter()),
-                    None => {
-                        let rows = c.postings.rows(code);
-                        walk.run(rows.len(), rows.iter())
-                    }
-                };
-                if descending {
-                    codes.rev().any(&mut go)
-                } else {
-                    codes.into_iter().any(&mut go)
-                }
-            }
-            Key::Num(c) => {
-                let runs = EqualRuns { column: c };
-                if descending {
-                    runs.rev().any(|run| walk.run(run.len(), run.iter()))
-                } else {
-                    runs.forward().any(|run| walk.run(run.len(), run.iter()))
-                }
-            }
-        };
-        if !done {
-            let missing: Vec<u32> = (0..self.rows).filter(|&r| !key.has_value(r)).collect();
-            walk.run(missing.len(), missing.into_iter());
-        }
-        walk.out
-    }
 }
 
 /// The positions in `0..n` of a list in byte order (`text` of a position) whose values lie in
@@ -449,7 +323,7 @@ fn prefix_range<'t>(prefix: &str, n: usize, text: impl Fn(u32) -> &'t str) -> st
 }
 
 /// The first code in `0..n` for which `before` is false (`before` holds for a prefix of codes).
-fn partition(n: usize, before: impl Fn(u32) -> bool) -> u32 {
+pub(super) fn partition(n: usize, before: impl Fn(u32) -> bool) -> u32 {
     let (mut low, mut high) = (0u32, n as u32);
     while low < high {
         let mid = low + (high - low) / 2;
@@ -460,138 +334,4 @@ fn partition(n: usize, before: impl Fn(u32) -> bool) -> u32 {
         }
     }
     low
-}
-
-/// Emits the matching rows of runs of equal first-key values until the page is full.
-struct Walk<'a, 'k> {
-    matches: Option<&'a Bits>,
-    rest: &'a [(Key<'k>, bool)],
-    skip: u64,
-    limit: usize,
-    out: Vec<u32>,
-}
-
-impl Walk<'_, '_> {
-    /// Takes what the page needs of `run` (`len` rows, ascending); true when the page is full.
-    fn run(&mut self, len: usize, run: impl Iterator<Item = u32>) -> bool {
-        let matching = |r: &u32| self.matches.is_none_or(|m| m.contains(*r));
-        if self.rest.is_empty() || len < 2 {
-            for row in run.filter(matching) {
-                if self.skip > 0 {
-                    self.skip -= 1;
-                } else {
-                    self.out.push(row);
-                    if self.out.len() >= self.limit {
-                        return true;
-                    }
-                }
-            }
-            return self.out.len() >= self.limit;
-        }
-        let mut rows: Vec<u32> = run.filter(matching).collect();
-        if (rows.len() as u64) <= self.skip {
-            self.skip -= rows.len() as u64;
-            return false;
-        }
-        rows.sort_by(|&a, &b| {
-            self.rest
-                .iter()
-                .map(|&(key, descending)| key.compare(a, b, descending))
-                .find(|o| o.is_ne())
-                .unwrap_or(Ordering::Equal)
-                .then(a.cmp(&b))
-        });
-        for row in rows.into_iter().skip(self.skip as usize) {
-            self.skip = 0;
-            self.out.push(row);
-            if self.out.len() >= self.limit {
-                return true;
-            }
-        }
-        self.skip = 0;
-        false
-    }
-}
-
-/// The runs of equal values in a number column's order; each run is in file order. A run's
-/// far end is found by galloping, so long runs of small integers cost a few look-ups each.
-struct EqualRuns<'a> {
-    column: &'a NumColumn,
-}
-
-impl<'a> EqualRuns<'a> {
-    fn value(&self, i: usize) -> f64 {
-        self.column.values.get(self.column.order.get(i) as usize)
-    }
-
-    /// The first index in `from..to` whose value differs from `v`, searching outwards from
-    /// `from` (values are ordered, so equal ones are contiguous).
-    fn run_end(&self, from: usize, to: usize, v: f64) -> usize {
-        let (mut low, mut step) = (from, 1);
-        // Invariant: every index below `low` holds `v`.
-        while low + step < to && self.value(low + step) == v {
-            low += step;
-            step *= 2;
-        }
-        let mut high = (low + step).min(to);
-        low += 1;
-        while low < high {
-            let mid = low + (high - low) / 2;
-            if self.value(mid) == v {
-                low = mid + 1;
-            } else {
-                high = mid;
-            }
-        }
-        low
-    }
-
-    /// The first index of the run ending at `end` (exclusive), holding `v`.
-    fn run_start(&self, end: usize, v: f64) -> usize {
-        let (mut high, mut step) = (end - 1, 1);
-        // Invariant: every index from `high` to `end` holds `v`.
-        while high >= step && self.value(high - step) == v {
-            high -= step;
-            step *= 2;
-        }
-        let mut low = high.saturating_sub(step);
-        while low < high {
-            let mid = low + (high - low) / 2;
-            if self.value(mid) == v {
-                high = mid;
-            } else {
-                low = mid + 1;
-            }
-        }
-        high
-    }
-
-    /// The runs from the largest value down, each still in file order.
-    fn rev(self) -> impl Iterator<Item = Rows<'a>> {
-        let mut end = self.column.order.len();
-        std::iter::from_fn(move || {
-            if end == 0 {
-                return None;
-            }
-            let start = self.run_start(end, self.value(end - 1));
-            let run = self.column.order.slice(start..end);
-            end = start;
-            Some(run)
-        })
-    }
-
-    /// The runs from the smallest value up.
-    fn forward(self) -> impl Iterator<Item = Rows<'a>> {
-        let mut start = 0;
-        let len = self.column.order.len();
-        std::iter::from_fn(move || {
-            if start >= len {
-                return None;
-            }
-            let end = self.run_end(start, len, self.value(start));
-            let run = self.column.order.slice(start..end);
-            start = end;
-            Some(run)
-        })
-    }
 }

@@ -407,6 +407,76 @@ pub fn order_by(sql: &mut Sql, schema: &DatasetSchema, sort: &[(Column, bool)], 
     sql.push("\"pos\"");
 }
 
+/// The sort-key values of one row, read to go on after it (a cursor's keyset): `None` where
+/// the row has no value.
+pub type KeyValues = Vec<Option<Value>>;
+
+/// ` AND …`: the rows that come after the row at `pos` whose sort keys hold `values`, in the
+/// order [`order_by`] writes for `sort` (each key's missing values after its others, then
+/// `pos`). On the part of the rows with the first key's value, that key's bound comes first as
+/// a range of its own, so an index on it (or the planner) starts there instead of at the top.
+pub fn after_row(
+    sql: &mut Sql,
+    schema: &DatasetSchema,
+    sort: &[(Column, bool)],
+    values: &[Option<Value>],
+    pos: i64,
+    part: Part,
+) {
+    if part == Part::HasValue
+        && let (Some(&(first, descending)), Some(Some(value))) = (sort.first(), values.first())
+    {
+        sql.push(" AND ")
+            .ident(schema.sql_column(first))
+            .push(if descending { " <= " } else { " >= " })
+            .bind(value.clone());
+    }
+    let (keys, values) = match part {
+        // Every row of this part lacks the first key: only the others order it.
+        Part::Missing => (&sort[1.min(sort.len())..], &values[1.min(values.len())..]),
+        _ => (sort, values),
+    };
+    sql.push(" AND ");
+    after_keys(sql, schema, keys, values, pos);
+}
+
+fn after_keys(
+    sql: &mut Sql,
+    schema: &DatasetSchema,
+    keys: &[(Column, bool)],
+    values: &[Option<Value>],
+    pos: i64,
+) {
+    let (Some(&(column, descending)), Some(value)) = (keys.first(), values.first()) else {
+        sql.push("\"pos\" > ").bind(pos);
+        return;
+    };
+    let name = schema.sql_column(column);
+    sql.push("(");
+    match value {
+        // Missing values come last: after this row come only the rows also missing it.
+        None => {
+            sql.ident(name).push(" IS NULL AND ");
+            after_keys(sql, schema, &keys[1..], &values[1..], pos);
+        }
+        Some(value) => {
+            sql.ident(name)
+                .push(if descending { " < " } else { " > " })
+                .bind(value.clone())
+                .push(" OR ")
+                .ident(name)
+                .push(" IS NULL OR (")
+                .ident(name)
+                .push(" = ")
+                .bind(value.clone())
+                .push(" AND ");
+            after_keys(sql, schema, &keys[1..], &values[1..], pos);
+            sql.push(")");
+        }
+    }
+    sql.push(")");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

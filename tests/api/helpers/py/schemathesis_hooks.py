@@ -35,6 +35,8 @@ FIELD_ERRORS = {
     # `facet` on a field that is not a keyword; `near`/`bbox` on a dataset without a geo pair.
     "invalid_facet",
     "no_geo_fields",
+    # A cursor is the server's to make: a well-formed one it did not make is refused.
+    "invalid_cursor",
 }
 # Agg parameters whose validity depends on another parameter or on the field's type.
 AGG_DEPENDENT = {"sort", "group_by"}
@@ -76,6 +78,9 @@ def refused_for_the_data(case, response) -> bool:
         # A pattern cannot say that a box's minimum is at most its maximum, or that a radius is
         # more than 0 and at most 20,000 km; the parameters' descriptions do.
         if body.get("parameter") in {"near", "bbox"}:
+            return True
+        # `cursor` and `page` each fit the document; together they are refused.
+        if body.get("parameter") == "cursor":
             return True
         return "field" in body or body.get("parameter") not in named
     return False
