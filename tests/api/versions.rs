@@ -405,4 +405,36 @@ async fn table_count(store: &TestStore) -> i64 {
     row.try_get_by_index::<i64>(0).unwrap()
 }
 
-both_stores!(versions_are_numbered_kept_and_read, retention_and_history);
+/// The demo's real records (nested fields, Chinese text, numbers of every kind): each
+/// dataset's content hash is the SHA-256 of its export in `_id` order.
+async fn content_hash_of_real_data(store: TestStore) {
+    crate::helpers::load_demo(&store).await;
+    let token = api_token(&store).await;
+    let router = store.router();
+    for slug in ["flights", "tw-scenic-spots"] {
+        let list = get(&router, &token, &format!("/datasets/{slug}/versions")).await;
+        let (_, _, bytes) = exchange(
+            &router,
+            request(
+                Method::GET,
+                &format!("/api/v1/datasets/{slug}/export?sort=_id"),
+                Some(&token),
+                &[],
+                None,
+            ),
+        )
+        .await;
+        let hash = format!("sha256:{}", query::hex(&Sha256::digest(&bytes)));
+        assert_eq!(
+            list.body["versions"][0]["content_hash"],
+            hash.as_str(),
+            "{slug}"
+        );
+    }
+}
+
+both_stores!(
+    versions_are_numbered_kept_and_read,
+    retention_and_history,
+    content_hash_of_real_data
+);

@@ -190,7 +190,7 @@ impl Resolver {
     }
 
     /// The bodies at `positions`, in that order, as the store gives them.
-    async fn read_at_positions(
+    pub(super) async fn read_at_positions(
         &self,
         schema: &DatasetSchema,
         positions: &[i64],

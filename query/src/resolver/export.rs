@@ -178,7 +178,7 @@ impl Resolver {
     /// The ordered row numbers of the matches, from the store: the same two-part sort as a
     /// records page (records with the first key's value, then those without it), read
     /// [`POSITION_BATCH`] positions a statement, so only the 4-byte list is kept.
-    pub(super) async fn export_positions(
+    async fn export_positions(
         &self,
         schema: &DatasetSchema,
         filter: &Filter,

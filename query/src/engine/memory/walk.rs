@@ -192,9 +192,27 @@ impl MemIndex {
                     }
                 }
             };
-        if !done || after_missing {
-            let missing: Vec<u32> = (0..self.rows).filter(|&r| !key.has_value(r)).collect();
-            walk.run(missing.len(), missing.into_iter());
+        // Then the rows without the first key, the last run. A column known to have none
+        // (ids; numbers whose order holds every row) skips it: the last page of a request is
+        // never full, and looking for them would read every row.
+        let none_missing = match key {
+            Key::Id(_) => true,
+            Key::Num(c) => c.order.len() == self.rows as usize,
+            Key::Str(_) => false,
+        };
+        if (!done || after_missing) && !none_missing {
+            if rest.is_empty() {
+                // In file order: read lazily, from the cursor's row when it is one of them.
+                let from = match walk.after.take() {
+                    Some(row) if after_missing => row.saturating_add(1),
+                    _ => 0,
+                };
+                let missing = (from..self.rows).filter(|&r| !key.has_value(r));
+                walk.run(0, missing);
+            } else {
+                let missing: Vec<u32> = (0..self.rows).filter(|&r| !key.has_value(r)).collect();
+                walk.run(missing.len(), missing.into_iter());
+            }
         }
         walk.out
     }
