@@ -159,6 +159,10 @@ pub fn cors() -> CorsLayer {
             rest::export::X_TOTAL_COUNT.clone(),
             header::CONTENT_DISPOSITION,
             header::LINK,
+            crate::http::caching::DATASET_VERSION.clone(),
+            rest::versions::X_ADDED.clone(),
+            rest::versions::X_REMOVED.clone(),
+            rest::versions::X_CHANGED.clone(),
         ])
         .max_age(std::time::Duration::from_secs(3600))
 }

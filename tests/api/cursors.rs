@@ -136,6 +136,33 @@ async fn cursors_read_one_version_to_the_end(store: TestStore) {
         }
     }
 
+    // A browser's script may read what it needs to follow a walk and cite it.
+    let cors = [("origin", "https://elsewhere.example")];
+    let answer = get_with(
+        &store.router(),
+        "/api/v1/datasets/towns/records?per_page=7",
+        Some(&token),
+        &cors,
+    )
+    .await;
+    let exposed = answer.headers["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    for name in [
+        "link",
+        "dataset-version",
+        "etag",
+        "x-added",
+        "x-removed",
+        "x-changed",
+    ] {
+        assert!(
+            exposed.split(',').any(|h| h.trim() == name),
+            "{name}: {exposed}"
+        );
+    }
+
     // A walk that a re-import overtakes reads the version it started on, to its end.
     let router = store.router_with(IndexPolicy::OFF);
     let old = by_pages(&router, &token, "per_page=7&sort=people%3C").await;
