@@ -170,10 +170,9 @@ pub fn count(name: &str, value: Option<i64>) -> Result<Option<u64>, ApiError> {
 
 /// A `version` argument: a whole number from 1.
 pub fn version(value: Option<i64>) -> Result<Option<u64>, ApiError> {
-    match count("version", value)? {
-        Some(0) => Err(ApiError::invalid("version", "version must be at least 1.")),
-        other => Ok(other),
-    }
+    count("version", value)?
+        .map(|n| params::version_number("version", n))
+        .transpose()
 }
 
 /// The arguments of `records` beyond its conditions.

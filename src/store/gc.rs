@@ -8,6 +8,7 @@
 //! deleted after a day (no import holds a version that long without progress). Every decision
 //! is read from the store, so any instance (or `odqs import`) may run this.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use entity::{dataset, dataset_field, dataset_version, record};
@@ -24,9 +25,11 @@ pub const ABANDONED_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// Expires the versions beyond the store's window and drops the tables of those expired longer
 /// than `grace` ago; returns how many versions' tables were dropped.
 pub async fn collect(store: &Store, grace: Duration) -> Result<usize, StoreError> {
-    for row in dataset::Entity::find().all(&store.db).await? {
+    let datasets = dataset::Entity::find().all(&store.db).await?;
+    for row in &datasets {
         catalog::expire_beyond(&store.db, &row.slug, row.version, store.keep_versions).await?;
     }
+    let published: HashSet<&str> = datasets.iter().map(|d| d.slug.as_str()).collect();
     let now = OffsetDateTime::now_utc();
     let candidates = dataset_version::Entity::find()
         .filter(dataset_version::Column::State.is_in([
@@ -61,12 +64,7 @@ pub async fn collect(store: &Store, grace: Duration) -> Result<usize, StoreError
                 }
             }
             _ => {
-                let orphan = dataset::Entity::find()
-                    .filter(dataset::Column::Slug.eq(&version.slug))
-                    .one(&store.db)
-                    .await?
-                    .is_none();
-                if orphan {
+                if !published.contains(version.slug.as_str()) {
                     catalog::set_state(&store.db, version.id, dataset_version::STATE_EXPIRED)
                         .await?;
                 }

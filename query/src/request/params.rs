@@ -478,6 +478,17 @@ pub fn split_values(value: &str) -> Vec<String> {
         .collect()
 }
 
+/// A version number (`version`, `from`, `to`; contract §13.1): versions are numbered from 1.
+pub fn version_number(name: &str, number: u64) -> Result<u64, ApiError> {
+    match number {
+        0 => Err(ApiError::invalid(
+            name,
+            format!("{name} must be at least 1."),
+        )),
+        n => Ok(n),
+    }
+}
+
 /// Parses a whole-number parameter (`page`, `per_page`).
 pub fn parse_count(name: &str, value: &str) -> Result<u64, ApiError> {
     value.trim().parse::<u64>().map_err(|_| {

@@ -23,9 +23,9 @@ impl Resolver {
         fields: Option<&[String]>,
         version: Option<u64>,
     ) -> Result<Prepared<RecordById>, ApiError> {
-        if version == Some(0) {
-            return Err(ApiError::invalid("version", "version must be at least 1."));
-        }
+        let version = version
+            .map(|n| crate::request::params::version_number("version", n))
+            .transpose()?;
         let dataset = self.dataset_at(slug, version).await?;
         self.prepare_record_in(dataset, id, fields)
     }

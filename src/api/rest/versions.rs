@@ -7,7 +7,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use query::cost::extra_requests;
-use query::params::parse_count;
+use query::params::{parse_count, version_number};
 use query::versions::Changes;
 
 use super::query_string::{once, pairs};
@@ -124,15 +124,9 @@ pub async fn list_changes(
     Ok(response)
 }
 
-/// A version number: a whole number from 1.
+/// A version number as the query string gives it.
 fn at_least_one(name: &str, value: &str) -> Result<u64, ApiError> {
-    match parse_count(name, value)? {
-        0 => Err(ApiError::invalid(
-            name,
-            format!("{name} must be at least 1."),
-        )),
-        n => Ok(n),
-    }
+    version_number(name, parse_count(name, value)?)
 }
 
 /// The streamed answer: the counts in the headers, then a chunk of lines at a time.
