@@ -7,6 +7,7 @@ use std::sync::Arc;
 use query::memory::IndexPolicy;
 
 use crate::app;
+use crate::auth::scope as auth_scope;
 use crate::auth::token;
 use crate::config::{
     Cli, Command, ConfigError, DatasetsCommand, ImportArgs, ServeArgs, ServeConfig, StoreArgs,
@@ -239,12 +240,30 @@ async fn datasets(command: DatasetsCommand) -> Result<(), Failure> {
 async fn token(command: TokenCommand) -> Result<(), Failure> {
     init_logging(false, "warn");
     match command {
-        TokenCommand::Create { email, name, store } => {
+        TokenCommand::Create {
+            email,
+            name,
+            scope,
+            expires_in,
+            store,
+        } => {
             let email = token::normalize_email(&email)
                 .ok_or_else(|| Failure::Config(format!("{email:?} is not an e-mail address")))?;
+            let lifetime = auth_scope::lifetime(&expires_in)
+                .map_err(|e| Failure::Config(format!("--expires-in: {e}")))?;
             let store = open(&store).await?;
+            let scope = auth_scope::asked(&store, &scope)
+                .await
+                .map_err(|e| match e {
+                    query::ApiError::InvalidScope { message } => {
+                        Failure::Config(format!("--scope: {message}"))
+                    }
+                    other => Failure::Runtime(other.message()),
+                })?;
             let user = token::find_or_create_user(&store, &email).await?;
-            let (secret, _) = token::mint(&store, user.id, &name, "cli", None).await?;
+            let expires_at = auth_scope::expiry(lifetime);
+            let (secret, _) =
+                token::mint(&store, user.id, &name, "cli", &scope, expires_at).await?;
             println!("{}", secret.expose());
             Ok(())
         }

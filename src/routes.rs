@@ -89,6 +89,7 @@ fn api(state: AppState) -> Router<AppState> {
             "/datasets/{slug}/changes",
             get(rest::versions::list_changes),
         )
+        .route("/token", get(crate::auth::http::tokens::describe))
         .route("/graphql", get(graphql::endpoint).post(graphql::endpoint))
         .route(
             "/openapi.json",
@@ -135,6 +136,8 @@ fn api(state: AppState) -> Router<AppState> {
         openapi::graphql::graphql_post,
         crate::auth::http::device::start,
         crate::auth::http::device::token,
+        crate::auth::http::tokens::revoke,
+        crate::auth::http::tokens::describe,
         healthz,
         readyz,
     )

@@ -23,6 +23,9 @@ pub struct Model {
     /// `None` for tokens that never expire (spec §5).
     pub expires_at: Option<TimeDateTimeWithTimeZone>,
     pub revoked_at: Option<TimeDateTimeWithTimeZone>,
+    /// What the token may do, OAuth style: `read`, `export`, `dataset:<slug>` (contract §13.3);
+    /// `read export` for tokens minted before scopes existed.
+    pub scope: String,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

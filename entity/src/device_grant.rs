@@ -24,6 +24,8 @@ pub struct Model {
     pub last_poll_at: Option<TimeDateTimeWithTimeZone>,
     /// The account that approved or refused.
     pub user_id: Option<i64>,
+    /// The scope the client asked for (RFC 8628 §3.1), given to the token it receives.
+    pub scope: String,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -50,12 +50,19 @@ pub fn sdl() -> String {
     builder().finish().sdl()
 }
 
-/// Runs one request with a fresh per-request memo.
-pub async fn execute(schema: &OdqsSchema, request: Request) -> Response {
-    execute_with(schema, request, Arc::default()).await
+/// Runs one request for a token of `scope`, with a fresh per-request memo.
+pub async fn execute(schema: &OdqsSchema, request: Request, scope: query::Scope) -> Response {
+    execute_with(schema, request, Arc::default(), scope).await
 }
 
-/// Runs one request with the given memo (tests read its counters afterwards).
-pub async fn execute_with(schema: &OdqsSchema, request: Request, batch: Arc<Batch>) -> Response {
-    schema.execute(request.data(batch)).await
+/// Runs one request for a token of `scope` with the given memo (tests read its counters
+/// afterwards). Every field that reads a dataset asks the scope first; a field outside it fails
+/// alone with `insufficient_scope` (contract §13.3).
+pub async fn execute_with(
+    schema: &OdqsSchema,
+    request: Request,
+    batch: Arc<Batch>,
+    scope: query::Scope,
+) -> Response {
+    schema.execute(request.data(batch).data(scope)).await
 }

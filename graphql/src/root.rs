@@ -13,16 +13,25 @@ use crate::errors::OrGraphql;
 use crate::inputs::{self, Conditions, FieldFilter, FieldSearch, GroupSort, SortKey};
 use crate::objects::{AggResult, Dataset, DatasetList, RecordPage};
 use query::cost::CostMeter;
-use query::{self, Paging, Resolver};
+use query::{self, Need, Paging, Resolver, Scope};
 
 /// The read API as a GraphQL schema.
 pub struct QueryRoot;
 
-/// The shared resolver and this request's memo (a private one when the caller gave none).
-fn parts<'a>(ctx: &Context<'a>) -> (&'a Resolver, Arc<Batch>) {
+/// The calling token's scope. [`crate::execute`] always gives one; a request run without it
+/// reads nothing (it fails closed).
+fn scope<'a>(ctx: &Context<'a>) -> Result<&'a Scope> {
+    ctx.data_opt::<Scope>()
+        .ok_or_else(|| crate::errors::to_graphql(&query::ApiError::Internal))
+}
+
+/// The shared resolver and this request's memo (a private one when the caller gave none),
+/// once the token's scope allows reading `slug` (any dataset: `None`).
+fn parts<'a>(ctx: &Context<'a>, slug: Option<&str>) -> Result<(&'a Resolver, Arc<Batch>)> {
+    scope(ctx)?.require(Need::Read, slug).gql()?;
     let resolver = ctx.data_unchecked::<Arc<Resolver>>().as_ref();
     let batch = ctx.data_opt::<Arc<Batch>>().cloned().unwrap_or_default();
-    (resolver, batch)
+    Ok((resolver, batch))
 }
 
 /// The dataset published under `slug`, looked up once per request.
@@ -62,19 +71,23 @@ impl QueryRoot {
         )]
         q: Option<String>,
     ) -> Result<DatasetList> {
-        let (resolver, _) = parts(ctx);
+        let (resolver, _) = parts(ctx, None)?;
         let paging = Paging::new(
             inputs::count("page", page).gql()?,
             inputs::count("per_page", per_page).gql()?,
         )
         .gql()?;
         let words = query::params::catalog_words(q.as_deref()).gql()?;
-        Ok(resolver.list_datasets(paging, &words).await.gql()?.into())
+        Ok(resolver
+            .list_datasets(paging, &words, scope(ctx)?)
+            .await
+            .gql()?
+            .into())
     }
 
     /// One dataset's metadata with its schema entries (REST `GET /datasets/{slug}`).
     async fn dataset(&self, ctx: &Context<'_>, slug: String) -> Result<Dataset> {
-        let (resolver, batch) = parts(ctx);
+        let (resolver, batch) = parts(ctx, Some(&slug))?;
         let found = dataset(resolver, &batch, &slug).await?;
         Ok(resolver.detail(&found).into())
     }
@@ -119,7 +132,7 @@ impl QueryRoot {
         )]
         after: Option<String>,
     ) -> Result<RecordPage> {
-        let (resolver, batch) = parts(ctx);
+        let (resolver, batch) = parts(ctx, Some(&slug))?;
         let conditions = Conditions {
             q,
             search,
@@ -170,7 +183,7 @@ impl QueryRoot {
         #[graphql(desc = "The dataset version to read (REST version); default: the live one")]
         version: Option<i64>,
     ) -> Result<Json<Value>> {
-        let (resolver, batch) = parts(ctx);
+        let (resolver, batch) = parts(ctx, Some(&slug))?;
         let found = dataset_at(resolver, &batch, &slug, version).await?;
         let prepared = resolver
             .prepare_record_in(found, &id, fields.as_deref())
@@ -223,7 +236,7 @@ impl QueryRoot {
         #[graphql(desc = "The dataset version to read (REST version); default: the live one")]
         version: Option<i64>,
     ) -> Result<AggResult> {
-        let (resolver, batch) = parts(ctx);
+        let (resolver, batch) = parts(ctx, Some(&slug))?;
         let conditions = Conditions {
             q,
             search,

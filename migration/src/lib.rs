@@ -12,6 +12,7 @@ mod m20261122_000003_sessions;
 mod m20261126_000004_geo;
 mod m20261127_000005_versions;
 mod m20261127_000006_secrets;
+mod m20261128_000007_scopes;
 
 /// Every migration, oldest first; `odqs migrate` and `odqs serve` apply the pending ones.
 pub struct Migrator;
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000004_geo::Migration),
             Box::new(m20261127_000005_versions::Migration),
             Box::new(m20261127_000006_secrets::Migration),
+            Box::new(m20261128_000007_scopes::Migration),
         ]
     }
 }

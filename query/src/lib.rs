@@ -32,6 +32,7 @@ pub mod log_text;
 pub mod operators;
 pub mod request;
 pub mod resolver;
+pub mod scope;
 
 pub use answer::views;
 pub use dataset::{Dataset, DatasetSchema, packed, schema};
@@ -43,3 +44,4 @@ pub use request::params::{
 pub use request::{AggQuery, ExportQuery, RecordQuery};
 pub use resolver::catalog::{CatalogEpoch, DATASET_FRESH_FOR};
 pub use resolver::{Resolver, catalog, export, facts, hex, versions};
+pub use scope::{Need, Scope};

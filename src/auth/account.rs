@@ -167,6 +167,24 @@ pub async fn revoke(store: &Store, user_id: i64, token_id: i64) -> Result<bool, 
     Ok(result.rows_affected == 1)
 }
 
+/// Revokes the live token with this hash, whoever holds it (RFC 7009: a client logs itself
+/// out); `Ok(false)` when no live token has it.
+pub async fn revoke_hash(store: &Store, token_hash: &str) -> Result<bool, StoreError> {
+    let result = api_token::Entity::update_many()
+        .col_expr(
+            api_token::Column::RevokedAt,
+            sea_orm::sea_query::Expr::value(OffsetDateTime::now_utc()),
+        )
+        .filter(api_token::Column::TokenHash.eq(token_hash))
+        .filter(api_token::Column::RevokedAt.is_null())
+        .exec(&store.db)
+        .await?;
+    if result.rows_affected == 1 {
+        tracing::info!("token revoked by its holder");
+    }
+    Ok(result.rows_affected == 1)
+}
+
 /// A fresh short-lived token for the `/explore` page of `user_id`. Plain tokens are never
 /// stored, so one cannot be handed out twice: each page load mints one, and the account's
 /// expired explorer tokens are deleted first, so they never pile up.
@@ -186,6 +204,7 @@ pub async fn explorer_token(
         user_id,
         "explorer (site)",
         EXPLORER_SOURCE,
+        &query::Scope::default(),
         Some(now + EXPLORER_LIFETIME),
     )
     .await

@@ -34,7 +34,7 @@ struct Running {
 impl ExportSlots {
     /// A slot for one export of `principal`, held until the slot is dropped (the stream ends
     /// or the client goes away); `None` over a bound.
-    pub fn take(self: &Arc<Self>, principal: Principal) -> Option<ExportSlot> {
+    pub fn take(self: &Arc<Self>, principal: &Principal) -> Option<ExportSlot> {
         let mut running = self.running.lock().expect("export slots lock");
         let token = running
             .by_token
@@ -57,7 +57,8 @@ impl ExportSlots {
         running.total += 1;
         Some(ExportSlot {
             slots: self.clone(),
-            principal,
+            token_id: principal.token_id,
+            user_id: principal.user_id,
         })
     }
 }
@@ -66,7 +67,8 @@ impl ExportSlots {
 #[derive(Debug)]
 pub struct ExportSlot {
     slots: Arc<ExportSlots>,
-    principal: Principal,
+    token_id: i64,
+    user_id: i64,
 }
 
 impl Drop for ExportSlot {
@@ -77,10 +79,7 @@ impl Drop for ExportSlot {
             by_account,
             total,
         } = &mut *running;
-        for (map, key) in [
-            (by_token, self.principal.token_id),
-            (by_account, self.principal.user_id),
-        ] {
+        for (map, key) in [(by_token, self.token_id), (by_account, self.user_id)] {
             if let Some(n) = map.get_mut(&key) {
                 *n -= 1;
                 if *n == 0 {

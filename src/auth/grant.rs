@@ -76,14 +76,19 @@ pub enum PollOutcome {
     /// `invalid_grant`: unknown code, or already spent.
     Invalid,
     /// The access token; the code is spent.
-    Issued { token: Secret, expires_in: i64 },
+    Issued {
+        token: Secret,
+        expires_in: i64,
+        /// What the token may do: the scope the client asked for, as stored.
+        scope: String,
+    },
 }
 
 /// What the approval page learns about a user code.
 #[derive(Debug)]
 pub enum Lookup {
     /// Waiting for the person's decision.
-    Pending(device_grant::Model),
+    Pending(Box<device_grant::Model>),
     /// Past its lifetime.
     Expired,
     /// Already approved or refused (or spent).
@@ -129,6 +134,7 @@ pub async fn start(
     store: &Store,
     device_name: Option<String>,
     client: Option<String>,
+    scope: &query::Scope,
 ) -> Result<Started, StoreError> {
     let now = OffsetDateTime::now_utc();
     let mut attempts = 0;
@@ -146,6 +152,7 @@ pub async fn start(
             interval: Set(INTERVAL),
             last_poll_at: Set(None),
             user_id: Set(None),
+            scope: Set(scope.to_string()),
             ..Default::default()
         }
         .insert(&store.db)
@@ -224,6 +231,7 @@ pub async fn poll(store: &Store, device_code: &str) -> Result<PollOutcome, Store
     let interval = grant.interval;
     let state = grant.state.clone();
     let user_id = grant.user_id;
+    let scope = query::Scope::from_stored(&grant.scope);
     let token_name = grant
         .device_name
         .clone()
@@ -240,12 +248,20 @@ pub async fn poll(store: &Store, device_code: &str) -> Result<PollOutcome, Store
             active.state = Set(STATE_USED.to_string());
             active.update(&txn).await?;
             let expires_at = now + Duration::seconds(TOKEN_EXPIRES_IN);
-            let (token, _) =
-                token::mint_on(&txn, user_id, &token_name, "device", Some(expires_at)).await?;
+            let (token, _) = token::mint_on(
+                &txn,
+                user_id,
+                &token_name,
+                "device",
+                &scope,
+                Some(expires_at),
+            )
+            .await?;
             txn.commit().await?;
             return Ok(PollOutcome::Issued {
                 token,
                 expires_in: TOKEN_EXPIRES_IN,
+                scope: scope.to_string(),
             });
         }
         _ => {
@@ -284,7 +300,7 @@ fn classify(grant: device_grant::Model, now: OffsetDateTime) -> Lookup {
     } else if now >= grant.expires_at {
         Lookup::Expired
     } else {
-        Lookup::Pending(grant)
+        Lookup::Pending(Box::new(grant))
     }
 }
 

@@ -7,11 +7,17 @@ use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 
+use query::scope::{DEFAULT_SCOPE, MAX_SCOPE_BYTES};
+
 use super::grant::{GRANT_TYPE_URN, MAX_LABEL};
 
 fn string() -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::String)
 }
+
+/// A scope a client may ask for: blank (the default), or words among `read`, `export` and
+/// `dataset:<slug>` with `read` or `export` among them (contract §13.3).
+const SCOPE_PATTERN: &str = r"^\s*$|^(?=[\s\S]*(?:^|\s)(?:read|export)(?:\s|$))\s*(?:(?:read|export|dataset:[A-Za-z0-9][A-Za-z0-9._~-]*)(?:\s+|$))+$";
 
 /// A label: any text without a NUL character.
 const VALUE_PATTERN: &str = r"^[^\u0000]*$";
@@ -20,19 +26,42 @@ const VALUE_PATTERN: &str = r"^[^\u0000]*$";
 #[derive(Serialize, ToSchema)]
 pub struct OAuthErrorBody {
     /// `authorization_pending`, `slow_down`, `access_denied`, `expired_token`,
-    /// `invalid_grant`, `unsupported_grant_type`, `invalid_request`; `rate_limited` (429) and
+    /// `invalid_grant`, `unsupported_grant_type`, `invalid_request`, `invalid_scope`;
+    /// `rate_limited` (429) and
     /// `temporarily_unavailable` (503).
     pub error: String,
     /// One sentence a person can act on.
     pub error_description: String,
 }
 
-/// `POST /auth/device` (RFC 8628 §3.1): every parameter optional, unknown ones ignored.
-/// Documentation only; the handler reads the body itself (`crate::auth::http::device`).
+/// `POST /auth/device` (RFC 8628 §3.1) as JSON: every parameter optional, unknown ones
+/// ignored, `null` taken as absent. Documentation only; the handler reads the body itself
+/// (`crate::auth::http::device`).
 pub struct DeviceAuthorizationRequest;
 
 impl utoipa::PartialSchema for DeviceAuthorizationRequest {
     fn schema() -> RefOr<Schema> {
+        device_authorization(true)
+    }
+}
+
+impl ToSchema for DeviceAuthorizationRequest {}
+
+/// [`DeviceAuthorizationRequest`] as a form, where a value is always text (a form has no
+/// `null`, so the text `null` is a scope word, and not one of them).
+pub struct DeviceAuthorizationForm;
+
+impl utoipa::PartialSchema for DeviceAuthorizationForm {
+    fn schema() -> RefOr<Schema> {
+        device_authorization(false)
+    }
+}
+
+impl ToSchema for DeviceAuthorizationForm {}
+
+/// The device authorization request's schema; JSON's (`json`) takes `null` for a scope.
+fn device_authorization(json: bool) -> RefOr<Schema> {
+    {
         // JSON `null` is taken as absent.
         let label = |description: &str| {
             ObjectBuilder::new()
@@ -53,11 +82,23 @@ impl utoipa::PartialSchema for DeviceAuthorizationRequest {
                 "client_id",
                 label("A standard OAuth client's identifier; taken as `client` when `client` is absent"),
             )
+            .property(
+                "scope",
+                ObjectBuilder::new()
+                    .schema_type(if json {
+                        SchemaType::from_iter([Type::String, Type::Null])
+                    } else {
+                        SchemaType::new(Type::String)
+                    })
+                    .max_length(Some(MAX_SCOPE_BYTES))
+                    .pattern(Some(SCOPE_PATTERN))
+                    .description(Some(format!(
+                        "What the token may do, space-separated: `read`, `export`, `dataset:<slug>` (repeatable; none means every dataset), with `read` or `export` or both. Default `{DEFAULT_SCOPE}`; at most {MAX_SCOPE_BYTES} bytes. A word otherwise, or a dataset not published: 400 `invalid_scope`"
+                    ))),
+            )
             .into()
     }
 }
-
-impl ToSchema for DeviceAuthorizationRequest {}
 
 /// The answer of `POST /auth/device` (RFC 8628 §3.2).
 #[derive(Serialize, ToSchema)]
@@ -114,4 +155,49 @@ pub struct TokenAnswer {
     pub token_type: String,
     /// Seconds the token lives.
     pub expires_in: i64,
+    /// What the token may do (contract §13.3): the scope asked for, in canonical order.
+    #[schema(example = "read dataset:flights")]
+    pub scope: String,
+}
+
+/// `POST /auth/revoke` (RFC 7009 §2.1). Documentation only, as [`DeviceAuthorizationRequest`].
+pub struct RevokeRequest;
+
+impl utoipa::PartialSchema for RevokeRequest {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .description(Some("Unknown parameters are ignored."))
+            .property(
+                "token",
+                string()
+                    .min_length(Some(1))
+                    .description(Some("The API token to revoke")),
+            )
+            .required("token")
+            .property(
+                "token_type_hint",
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                    .description(Some("`access_token`; optional, and not needed")),
+            )
+            .into()
+    }
+}
+
+impl ToSchema for RevokeRequest {}
+
+/// `GET /token`: the calling token, never its secret.
+#[derive(Serialize, ToSchema)]
+pub struct TokenInfo {
+    /// The token's label, as the account page shows it.
+    pub name: String,
+    /// What the token may do (contract §13.3).
+    #[schema(example = "read export")]
+    pub scope: String,
+    /// When it was minted (RFC 3339).
+    pub created_at: String,
+    /// When it stops working (RFC 3339); `null`: never.
+    pub expires_at: Option<String>,
+    /// The token's last four characters, to tell tokens apart.
+    pub last4: String,
 }

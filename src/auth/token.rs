@@ -21,7 +21,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use entity::{api_token, user};
-use query::ApiError;
+use query::{ApiError, Need, Scope};
 use rand::RngExt;
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use sha2::{Digest, Sha256};
@@ -104,15 +104,16 @@ pub async fn find_or_create_user(store: &Store, email: &str) -> Result<user::Mod
     .await?)
 }
 
-/// Mints a token for `user_id`; `expires_at` `None` means it never expires.
+/// Mints a token for `user_id` with `scope`; `expires_at` `None` means it never expires.
 pub async fn mint(
     store: &Store,
     user_id: i64,
     name: &str,
     source: &str,
+    scope: &Scope,
     expires_at: Option<OffsetDateTime>,
 ) -> Result<(Secret, api_token::Model), StoreError> {
-    mint_on(&store.db, user_id, name, source, expires_at).await
+    mint_on(&store.db, user_id, name, source, scope, expires_at).await
 }
 
 /// [`mint`] on a given connection, so the device flow can mint inside the transaction that
@@ -122,6 +123,7 @@ pub async fn mint_on(
     user_id: i64,
     name: &str,
     source: &str,
+    scope: &Scope,
     expires_at: Option<OffsetDateTime>,
 ) -> Result<(Secret, api_token::Model), StoreError> {
     let secret = random_secret(TOKEN_PREFIX);
@@ -135,6 +137,7 @@ pub async fn mint_on(
         last_used_at: Set(None),
         expires_at: Set(expires_at),
         revoked_at: Set(None),
+        scope: Set(scope.to_string()),
         ..Default::default()
     }
     .insert(conn)
@@ -148,11 +151,20 @@ pub async fn mint_on(
 /// How stale "last used" may be.
 const LAST_USED_PRECISION: Duration = Duration::from_secs(60);
 
-/// The account a request acts for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The account a request acts for, through which token, within what scope.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Principal {
     pub user_id: i64,
     pub token_id: i64,
+    /// What the token may do (contract §13.3).
+    pub scope: Scope,
+}
+
+impl Principal {
+    /// 403 `insufficient_scope` unless the token's scope grants `need` on `slug`.
+    pub fn require(&self, need: Need, slug: &str) -> Result<(), ApiError> {
+        self.scope.require(need, Some(slug))
+    }
 }
 
 /// When each token's "last used" was last written by this process.
@@ -217,6 +229,7 @@ pub(super) async fn authenticate_hash(
     let principal = Principal {
         user_id: found.user_id,
         token_id: found.id,
+        scope: Scope::from_stored(&found.scope),
     };
     Ok((principal, found.expires_at))
 }
@@ -248,7 +261,7 @@ impl Default for TokenCache {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Entry {
     principal: Principal,
     expires_at: Option<OffsetDateTime>,
@@ -256,7 +269,7 @@ struct Entry {
 }
 
 /// What the cache knows of a token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Known {
     /// Confirmed within [`FRESH_FOR`]: use it.
     Fresh(Principal),
@@ -285,9 +298,9 @@ impl TokenCache {
             .expires_at
             .is_some_and(|at| at <= OffsetDateTime::now_utc());
         if !expired && entry.checked.elapsed() < FRESH_FOR {
-            Known::Fresh(entry.principal)
+            Known::Fresh(entry.principal.clone())
         } else {
-            Known::Stale(entry.principal)
+            Known::Stale(entry.principal.clone())
         }
     }
 
@@ -386,15 +399,16 @@ mod tests {
         let p = Principal {
             user_id: 1,
             token_id: 7,
+            scope: Scope::default(),
         };
         assert_eq!(cache.get("h"), Known::Unknown);
-        cache.confirm("h", p, None);
-        assert_eq!(cache.get("h"), Known::Fresh(p));
+        cache.confirm("h", p.clone(), None);
+        assert_eq!(cache.get("h"), Known::Fresh(p.clone()));
         let past = OffsetDateTime::now_utc() - time::Duration::seconds(1);
-        cache.confirm("e", p, Some(past));
+        cache.confirm("e", p.clone(), Some(past));
         assert_eq!(
             cache.get("e"),
-            Known::Stale(p),
+            Known::Stale(p.clone()),
             "an expired token is asked again"
         );
         cache.forget_token(7);

@@ -249,13 +249,21 @@ pub enum DatasetsCommand {
 /// `odqs token …`
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
-    /// Create the account if it is missing, mint a long-lived API token, print it alone on stdout.
+    /// Create the account if it is missing, mint an API token with a scope and a lifetime, print
+    /// it alone on stdout.
     Create {
         #[arg(long)]
         email: String,
         /// A label for the token, shown on the account page.
         #[arg(long, default_value = "cli")]
         name: String,
+        /// What the token may do: `read`, `export` and `dataset:<slug>` (repeatable), separated
+        /// by spaces, such as "read dataset:flights".
+        #[arg(long, default_value = query::scope::DEFAULT_SCOPE)]
+        scope: String,
+        /// How long the token lives: `never`, or a number and a unit (m, h, d, y), such as 30d.
+        #[arg(long, default_value = "never", allow_hyphen_values = true)]
+        expires_in: String,
         #[command(flatten)]
         store: StoreArgs,
     },

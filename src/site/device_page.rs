@@ -1,6 +1,6 @@
 //! `/device`, the browser side of the device flow (contract §8–§9, RFC 8628 §3.3): enter a
 //! code (or arrive with `?code=`), compare it and the requesting `device_name` / `client` with
-//! the terminal, then 同意授權 (approve) or 拒絕 (refuse). Signing in comes first and returns
+//! the terminal and what it asks to do (its scope in words), then 同意授權 (approve) or 拒絕 (refuse). Signing in comes first and returns
 //! here. Unknown codes count against the account and the client address (RFC 8628 §5.1), so
 //! guessing a live code is hopeless within its 15-minute lifetime; every attempt is counted
 //! before the code is looked up, and given back when the code exists.
@@ -135,6 +135,12 @@ pub async fn show(
                 device_name => grant.device_name,
                 client => grant.client,
                 created => when(grant.created_at),
+                access => format!(
+                    "{} for {} hours",
+                    query::Scope::from_stored(&grant.scope).describe(),
+                    grant::TOKEN_EXPIRES_IN / 3600
+                ),
+                scope => grant.scope,
             },
         ),
         Ok(other) => not_pending(&visitor, &other),

@@ -4,12 +4,14 @@
 //! JavaScript GraphQL client by design).
 //!
 //! - `visitor`: cookies, sessions, CSRF checks (`visitor::Posted`) and the client address.
-//! - `pages`: `/signup`, `/login`, `/logout`, `/account`.
+//! - `pages`: `/signup`, `/login`, `/logout`.
+//! - `account_page`: `/account`, its tokens with their scopes and lifetimes.
 //! - `device_page`: `/device`.
 //! - `explore`: `/explore`, the dataset explorer, a GraphQL client with a short-lived token.
 //! - `guides`: `/`, and the handlers of `/catalog.md` and `/datasets/{slug}/skill.md` (the text
 //!   is the guides service's, [`crate::guides`]).
 
+pub mod account_page;
 pub mod device_page;
 pub mod explore;
 pub mod guides;
@@ -33,8 +35,11 @@ pub fn routes() -> Router<AppState> {
         .route("/signup", get(pages::signup_form).post(pages::signup))
         .route("/login", get(pages::login_form).post(pages::login))
         .route("/logout", get(pages::logout_form).post(pages::logout))
-        .route("/account", get(pages::account))
-        .route("/account/tokens", post(pages::create_token))
-        .route("/account/tokens/{id}/revoke", post(pages::revoke_token))
+        .route("/account", get(account_page::account))
+        .route("/account/tokens", post(account_page::create_token))
+        .route(
+            "/account/tokens/{id}/revoke",
+            post(account_page::revoke_token),
+        )
         .route("/device", get(device_page::show).post(device_page::decide))
 }

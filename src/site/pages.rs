@@ -1,20 +1,17 @@
-//! Account pages (contract §9): `/signup`, `/login`, `/logout`, `/account` with its token list,
-//! token generation (shown once) and revocation. Handlers are thin: the store work is in
-//! `crate::auth`.
+//! Account pages (contract §9): `/signup`, `/login`, `/logout`, and the helpers every page
+//! uses; `/account` and its tokens are in [`super::account_page`]. Handlers are thin: the
+//! store work is in `crate::auth`.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
-use minijinja::value::Serde;
 use minijinja::{Value, context};
-use serde::{Deserialize, Serialize};
-use time::OffsetDateTime;
+use serde::Deserialize;
 
 use super::visitor::{Posted, SESSION_COOKIE, Visitor, see_other, unavailable};
 use crate::auth::account::{self, SigninError, SignupError};
 use crate::auth::throttle::Verdict;
 use crate::auth::{password, session, throttle, token};
-use crate::guides::when;
 use crate::state::AppState;
 use crate::store::StoreError;
 use crate::templates::render;
@@ -348,115 +345,6 @@ pub async fn logout(State(state): State<AppState>, posted: Posted<Empty>) -> Res
     let mut response = see_other("/");
     visitor.set_cookie(response.headers_mut(), SESSION_COOKIE, "", Some(0));
     response
-}
-
-/// A token as the account page lists it.
-#[derive(Serialize)]
-struct TokenRow {
-    id: i64,
-    name: String,
-    last4: String,
-    created: String,
-    last_used: String,
-    expires: String,
-}
-
-async fn account_page(
-    state: &AppState,
-    visitor: &Visitor,
-    new_token: Option<Value>,
-    notice: Option<&str>,
-) -> Response {
-    let Some(signed_in) = &visitor.signed_in else {
-        return see_other("/login");
-    };
-    let tokens = match account::tokens(&state.store, signed_in.user.id).await {
-        Ok(t) => t,
-        Err(e) => return store_failed(e),
-    };
-    let now = OffsetDateTime::now_utc();
-    let rows: Vec<TokenRow> = tokens
-        .into_iter()
-        .map(|t| TokenRow {
-            id: t.id,
-            name: t.name,
-            last4: t.last4,
-            created: when(t.created_at),
-            last_used: t.last_used_at.map(when).unwrap_or_else(|| "never".into()),
-            expires: match t.expires_at {
-                None => "never".into(),
-                Some(at) if at <= now => format!("expired {}", when(at)),
-                Some(at) => when(at),
-            },
-        })
-        .collect();
-    page(
-        visitor,
-        StatusCode::OK,
-        "account.html",
-        context! { tokens => Value::from(Serde(&rows)), new_token, notice },
-    )
-}
-
-/// `GET /account`.
-pub async fn account(State(state): State<AppState>, visitor: Visitor) -> Response {
-    if visitor.signed_in.is_none() {
-        return see_other("/login");
-    }
-    account_page(&state, &visitor, None, None).await
-}
-
-/// The token generation form.
-#[derive(Deserialize)]
-pub struct NewToken {
-    #[serde(default)]
-    name: String,
-}
-
-/// `POST /account/tokens`: mints a long-lived token and shows it, once.
-pub async fn create_token(State(state): State<AppState>, posted: Posted<NewToken>) -> Response {
-    let Posted { visitor, form } = posted;
-    let Some(signed_in) = &visitor.signed_in else {
-        return see_other("/login");
-    };
-    let mut name: String = form.name.trim().chars().take(100).collect();
-    if name.is_empty() {
-        name = format!("token of {}", when(OffsetDateTime::now_utc()));
-    }
-    match token::mint(&state.store, signed_in.user.id, &name, "account", None).await {
-        Ok((secret, _)) => {
-            let shown = context! { name, secret => secret.expose() };
-            account_page(&state, &visitor, Some(shown), None).await
-        }
-        Err(e) => store_failed(e),
-    }
-}
-
-/// `POST /account/tokens/{id}/revoke`.
-pub async fn revoke_token(
-    State(state): State<AppState>,
-    Path(id): Path<i64>,
-    posted: Posted<Empty>,
-) -> Response {
-    let visitor = posted.visitor;
-    let Some(signed_in) = &visitor.signed_in else {
-        return see_other("/login");
-    };
-    let revoked = account::revoke(&state.store, signed_in.user.id, id).await;
-    if matches!(revoked, Ok(true)) {
-        // Refused by this instance at once; others within the cache's FRESH_FOR.
-        state.token_cache.forget_token(id);
-    }
-    match revoked {
-        Ok(true) => account_page(&state, &visitor, None, Some("The token was revoked.")).await,
-        Ok(false) => message_page(
-            StatusCode::NOT_FOUND,
-            Some(&visitor),
-            "No such token",
-            "This account has no such token; it may have been revoked already.",
-        ),
-        Err(e) => store_failed(e),
-    }
 }
 
 #[cfg(test)]

@@ -371,6 +371,70 @@ async fn token_create_prints_only_the_token(store: TestStore) {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+/// `--scope` and `--expires-in` (contract §13.3): stored as asked, in canonical order; a bad
+/// word, a dataset not published, a scope over 1 KB, a malformed or non-positive lifetime are
+/// configuration errors naming the flag, and mint nothing.
+async fn token_create_with_scope_and_lifetime(store: TestStore) {
+    let dir = store.dir.path();
+    let path = write_file(&store, "towns.csv", b"code,name\na,Alpha\n");
+    crate::helpers::import_file(&store, &path, "towns", None, Some("code"))
+        .await
+        .unwrap();
+    let create = |scope: &str, expires_in: &str| {
+        run(odqs(dir).args([
+            "token",
+            "create",
+            "--email",
+            "ada@example.org",
+            "--scope",
+            scope,
+            "--expires-in",
+            expires_in,
+            "--database-url",
+            &store.url,
+        ]))
+    };
+    let made = create("dataset:towns read", "30d");
+    assert!(made.status.success(), "{}", stderr(&made));
+    let token = stdout(&made).trim().to_string();
+    let stored = entity::api_token::Entity::find()
+        .filter(entity::api_token::Column::TokenHash.eq(odqs::auth::token::hash(&token)))
+        .one(&store.store.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.scope, "read dataset:towns");
+    let lives = stored.expires_at.unwrap() - stored.created_at;
+    assert!(
+        (lives - time::Duration::days(30)).abs() < time::Duration::minutes(1),
+        "{lives}"
+    );
+    let long = format!("read {}", "dataset:towns ".repeat(80));
+    for (scope, expires_in, flag) in [
+        ("read write", "30d", "--scope"),
+        ("read dataset:nope", "30d", "--scope"),
+        ("dataset:towns", "30d", "--scope"),
+        (long.as_str(), "30d", "--scope"),
+        ("read", "30", "--expires-in"),
+        ("read", "-1d", "--expires-in"),
+        ("read", "0d", "--expires-in"),
+        ("read", "soon", "--expires-in"),
+    ] {
+        let bad = create(scope, expires_in);
+        assert_eq!(bad.status.code(), Some(2), "{scope} {expires_in}");
+        let message = stderr(&bad);
+        assert!(message.contains(flag), "{message}");
+        assert_eq!(message.lines().count(), 1, "{message}");
+        assert!(stdout(&bad).is_empty());
+    }
+    let count = entity::api_token::Entity::find()
+        .all(&store.store.db)
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(count, 1, "refusals mint nothing");
+}
+
 async fn migrate_from_empty(store: TestStore) {
     use sea_orm::PaginatorTrait;
     // The fixture already migrated its store; this one starts from nothing.
@@ -507,6 +571,7 @@ both_stores!(
     import_list_and_remove,
     removal_by_another_process_reaches_the_service,
     token_create_prints_only_the_token,
+    token_create_with_scope_and_lifetime,
     migrate_from_empty,
 );
 

@@ -286,11 +286,11 @@ async fn both_bodies_and_both_grant_type_spellings(store: TestStore) {
     let page = post_json(
         &router,
         DEVICE,
-        json!({"device_name": "laptop", "scope": {"a": 1}, "n": 5, "client_id": null}),
+        json!({"device_name": "laptop", "resource": {"a": 1}, "n": 5, "client_id": null}),
     )
     .await;
     assert_eq!(page.status, 200, "{}", page.body);
-    let page = post_form(&router, DEVICE, &[("scope", "a"), ("scope", "b")]).await;
+    let page = post_form(&router, DEVICE, &[("resource", "a"), ("resource", "b")]).await;
     assert_eq!(page.status, 200, "{}", page.body);
 }
 
@@ -408,17 +408,32 @@ async fn revoked_and_expired_tokens_are_refused(store: TestStore) {
     let user = token::find_or_create_user(&store.store, "ada@example.org")
         .await
         .unwrap();
-    let (live, _) = token::mint(&store.store, user.id, "live", "account", None)
-        .await
-        .unwrap();
-    let (revoked, revoked_row) = token::mint(&store.store, user.id, "revoked", "account", None)
-        .await
-        .unwrap();
+    let (live, _) = token::mint(
+        &store.store,
+        user.id,
+        "live",
+        "account",
+        &Default::default(),
+        None,
+    )
+    .await
+    .unwrap();
+    let (revoked, revoked_row) = token::mint(
+        &store.store,
+        user.id,
+        "revoked",
+        "account",
+        &Default::default(),
+        None,
+    )
+    .await
+    .unwrap();
     let (expired, _) = token::mint(
         &store.store,
         user.id,
         "expired",
         "device",
+        &Default::default(),
         Some(OffsetDateTime::now_utc() - Duration::seconds(1)),
     )
     .await

@@ -210,6 +210,7 @@ async fn limits_are_enforced_with_codes(store: TestStore) {
         &state.graphql,
         async_graphql::Request::new(format!("{{ {fetches} }}")),
         batch.clone(),
+        query::Scope::default(),
     )
     .await;
     let body = serde_json::to_value(&response).unwrap();
@@ -247,6 +248,7 @@ async fn identical_sub_requests_run_once(store: TestStore) {
         &state.graphql,
         async_graphql::Request::new(query),
         batch.clone(),
+        query::Scope::default(),
     )
     .await;
     let body = serde_json::to_value(&response).unwrap();
@@ -278,6 +280,7 @@ async fn identical_sub_requests_run_once(store: TestStore) {
         &state.graphql,
         async_graphql::Request::new(query),
         Arc::default(),
+        query::Scope::default(),
     )
     .await;
     let data = serde_json::to_value(&response).unwrap()["data"].clone();

@@ -116,9 +116,16 @@ async fn every_curl_example_works(store: TestStore) {
     let user = odqs::auth::token::find_or_create_user(&store.store, "reader@example.org")
         .await
         .unwrap();
-    let (token, _) = odqs::auth::token::mint(&store.store, user.id, "guides", "account", None)
-        .await
-        .unwrap();
+    let (token, _) = odqs::auth::token::mint(
+        &store.store,
+        user.id,
+        "guides",
+        "account",
+        &Default::default(),
+        None,
+    )
+    .await
+    .unwrap();
     let mut browser = Browser::new(router.clone());
     let mut ran = 0;
     for slug in ["flights", "tw-scenic-spots"] {

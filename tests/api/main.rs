@@ -39,6 +39,7 @@ mod readme_examples;
 mod real_data;
 mod relevance;
 mod rest_api;
+mod scopes;
 mod security_auth;
 mod security_graphql;
 mod security_http;

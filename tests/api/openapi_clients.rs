@@ -228,9 +228,9 @@ async fn schemathesis_finds_nothing(store: TestStore) {
             .join("\n")
     );
     py::check("schemathesis", &output);
-    // 15 operations: the export is the twelfth, the schema file the thirteenth, a dataset's
-    // versions and its changes the last two.
-    assert!(out.contains("Tested: 15"), "every operation tested:\n{out}");
+    // 17 operations: the export is the twelfth, the schema file the thirteenth, a dataset's
+    // versions and its changes the next two, token revocation and the calling token the last.
+    assert!(out.contains("Tested: 17"), "every operation tested:\n{out}");
     assert!(!out.contains("failures"), "{out}");
     served.stop().await;
 }

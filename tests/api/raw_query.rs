@@ -126,9 +126,16 @@ async fn raw_sort_operators_on_one_connection(store: TestStore) {
     let user = find_or_create_user(&store.store, "raw@example.org")
         .await
         .unwrap();
-    let (token, _) = mint(&store.store, user.id, "raw query test", "cli", None)
-        .await
-        .unwrap();
+    let (token, _) = mint(
+        &store.store,
+        user.id,
+        "raw query test",
+        "cli",
+        &Default::default(),
+        None,
+    )
+    .await
+    .unwrap();
     let token = token.expose().to_string();
 
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -814,9 +814,16 @@ async fn authentication(store: TestStore) {
     let user = odqs::auth::token::find_or_create_user(&api.store.store, "other@example.org")
         .await
         .unwrap();
-    let (revoked, model) = odqs::auth::token::mint(&api.store.store, user.id, "r", "account", None)
-        .await
-        .unwrap();
+    let (revoked, model) = odqs::auth::token::mint(
+        &api.store.store,
+        user.id,
+        "r",
+        "account",
+        &Default::default(),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         get_with(&api.router, path, Some(revoked.expose()), &[])
             .await
@@ -852,6 +859,7 @@ async fn authentication(store: TestStore) {
         user.id,
         "e",
         "device",
+        &Default::default(),
         Some(time::OffsetDateTime::now_utc() - time::Duration::seconds(1)),
     )
     .await
@@ -863,6 +871,7 @@ async fn authentication(store: TestStore) {
         user.id,
         "d",
         "device",
+        &Default::default(),
         Some(time::OffsetDateTime::now_utc() + time::Duration::hours(24)),
     )
     .await
@@ -918,9 +927,16 @@ async fn rate_limits(store: TestStore) {
     let user = odqs::auth::token::find_or_create_user(&api.store.store, "b@example.org")
         .await
         .unwrap();
-    let (other, _) = odqs::auth::token::mint(&api.store.store, user.id, "b", "cli", None)
-        .await
-        .unwrap();
+    let (other, _) = odqs::auth::token::mint(
+        &api.store.store,
+        user.id,
+        "b",
+        "cli",
+        &Default::default(),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         get_with(&router, path, Some(other.expose()), &[])
             .await

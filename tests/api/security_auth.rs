@@ -173,6 +173,7 @@ async fn device_starts_are_limited_per_address_and_purged(store: TestStore) {
         user.id,
         "cli",
         "cli",
+        &Default::default(),
         Some(now + Duration::hours(1)),
     )
     .await

@@ -425,9 +425,16 @@ async fn revocation_reaches_every_instance(store: TestStore) {
     let user = odqs::auth::token::find_or_create_user(&store.store, "two@example.org")
         .await
         .unwrap();
-    let (secret, model) = odqs::auth::token::mint(&store.store, user.id, "t", "account", None)
-        .await
-        .unwrap();
+    let (secret, model) = odqs::auth::token::mint(
+        &store.store,
+        user.id,
+        "t",
+        "account",
+        &Default::default(),
+        None,
+    )
+    .await
+    .unwrap();
     let token = secret.expose().to_string();
     let one = store.state_with(IndexPolicy::OFF);
     let two = store.state_with(IndexPolicy::OFF);

@@ -14,6 +14,8 @@ pub enum ErrorKind {
     InvalidDocument,
     /// No bearer token, or not a valid one.
     Auth,
+    /// A valid token whose scope does not cover the request.
+    Forbidden,
     /// No such dataset, record or path.
     NotFound,
     /// It existed and is no longer kept.
@@ -82,10 +84,12 @@ make_error_codes! {
     InvalidFacet,           "invalid_facet",             InvalidRequest,  "`facet` on a field that is not `keyword`.";
     NoGeoFields,            "no_geo_fields",             InvalidRequest,  "`near`, `bbox` or `_distance` on a dataset without a geo pair (a latitude and a longitude field).";
     InvalidOperator,        "invalid_operator",          InvalidRequest,  "`name[op]=value` with an operator the field's type does not take, or no such operator.";
+    InvalidScope,           "invalid_scope",             InvalidRequest,  "A scope asked for at minting with an unknown word, a dataset that does not exist, no `read` or `export`, or more than 1,024 bytes.";
     InvalidCursor,          "invalid_cursor",            InvalidRequest,  "A cursor altered, or used with other conditions, sort, fields, facets or `per_page` than the request that gave it.";
     TooManyGroups,          "too_many_groups",           InvalidRequest,  "An agg answer of more groups than the most without `limit`.";
     MissingToken,           "missing_token",             Auth,            "No bearer token.";
     InvalidToken,           "invalid_token",             Auth,            "An unknown, revoked or expired token.";
+    InsufficientScope,      "insufficient_scope",        Forbidden,       "Outside the token's scope; `scope` (and `WWW-Authenticate`, RFC 6750 §3.1) names the scope that would do.";
     DatasetNotFound,        "dataset_not_found",         NotFound,        "No dataset of that slug.";
     RecordNotFound,         "record_not_found",          NotFound,        "No record of that `_id` in the dataset.";
     NotFound,               "not_found",                 NotFound,        "A path nothing answers.";

@@ -62,6 +62,14 @@ pub enum ApiError {
         operator: String,
         allowed: Vec<&'static str>,
     },
+    /// A scope asked for at minting that cannot be granted (contract §13.3).
+    InvalidScope {
+        message: String,
+    },
+    /// Outside the token's scope; `scope` is the scope that would do (RFC 6750 §3.1).
+    InsufficientScope {
+        scope: String,
+    },
     /// A cursor altered, or used with another request than the one that gave it.
     InvalidCursor {
         reason: &'static str,
@@ -142,6 +150,8 @@ impl ApiError {
             ApiError::NoGeoFields { .. } => Code::NoGeoFields,
             ApiError::InvalidOperator { .. } => Code::InvalidOperator,
             ApiError::InvalidCursor { .. } => Code::InvalidCursor,
+            ApiError::InvalidScope { .. } => Code::InvalidScope,
+            ApiError::InsufficientScope { .. } => Code::InsufficientScope,
             ApiError::TooManyGroups { .. } => Code::TooManyGroups,
             ApiError::MissingToken => Code::MissingToken,
             ApiError::InvalidToken => Code::InvalidToken,
@@ -181,7 +191,12 @@ impl ApiError {
     /// One sentence a person can act on.
     pub fn message(&self) -> String {
         match self {
-            ApiError::InvalidParameter { message, .. } => message.clone(),
+            ApiError::InvalidParameter { message, .. } | ApiError::InvalidScope { message } => {
+                message.clone()
+            }
+            ApiError::InsufficientScope { scope } => format!(
+                "This token's scope does not cover this request, which needs {scope:?}; GET /api/v1/token shows the token's scope, and a token with more can be made on the account page."
+            ),
             ApiError::MissingParameter { parameter } => {
                 format!("The parameter {parameter} is required.")
             }
@@ -343,6 +358,8 @@ impl ApiError {
                 vec![("groups", json!(groups)), ("max", json!(max))]
             }
             ApiError::InvalidCursor { .. } => vec![("parameter", json!("cursor"))],
+            ApiError::InvalidScope { .. } => vec![("parameter", json!("scope"))],
+            ApiError::InsufficientScope { scope } => vec![("scope", json!(scope))],
             ApiError::PayloadTooLarge { limit_bytes } => vec![("limit_bytes", json!(limit_bytes))],
             ApiError::VersionNotFound { version } => vec![("version", json!(version))],
             ApiError::VersionGone { version, retained } => {

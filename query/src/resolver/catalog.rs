@@ -23,6 +23,7 @@ use crate::dataset::schema::DatasetSchema;
 use crate::error::ApiError;
 use crate::request::params::Paging;
 use crate::resolver::Resolver;
+use crate::scope::{Need, Scope};
 
 pub(crate) fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&Rfc3339).unwrap_or_default()
@@ -162,15 +163,24 @@ impl Resolver {
     /// title, the description, a field's name or a field's description (case-insensitive
     /// substrings, so scripts without spaces match inside words too). The catalog is small
     /// (datasets, not records) and the schemas are kept per version, so the search reads the
-    /// catalog's rows once and looks at them here.
+    /// catalog's rows once and looks at them here. A token whose `scope` names datasets sees
+    /// only those (contract §13.3), in the list and in its `total`.
     pub async fn list_datasets(
         &self,
         paging: Paging,
         words: &[String],
+        scope: &Scope,
     ) -> Result<DatasetList, ApiError> {
-        if !words.is_empty() {
+        if !words.is_empty() || scope.datasets().is_some() {
             let mut found = Vec::new();
             for row in self.catalog().await? {
+                if !scope.allows(Need::Read, Some(&row.slug)) {
+                    continue;
+                }
+                if words.is_empty() {
+                    found.push(row);
+                    continue;
+                }
                 let schema = self.schema(&row).await?;
                 let mut text = format!("{}\n{}", row.title, row.description).to_lowercase();
                 for entry in schema.entries.iter().filter(|e| e.name != "_id") {

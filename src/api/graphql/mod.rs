@@ -168,7 +168,7 @@ pub async fn endpoint(
         ));
     }
     let meter = CostMeter::default();
-    let answer = run(&state, batch, &meter).await;
+    let answer = run(&state, batch, &meter, &principal.scope).await;
     let mut response = respond(media, answer);
     // Heavy fields (grouped statistics, full text) weigh what they read, charged now that the
     // document ran; the gate announces this later charge.
@@ -185,15 +185,20 @@ pub async fn endpoint(
 
 /// Runs a single request or a batch. A store fault answers `unavailable` inside the result; a
 /// read is safe to run once more, on a fresh connection (as REST does in `resilience`).
-async fn run(state: &AppState, batch: BatchRequest, meter: &CostMeter) -> BatchResponse {
+async fn run(
+    state: &AppState,
+    batch: BatchRequest,
+    meter: &CostMeter,
+    scope: &query::Scope,
+) -> BatchResponse {
     match batch {
         BatchRequest::Single(request) => {
-            BatchResponse::Single(run_one(state, request, meter).await)
+            BatchResponse::Single(run_one(state, request, meter, scope).await)
         }
         BatchRequest::Batch(requests) => {
             let mut answers = Vec::with_capacity(requests.len());
             for request in requests {
-                answers.push(run_one(state, request, meter).await);
+                answers.push(run_one(state, request, meter, scope).await);
             }
             BatchResponse::Batch(answers)
         }
@@ -204,16 +209,17 @@ async fn run_one(
     state: &AppState,
     request: async_graphql::Request,
     meter: &CostMeter,
+    scope: &query::Scope,
 ) -> async_graphql::Response {
     let request = request.data(meter.clone());
     let again = async_graphql::Request::new(request.query.clone())
         .variables(request.variables.clone())
         .operation_name_opt(request.operation_name.clone())
         .data(meter.clone());
-    let response = graphql::execute(&state.graphql, request).await;
+    let response = graphql::execute(&state.graphql, request, scope.clone()).await;
     if response.errors.iter().any(is_unavailable) {
         tracing::info!("a store fault cut a GraphQL read; running it once more");
-        return graphql::execute(&state.graphql, again).await;
+        return graphql::execute(&state.graphql, again, scope.clone()).await;
     }
     response
 }

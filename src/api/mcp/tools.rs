@@ -12,7 +12,7 @@ use query::params::{
     DEFAULT_FACET_SIZE, DEFAULT_PER_PAGE, MAX_FACET_SIZE, MAX_FACETS, MAX_GROUP_BY_FIELDS,
     MAX_GROUPS, MAX_IDS, MAX_PER_PAGE, MAX_PERCENTILES, ProjectionParams, catalog_words,
 };
-use query::{ApiError, ExportFormat, Paging, operators};
+use query::{ApiError, ExportFormat, Need, Paging, operators};
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
@@ -52,7 +52,7 @@ impl Tools {
     /// Charges a prepared request's weight beyond one (a scan of a dataset's columns: grouped
     /// statistics, full text) to the token, as the REST endpoints do (`query::cost`), refusing
     /// when the budget cannot pay.
-    fn weigh(&self, principal: Principal, extra: Option<u64>) -> Result<(), ApiError> {
+    fn weigh(&self, principal: &Principal, extra: Option<u64>) -> Result<(), ApiError> {
         let Some(extra) = extra else {
             return Ok(());
         };
@@ -76,17 +76,20 @@ impl Tools {
         let answer = match name {
             "list_datasets" => {
                 let args: ListDatasets = parse(arguments)?;
+                principal.scope.require(Need::Read, None)?;
                 json(
                     resolver
                         .list_datasets(
                             Paging::new(args.page, args.per_page)?,
                             &catalog_words(args.q.as_deref())?,
+                            &principal.scope,
                         )
                         .await?,
                 )
             }
             "describe_dataset" => {
                 let args: Describe = parse(arguments)?;
+                principal.require(Need::Read, &args.dataset)?;
                 // The metadata, and what the dataset's guide says of each field.
                 let mut detail = json(resolver.dataset_detail(&args.dataset).await?);
                 let values = self.state.guides.field_values(&args.dataset).await?;
@@ -97,13 +100,15 @@ impl Tools {
             }
             "search_records" => {
                 let args: SearchRecords = parse(arguments)?;
+                principal.require(Need::Read, &args.dataset)?;
                 let params = args.params()?;
                 let prepared = resolver.prepare_records(&args.dataset, &params).await?;
-                self.weigh(principal, prepared.extra)?;
+                self.weigh(&principal, prepared.extra)?;
                 json(resolver.run_records(&prepared).await?)
             }
             "get_record" => {
                 let args: GetRecord = parse(arguments)?;
+                principal.require(Need::Read, &args.dataset)?;
                 let projection = ProjectionParams::parse(args.fields().as_deref())?;
                 let prepared = resolver
                     .prepare_record(
@@ -117,13 +122,15 @@ impl Tools {
             }
             "aggregate" => {
                 let args: Aggregate = parse(arguments)?;
+                principal.require(Need::Read, &args.dataset)?;
                 let params = args.params()?;
                 let prepared = resolver.prepare_agg(&args.dataset, &params).await?;
-                self.weigh(principal, prepared.extra)?;
+                self.weigh(&principal, prepared.extra)?;
                 json(resolver.run_agg(&prepared).await?)
             }
             "export_records" => {
                 let args: ExportRecords = parse(arguments)?;
+                principal.require(Need::Export, &args.dataset)?;
                 return self.export(args, principal).await;
             }
             _ => {
@@ -206,7 +213,7 @@ fn principal(context: &RequestContext<RoleServer>) -> Option<Principal> {
         .extensions
         .get::<Authenticated>()?
     {
-        Authenticated(Ok(Some(principal))) => Some(*principal),
+        Authenticated(Ok(Some(principal))) => Some(principal.clone()),
         _ => None,
     }
 }
@@ -298,15 +305,20 @@ impl ServerHandler for Tools {
         Ok(ListToolsResult::with_all_items(LIST.clone()))
     }
 
-    /// Each dataset's guide (`skill.md`), the per-dataset context an agent reads first.
+    /// Each dataset's guide (`skill.md`), the per-dataset context an agent reads first: of the
+    /// datasets the token's scope may read.
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        let Some(scope) = principal(&context).map(|p| p.scope) else {
+            return Err(internal(ApiError::MissingToken));
+        };
         let datasets = self.state.resolver.catalog().await.map_err(internal)?;
         let resources = datasets
             .iter()
+            .filter(|d| scope.allows(Need::Read, Some(&d.slug)))
             .map(|d| {
                 Resource::new(self.guide_uri(&d.slug), format!("{} guide", d.slug))
                     .with_title(format!("{} (skill.md)", d.title))

@@ -35,8 +35,8 @@ use crate::http::error::ErrorBody;
 use crate::state::AppState;
 
 pub use crate::http::error::openapi::{
-    BadRequest, Gone, NotFound, PayloadTooLarge, RequestTimeout, TooManyRequests, Unauthorized,
-    Unavailable,
+    BadRequest, Forbidden, Gone, NotFound, PayloadTooLarge, RequestTimeout, TooManyRequests,
+    Unauthorized, Unavailable,
 };
 pub use page::docs_page;
 
@@ -44,11 +44,11 @@ pub use page::docs_page;
 #[openapi(
     info(
         title = "odqs: Open Dataset Query Service",
-        description = "A read-only API over published open datasets. Every endpoint under the base URL needs `Authorization: Bearer <token>` (the device flow and the health checks excepted); get a token on the account page or through the device flow. Errors are `{\"error\": code, \"message\": …}` with extra members where useful; every API answer announces the caller's rate limit in `RateLimit-Policy` and `RateLimit`."
+        description = "A read-only API over published open datasets. Every endpoint under the base URL needs `Authorization: Bearer <token>` (the device flow, token revocation and the health checks excepted); get a token on the account page or through the device flow. A token's scope (`read`, `export`, `dataset:<slug>`) bounds what it may do: outside it, 403 `insufficient_scope`; `GET /token` shows it. Errors are `{\"error\": code, \"message\": …}` with extra members where useful; every API answer announces the caller's rate limit in `RateLimit-Policy` and `RateLimit`."
     ),
     components(
         schemas(ErrorBody, OAuthErrorBody, query::views::Record),
-        responses(BadRequest, Unauthorized, NotFound, Gone, RequestTimeout, PayloadTooLarge, TooManyRequests, Unavailable),
+        responses(BadRequest, Unauthorized, Forbidden, NotFound, Gone, RequestTimeout, PayloadTooLarge, TooManyRequests, Unavailable),
     ),
     modifiers(&BearerAuth),
     tags(
@@ -56,7 +56,7 @@ pub use page::docs_page;
         (name = "records", description = "Search, filter, sort and page through records"),
         (name = "agg", description = "Grouped statistics"),
         (name = "graphql", description = "The same queries in GraphQL"),
-        (name = "auth", description = "Device authorization (RFC 8628): get a token from a program"),
+        (name = "auth", description = "Tokens: device authorization (RFC 8628) to get one from a program, the calling token described, revocation (RFC 7009)"),
         (name = "operations", description = "Health checks, at the site's root"),
     )
 )]

@@ -9,6 +9,7 @@ use crate::auth::token::Principal;
 use crate::http::caching::{conditional, set_dataset_version};
 use crate::http::error::HttpError;
 use crate::state::AppState;
+use query::Need;
 
 /// Grouped statistics: every group in one answer, by count descending then key.
 #[utoipa::path(get, path = "/datasets/{slug}/agg", tag = "agg", operation_id = "aggregate",
@@ -25,6 +26,7 @@ use crate::state::AppState;
         (status = 304, response = crate::api::rest::responses::NotModified),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 403, response = crate::http::error::openapi::Forbidden),
         (status = 404, response = crate::http::error::openapi::NotFound),
         (status = 410, response = crate::http::error::openapi::Gone),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
@@ -40,6 +42,7 @@ pub async fn aggregate(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
+    principal.require(Need::Read, &slug)?;
     let params = agg_params(&pairs(query.as_deref()))?;
     let prepared = state.resolver.prepare_agg(&slug, &params).await?;
     let extra = prepared.extra.unwrap_or(0);

@@ -9,6 +9,7 @@ use super::query_string::{no_parameters, once, pairs};
 use crate::auth::token::Principal;
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
+use query::Need;
 
 /// Lists the datasets, by slug; `page` and `per_page` as for records; `q` finds datasets by
 /// words in their title, description, field names and field descriptions.
@@ -18,6 +19,7 @@ use crate::state::AppState;
         (status = 200, description = "One page of the datasets", body = query::views::DatasetList),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 403, response = crate::http::error::openapi::Forbidden),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
         (status = 429, response = crate::http::error::openapi::TooManyRequests),
         (status = 503, response = crate::http::error::openapi::Unavailable),
@@ -25,10 +27,11 @@ use crate::state::AppState;
     security(("bearer" = []))
 )]
 pub async fn list_datasets(
-    _: Principal,
+    principal: Principal,
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
+    principal.scope.require(Need::Read, None)?;
     let (mut page, mut per_page, mut q) = (None, None, None);
     for (name, value) in pairs(query.as_deref()) {
         match name.as_str() {
@@ -49,7 +52,7 @@ pub async fn list_datasets(
     let words = catalog_words(q.as_deref())?;
     let list = state
         .resolver
-        .list_datasets(Paging::new(page, per_page)?, &words)
+        .list_datasets(Paging::new(page, per_page)?, &words, &principal.scope)
         .await?;
     Ok(crate::http::caching::json_response(&list))
 }
@@ -61,6 +64,7 @@ pub async fn list_datasets(
         (status = 200, description = "The dataset's metadata", body = query::views::DatasetDetail),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 403, response = crate::http::error::openapi::Forbidden),
         (status = 404, response = crate::http::error::openapi::NotFound),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
         (status = 429, response = crate::http::error::openapi::TooManyRequests),
@@ -69,11 +73,12 @@ pub async fn list_datasets(
     security(("bearer" = []))
 )]
 pub async fn get_dataset(
-    _: Principal,
+    principal: Principal,
     State(state): State<AppState>,
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
+    principal.require(Need::Read, &slug)?;
     no_parameters(query.as_deref(), "A dataset's metadata")?;
     let detail = state.resolver.dataset_detail(&slug).await?;
     let mut response = crate::http::caching::json_response(&detail);
@@ -90,6 +95,7 @@ pub async fn get_dataset(
         (status = 200, description = "The dataset's schema file", body = query::views::SchemaFile),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 403, response = crate::http::error::openapi::Forbidden),
         (status = 404, response = crate::http::error::openapi::NotFound),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
         (status = 429, response = crate::http::error::openapi::TooManyRequests),
@@ -98,11 +104,12 @@ pub async fn get_dataset(
     security(("bearer" = []))
 )]
 pub async fn get_schema_file(
-    _: Principal,
+    principal: Principal,
     State(state): State<AppState>,
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
+    principal.require(Need::Read, &slug)?;
     no_parameters(query.as_deref(), "A dataset's schema file")?;
     Ok(crate::http::caching::json_response(
         &state.resolver.schema_file(&slug).await?,

@@ -25,6 +25,7 @@ use crate::auth::export_slots::{EXPORT_SLOT_RETRY_SECS, ExportSlot};
 use crate::auth::token::Principal;
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
+use query::Need;
 
 /// `X-Total-Count`: the number of records the export sends, known before the first byte.
 pub static X_TOTAL_COUNT: HeaderName = HeaderName::from_static("x-total-count");
@@ -47,6 +48,7 @@ pub fn media_type(format: ExportFormat) -> &'static str {
         (status = 200, response = crate::api::rest::responses::ExportAnswer),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 403, response = crate::http::error::openapi::Forbidden),
         (status = 404, response = crate::http::error::openapi::NotFound),
         (status = 410, response = crate::http::error::openapi::Gone),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
@@ -61,8 +63,9 @@ pub async fn export_records(
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
+    principal.require(Need::Export, &slug)?;
     let params = export_params(&pairs(query.as_deref()))?;
-    let Some(slot) = state.export_slots.take(principal) else {
+    let Some(slot) = state.export_slots.take(&principal) else {
         tracing::debug!(
             token_id = principal.token_id,
             "export refused: too many at once"

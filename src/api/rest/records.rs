@@ -10,6 +10,7 @@ use crate::auth::token::Principal;
 use crate::http::caching::{conditional_written, set_dataset_version};
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
+use query::Need;
 
 /// Searches, filters, sorts and pages through a dataset's records.
 #[utoipa::path(get, path = "/datasets/{slug}/records", tag = "records", operation_id = "list_records",
@@ -27,6 +28,7 @@ use crate::state::AppState;
         (status = 304, response = crate::api::rest::responses::NotModified),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 403, response = crate::http::error::openapi::Forbidden),
         (status = 404, response = crate::http::error::openapi::NotFound),
         (status = 410, response = crate::http::error::openapi::Gone),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
@@ -42,6 +44,7 @@ pub async fn list_records(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
+    principal.require(Need::Read, &slug)?;
     let params = record_params(&pairs(query.as_deref()))?;
     let prepared = state.resolver.prepare_records(&slug, &params).await?;
     // Full text reads the text columns of every record: it weighs like a scan.
@@ -106,6 +109,7 @@ fn next_url(dataset_url: &str, raw: Option<&str>, cursor: &str) -> String {
         (status = 304, response = crate::api::rest::responses::NotModified),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 403, response = crate::http::error::openapi::Forbidden),
         (status = 404, response = crate::http::error::openapi::NotFound),
         (status = 410, response = crate::http::error::openapi::Gone),
         (status = 413, response = crate::http::error::openapi::PayloadTooLarge),
@@ -115,12 +119,13 @@ fn next_url(dataset_url: &str, raw: Option<&str>, cursor: &str) -> String {
     security(("bearer" = []))
 )]
 pub async fn get_record(
-    _: Principal,
+    principal: Principal,
     State(state): State<AppState>,
     Path((slug, id)): Path<(String, String)>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
+    principal.require(Need::Read, &slug)?;
     let (mut fields, mut version) = (None, None);
     for (name, value) in pairs(query.as_deref()) {
         match name.as_str() {

@@ -16,6 +16,7 @@ use crate::auth::token::Principal;
 use crate::http::caching::{json_response, set_dataset_version};
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
+use query::Need;
 
 /// `X-Added`, `X-Removed`, `X-Changed`: the lines of each kind a changes answer holds.
 pub static X_ADDED: HeaderName = HeaderName::from_static("x-added");
@@ -33,6 +34,7 @@ pub static X_CHANGED: HeaderName = HeaderName::from_static("x-changed");
             headers(("Dataset-Version" = i64, description = "The live version's number"))),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 403, response = crate::http::error::openapi::Forbidden),
         (status = 404, response = crate::http::error::openapi::NotFound),
         (status = 429, response = crate::http::error::openapi::TooManyRequests),
         (status = 503, response = crate::http::error::openapi::Unavailable),
@@ -40,11 +42,12 @@ pub static X_CHANGED: HeaderName = HeaderName::from_static("x-changed");
     security(("bearer" = []))
 )]
 pub async fn list_versions(
-    _: Principal,
+    principal: Principal,
     State(state): State<AppState>,
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
+    principal.require(Need::Read, &slug)?;
     super::query_string::no_parameters(query.as_deref(), "A dataset's versions")?;
     let list = state.resolver.versions(&slug).await?;
     let mut response = json_response(&list);
@@ -73,6 +76,7 @@ pub async fn list_versions(
             )),
         (status = 400, response = crate::http::error::openapi::BadRequest),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
+        (status = 403, response = crate::http::error::openapi::Forbidden),
         (status = 404, response = crate::http::error::openapi::NotFound),
         (status = 410, response = crate::http::error::openapi::Gone),
         (status = 429, response = crate::http::error::openapi::TooManyRequests),
@@ -86,6 +90,7 @@ pub async fn list_changes(
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, HttpError> {
+    principal.require(Need::Export, &slug)?;
     let (mut from, mut to) = (None, None);
     for (name, value) in pairs(query.as_deref()) {
         match name.as_str() {
@@ -103,7 +108,7 @@ pub async fn list_changes(
     let from = from.ok_or(ApiError::MissingParameter { parameter: "from" })?;
     let from = at_least_one("from", &from)?;
     let to = to.map(|to| at_least_one("to", &to)).transpose()?;
-    let Some(slot) = state.export_slots.take(principal) else {
+    let Some(slot) = state.export_slots.take(&principal) else {
         return Err(ApiError::RateLimited {
             retry_after: EXPORT_SLOT_RETRY_SECS,
         }

@@ -20,16 +20,19 @@ use serde_json::{Value, json};
 use crate::auth::grant::{
     self, DEVICE_PATH, GRANT_TYPE_URN, MAX_LABEL, METADATA_PATH, PollOutcome, TOKEN_PATH,
 };
+use crate::auth::scope;
 use crate::auth::throttle::{self, Limit, Verdict};
 use crate::http::client_addr::{self, ClientAddr};
 use crate::state::AppState;
+use query::ApiError;
 
-/// The two device-flow routes and the metadata that announces them, merged into the
-/// application router.
+/// The two device-flow routes, token revocation beside them, and the metadata that announces
+/// them, merged into the application router.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route(DEVICE_PATH, post(start))
         .route(TOKEN_PATH, post(token))
+        .route(super::tokens::REVOKE_PATH, post(super::tokens::revoke))
         .route(
             METADATA_PATH,
             axum::routing::get(super::discovery::metadata),
@@ -49,7 +52,7 @@ pub struct OAuthError {
 }
 
 impl OAuthError {
-    fn bad(error: &'static str, description: impl Into<String>) -> Self {
+    pub(super) fn bad(error: &'static str, description: impl Into<String>) -> Self {
         OAuthError {
             status: StatusCode::BAD_REQUEST,
             error,
@@ -74,7 +77,7 @@ impl OAuthError {
         }
     }
 
-    fn unavailable(e: impl std::fmt::Display) -> Self {
+    pub(super) fn unavailable(e: impl std::fmt::Display) -> Self {
         tracing::error!(error = %e, "device flow: store failure");
         OAuthError {
             status: StatusCode::SERVICE_UNAVAILABLE,
@@ -113,7 +116,7 @@ fn no_store(status: StatusCode, body: Value) -> Response {
 /// requires the form; the spec's examples are JSON). A known parameter must be a string (JSON
 /// `null` counts as absent) given once (RFC 6749 §3.1); other parameters are ignored whatever
 /// they hold (contract §8).
-fn parameters(
+pub(super) fn parameters(
     headers: &HeaderMap,
     body: &Bytes,
     known: &[&str],
@@ -180,7 +183,7 @@ fn parameters(
 }
 
 /// The parameters `POST /auth/device` reads.
-const DEVICE_PARAMETERS: &[&str] = &["device_name", "client", "client_id"];
+const DEVICE_PARAMETERS: &[&str] = &["device_name", "client", "client_id", "scope"];
 /// The parameters `POST /auth/token` reads.
 const TOKEN_PARAMETERS: &[&str] = &["grant_type", "device_code"];
 
@@ -204,7 +207,7 @@ fn label(params: &mut HashMap<String, String>, name: &str) -> Result<Option<Stri
 
 /// Counts one request from `address` against `limit` under `kind` before any other store work,
 /// and refuses when the address is over its budget.
-async fn take_budget(
+pub(super) async fn take_budget(
     state: &AppState,
     address: IpAddr,
     kind: &str,
@@ -226,12 +229,12 @@ async fn take_budget(
 #[utoipa::path(post, path = "/auth/device", tag = "auth", operation_id = "device_authorization",
     summary = "Starts a device authorization (RFC 8628 §3.1): show the person `verification_uri_complete`, then poll `POST /auth/token`",
     request_body(description = "Optional: an empty body starts an authorization too", content(
-        (crate::auth::openapi::DeviceAuthorizationRequest = "application/x-www-form-urlencoded"),
+        (crate::auth::openapi::DeviceAuthorizationForm = "application/x-www-form-urlencoded"),
         (crate::auth::openapi::DeviceAuthorizationRequest = "application/json"),
     )),
     responses(
         (status = 200, description = "The codes (`Cache-Control: no-store`)", body = crate::auth::openapi::DeviceAuthorization),
-        (status = 400, description = "`invalid_request`: a body that cannot be read, or a label too long", body = crate::auth::openapi::OAuthErrorBody),
+        (status = 400, description = "`invalid_request`: a body that cannot be read, or a label too long; `invalid_scope`: a scope with an unknown word, a dataset not published, neither `read` nor `export`, or over 1,024 bytes", body = crate::auth::openapi::OAuthErrorBody),
         (status = 408, response = crate::http::error::openapi::RequestTimeout),
         (status = 429, description = "`rate_limited`: too many authorizations from this address", body = crate::auth::openapi::OAuthErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
@@ -260,7 +263,14 @@ pub(crate) async fn start(
         "device authorizations",
     )
     .await?;
-    let started = grant::start(&state.store, device_name, client)
+    // RFC 6749 §5.2's `invalid_scope`: an unknown word, a dataset not published, too long.
+    let scope = scope::asked(&state.store, params.get("scope").map_or("", String::as_str))
+        .await
+        .map_err(|e| match e {
+            ApiError::InvalidScope { message } => OAuthError::bad("invalid_scope", message),
+            other => OAuthError::unavailable(other),
+        })?;
+    let started = grant::start(&state.store, device_name, client, &scope)
         .await
         .map_err(OAuthError::unavailable)?;
     let site = state.public_url.trim_end_matches('/');
@@ -332,13 +342,18 @@ pub(crate) async fn token(
         .await
         .map_err(OAuthError::unavailable)?;
     Err(match outcome {
-        PollOutcome::Issued { token, expires_in } => {
+        PollOutcome::Issued {
+            token,
+            expires_in,
+            scope,
+        } => {
             return Ok(no_store(
                 StatusCode::OK,
                 json!({
                     "access_token": token.expose(),
                     "token_type": "Bearer",
                     "expires_in": expires_in,
+                    "scope": scope,
                 }),
             ));
         }

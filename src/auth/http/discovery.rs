@@ -9,6 +9,9 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use query::Need;
+
+use super::tokens::REVOKE_PATH;
 use crate::auth::grant::{DEVICE_PATH, GRANT_TYPE_URN, TOKEN_PATH};
 use crate::state::AppState;
 
@@ -23,6 +26,9 @@ pub async fn metadata(State(state): State<AppState>) -> Response {
         "grant_types_supported": [GRANT_TYPE_URN],
         "response_types_supported": [],
         "token_endpoint_auth_methods_supported": ["none"],
+        "revocation_endpoint": format!("{site}{REVOKE_PATH}"),
+        "revocation_endpoint_auth_methods_supported": ["none"],
+        "scopes_supported": [Need::Read.word(), Need::Export.word()],
         "service_documentation": format!("{site}/catalog.md"),
     }))
     .into_response();

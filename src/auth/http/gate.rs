@@ -70,11 +70,10 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         Ok(Some(plain)) => {
             let token_hash = token::hash(plain);
             match state.token_cache.get(&token_hash) {
-                Known::Fresh(principal) => (
-                    Ok(Some(principal)),
-                    Charged::Token,
-                    limits.tokens.charge(&principal.token_id),
-                ),
+                Known::Fresh(principal) => {
+                    let charge = limits.tokens.charge(&principal.token_id);
+                    (Ok(Some(principal)), Charged::Token, charge)
+                }
                 Known::Stale(principal) => {
                     let charge = limits.tokens.charge(&principal.token_id);
                     let who = if charge.is_some_and(|c| c.refused) {
@@ -92,11 +91,10 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
                         let _turn = state.token_cache.first_check_turn().await;
                         match check(&state, &token_hash).await {
                             // Confirmed: from here on the token's own budget counts.
-                            Ok(Some(principal)) => (
-                                Ok(Some(principal)),
-                                Charged::Token,
-                                limits.tokens.charge(&principal.token_id),
-                            ),
+                            Ok(Some(principal)) => {
+                                let charge = limits.tokens.charge(&principal.token_id);
+                                (Ok(Some(principal)), Charged::Token, charge)
+                            }
                             other => (other, Charged::Address, charge),
                         }
                     }
@@ -139,7 +137,9 @@ fn address(request: &Request, state: &AppState) -> std::net::IpAddr {
 async fn check(state: &AppState, token_hash: &str) -> Result<Option<Principal>, ApiError> {
     match authenticate_hash(&state.store, token_hash).await {
         Ok((principal, expires_at)) => {
-            state.token_cache.confirm(token_hash, principal, expires_at);
+            state
+                .token_cache
+                .confirm(token_hash, principal.clone(), expires_at);
             Ok(Some(principal))
         }
         Err(error) => {
@@ -198,7 +198,7 @@ impl FromRequestParts<AppState> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, HttpError> {
         match parts.extensions.get::<Authenticated>() {
-            Some(Authenticated(Ok(Some(principal)))) => Ok(*principal),
+            Some(Authenticated(Ok(Some(principal)))) => Ok(principal.clone()),
             Some(Authenticated(Ok(None))) => Err(ApiError::MissingToken.into()),
             Some(Authenticated(Err(error))) => Err(error.clone().into()),
             None => {

@@ -5,8 +5,10 @@
 //! - [`gate`]: the API's door (who asks, within which budget): the `Authorization: Bearer`
 //!   header and the [`Principal`](crate::auth::token::Principal) extractor.
 //! - [`device`]: the two device-flow endpoints (RFC 8628); [`discovery`]: the RFC 8414
-//!   metadata that announces them.
+//!   metadata that announces them; [`tokens`]: `GET /token` (the calling token) and
+//!   `POST /auth/revoke` (RFC 7009).
 
 pub mod device;
 pub mod discovery;
 pub mod gate;
+pub mod tokens;

@@ -46,6 +46,13 @@ pub const TOKEN_POLL_PER_ADDRESS: Limit = Limit {
     max: 120,
     window_secs: 60,
 };
+/// Revocations per client address (`POST /auth/revoke`): 60 a minute. A revocation writes to
+/// the store only for a live token, and a made-up token cannot be told from a revoked one, so
+/// this only keeps one address from keeping the store busy with look-ups.
+pub const REVOKE_PER_ADDRESS: Limit = Limit {
+    max: 60,
+    window_secs: 60,
+};
 /// Sign-up attempts per client address (`POST /signup`): 10 an hour. Accounts are free and
 /// each carries its own API budget, so this bounds how many budgets one address can collect
 /// (240 a day, not one a request); a classroom behind one address signs up over an hour or
@@ -73,6 +80,7 @@ pub const LONGEST_WINDOW_SECS: i64 = {
         CODE_PER_ADDRESS,
         DEVICE_START_PER_ADDRESS,
         TOKEN_POLL_PER_ADDRESS,
+        REVOKE_PER_ADDRESS,
         SIGNUP_PER_ADDRESS,
         SIGNUP_GLOBAL,
     ];

@@ -1,7 +1,7 @@
 //! The API's errors on the wire (contract §7). The codes and messages live in the query layer's
 //! error table and [`ApiError`], shared with GraphQL and MCP; this module gives each kind of
 //! error its HTTP status and writes an error as an HTTP answer: the JSON body,
-//! `WWW-Authenticate` on 401, `Retry-After` on 429. [`ErrorBody`] is that body's shape in the
+//! `WWW-Authenticate` on 401 and 403, `Retry-After` on 429. [`ErrorBody`] is that body's shape in the
 //! OpenAPI document.
 
 use axum::Json;
@@ -57,6 +57,7 @@ pub fn kind_status(kind: ErrorKind) -> StatusCode {
     match kind {
         ErrorKind::InvalidRequest | ErrorKind::InvalidDocument => StatusCode::BAD_REQUEST,
         ErrorKind::Auth => StatusCode::UNAUTHORIZED,
+        ErrorKind::Forbidden => StatusCode::FORBIDDEN,
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
         ErrorKind::Gone => StatusCode::GONE,
         ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -90,6 +91,15 @@ impl IntoResponse for HttpError {
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static(challenge),
                 );
+            }
+            ErrorKind::Forbidden => {
+                if let ApiError::InsufficientScope { scope } = &error {
+                    let challenge =
+                        format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\"");
+                    if let Ok(value) = HeaderValue::from_str(&challenge) {
+                        headers.insert(header::WWW_AUTHENTICATE, value);
+                    }
+                }
             }
             ErrorKind::RateLimited => {
                 if let Some(retry_after) = error.retry_after() {

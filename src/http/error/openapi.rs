@@ -24,15 +24,15 @@ use crate::http::limits::MAX_BODY_BYTES;
 pub struct ErrorBody {
     /// A stable code: `invalid_parameter`, `missing_parameter`, `unknown_field`,
     /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_facet`, `no_geo_fields`,
-    /// `invalid_operator`, `invalid_cursor`, `too_many_groups`, `missing_token`,
-    /// `invalid_token`, `dataset_not_found`, `record_not_found`, `not_found`,
+    /// `invalid_operator`, `invalid_scope`, `invalid_cursor`, `too_many_groups`, `missing_token`,
+    /// `invalid_token`, `insufficient_scope`, `dataset_not_found`, `record_not_found`, `not_found`,
     /// `version_not_found`, `version_gone`, `method_not_allowed`, `request_timeout`, `payload_too_large`, `rate_limited`,
     /// `unavailable`, `internal`.
     pub error: String,
     /// One sentence a person can act on.
     pub message: String,
     /// The parameter at fault (`invalid_parameter`, `missing_parameter`, `no_geo_fields`,
-    /// `invalid_cursor`).
+    /// `invalid_scope`, `invalid_cursor`).
     #[schema(nullable = false)]
     pub parameter: Option<String>,
     /// The field at fault (`unknown_field`, `text_field_exact_match`, `invalid_group_by`,
@@ -69,6 +69,10 @@ pub struct ErrorBody {
     /// The versions still kept, newest first (`version_gone`).
     #[schema(nullable = false)]
     pub retained: Option<Vec<u64>>,
+    /// The scope that would cover the request (`insufficient_scope`), as `WWW-Authenticate`
+    /// names it.
+    #[schema(nullable = false)]
+    pub scope: Option<String>,
 }
 
 /// The example body of each code in the document.
@@ -113,6 +117,12 @@ fn example(code: Code) -> ApiError {
             groups: 336_776,
             max: MAX_GROUPS,
         },
+        Code::InvalidScope => ApiError::InvalidScope {
+            message: "The scope word \"write\" is unknown; the words are read, export and dataset:<slug>, separated by spaces.".into(),
+        },
+        Code::InsufficientScope => ApiError::InsufficientScope {
+            scope: "read dataset:towns".into(),
+        },
         Code::MissingToken => ApiError::MissingToken,
         Code::InvalidToken => ApiError::InvalidToken,
         Code::DatasetNotFound => ApiError::DatasetNotFound {
@@ -154,6 +164,7 @@ fn summary(kind: ErrorKind) -> String {
             "A parameter is malformed, out of range or names what the dataset does not have".into()
         }
         ErrorKind::Auth => "No bearer token, or an unknown, revoked or expired one".into(),
+        ErrorKind::Forbidden => "The token is valid, but its scope does not cover this request".into(),
         ErrorKind::NotFound => "No such dataset, record or version".into(),
         ErrorKind::Gone => "The version asked for is no longer kept".into(),
         ErrorKind::RequestTimeout => "The request body arrived slower than the server's floor (8 KiB per window); the connection is closed".into(),
@@ -223,6 +234,17 @@ fn error_response(kind: ErrorKind) -> RefOr<utoipa::openapi::Response> {
                     .build(),
             );
         }
+        ErrorKind::Forbidden => {
+            response.headers.insert(
+                "WWW-Authenticate".into(),
+                HeaderBuilder::new()
+                    .schema(ObjectBuilder::new().schema_type(Type::String))
+                    .description(Some(
+                        "`Bearer error=\"insufficient_scope\", scope=\"<needed>\"` (RFC 6750 §3.1)",
+                    ))
+                    .build(),
+            );
+        }
         _ => {}
     }
     response.into()
@@ -249,6 +271,8 @@ error_responses! {
     BadRequest: InvalidRequest;
     /// 401: no token, or not a valid one.
     Unauthorized: Auth;
+    /// 403: outside the token's scope.
+    Forbidden: Forbidden;
     /// 404: no such dataset, record or version.
     NotFound: NotFound;
     /// 410: a version no longer kept.
@@ -290,6 +314,12 @@ mod tests {
             },
             ApiError::MissingToken,
             ApiError::InvalidToken,
+            ApiError::InvalidScope {
+                message: "x".into(),
+            },
+            ApiError::InsufficientScope {
+                scope: "read".into(),
+            },
             ApiError::DatasetNotFound { slug: "a".into() },
             ApiError::RecordNotFound { id: "a".into() },
             ApiError::NotFound,

@@ -235,10 +235,16 @@ pub async fn import_file_with(
 
 /// A long-lived API token for a test account on `store`.
 pub async fn api_token(store: &TestStore) -> String {
+    scoped_token(store, "read export").await
+}
+
+/// A long-lived API token of `scope` for a test account on `store`.
+pub async fn scoped_token(store: &TestStore, scope: &str) -> String {
     let user = odqs::auth::token::find_or_create_user(&store.store, "tester@example.org")
         .await
         .unwrap();
-    let (secret, _) = odqs::auth::token::mint(&store.store, user.id, "tests", "cli", None)
+    let scope = query::Scope::parse(scope).unwrap();
+    let (secret, _) = odqs::auth::token::mint(&store.store, user.id, "tests", "cli", &scope, None)
         .await
         .unwrap();
     secret.expose().to_string()
