@@ -3,6 +3,7 @@
 
 use entity::FieldType;
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use super::filter::{Filter, filter, sorted_unique};
 use super::params::{DEFAULT_FACET_SIZE, Paging, ProjectionParams, RecordParams, SortParam, check};
@@ -34,6 +35,21 @@ pub struct RecordQuery {
     /// says which page), so not serialized: a page's tag is the same however it was reached.
     #[serde(skip)]
     pub after: Option<u32>,
+    /// SHA-256 of the request without its page, made once when the
+    /// request is validated: the answer's tag, the store path's shared-flight key and a
+    /// cursor's pin all derive from it, so a page serializes its request once.
+    #[serde(skip)]
+    pub meaning: [u8; 32],
+}
+
+impl RecordQuery {
+    /// SHA-256 of what the request means whatever its page: its JSON with page 1.
+    fn hash_meaning(&mut self) -> [u8; 32] {
+        let page = std::mem::replace(&mut self.paging.page, 1);
+        let digest = Sha256::digest(serde_json::to_vec(self).unwrap_or_default());
+        self.paging.page = page;
+        digest.into()
+    }
 }
 
 /// Facets with records: keyword fields whose values are counted over every matching record.
@@ -79,7 +95,7 @@ pub fn record_query(
     let sort = sort_keys(keys, schema)?;
     let fields = projection(params.fields.as_deref(), schema)?;
     let facets = facets(params, schema)?;
-    Ok(RecordQuery {
+    let mut query = RecordQuery {
         filter,
         paging,
         sort,
@@ -88,7 +104,10 @@ pub fn record_query(
         by_distance,
         facets,
         after: None,
-    })
+        meaning: [0; 32],
+    };
+    query.meaning = query.hash_meaning();
+    Ok(query)
 }
 
 /// The sort key of relevance, and the member that carries each record's score.

@@ -133,7 +133,7 @@ impl Resolver {
         }
         prepared.query.paging.page = cursor.offset / per_page + 1;
         prepared.query.after = Some(cursor.after);
-        prepared.etag = self.etag(&prepared.dataset, "records", &prepared.query);
+        prepared.etag = self.records_etag(&prepared.dataset, &prepared.query);
         Ok(prepared)
     }
 
@@ -180,14 +180,13 @@ impl Cursor {
     }
 }
 
-/// The digest a cursor pins: the slug and the request without its page.
+/// The digest a cursor pins: the slug and the request without its page (the hash the
+/// request carries, made once when it was validated).
 fn request_digest(dataset: &Dataset, query: &RecordQuery) -> [u8; DIGEST] {
-    let mut unpaged = query.clone();
-    unpaged.paging.page = 1;
     let mut hasher = Sha256::new();
     hasher.update(dataset.meta.slug.as_bytes());
     hasher.update([0]);
-    hasher.update(serde_json::to_vec(&unpaged).unwrap_or_default());
+    hasher.update(query.meaning);
     let digest = hasher.finalize();
     let mut out = [0u8; DIGEST];
     out.copy_from_slice(&digest[..DIGEST]);

@@ -150,6 +150,18 @@ impl Resolver {
         format!("{}/api/v1", self.site_url)
     }
 
+    /// A records page's tag, as [`Self::etag`] makes one, from the hash the request already
+    /// carries (`RecordQuery::meaning`) and its page, without serializing it again.
+    pub fn records_etag(&self, dataset: &Dataset, query: &crate::RecordQuery) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(dataset.schema.version_id.to_le_bytes());
+        hasher.update(b"records");
+        hasher.update(query.meaning);
+        hasher.update(query.paging.page.to_le_bytes());
+        let digest = hasher.finalize();
+        format!("\"{}\"", hex(&digest[..16]))
+    }
+
     /// A strong validator for an answer: it depends only on the dataset version and the
     /// normalized request, both immutable, so it can be computed before running the query.
     pub fn etag(&self, dataset: &Dataset, endpoint: &str, request: &impl Serialize) -> String {

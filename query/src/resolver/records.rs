@@ -51,7 +51,7 @@ impl Resolver {
             || !query.filter.field_terms.is_empty()
             || query.facets.is_some();
         let extra = searches.then(|| cost::scan_extra(record_count(&dataset)));
-        let etag = self.etag(&dataset, "records", &query);
+        let etag = self.records_etag(&dataset, &query);
         Ok(Prepared {
             dataset,
             query,
@@ -288,7 +288,7 @@ impl Resolver {
             page.facets = facets;
             return Ok(page);
         }
-        let key = self.etag(dataset, "records", query);
+        let key = self.records_etag(dataset, query);
         self.flights
             .records
             .run(key, self.records_from_store(dataset, query))

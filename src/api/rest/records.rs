@@ -81,16 +81,39 @@ pub async fn list_records(
 }
 
 /// The URL of the page after this one (RFC 8288 `rel="next"`): the request's own parameters
-/// without `page` or `cursor`, and the cursor.
+/// without `page` or `cursor`, and the cursor. A parameter already written in safe characters
+/// is copied as the client sent it; only one that is not (`sort=dep_delay<` sent raw, `[` of
+/// an operator) is decoded and written again, so a page writes its `Link` without decoding
+/// the whole query.
 fn next_url(dataset_url: &str, raw: Option<&str>, cursor: &str) -> String {
-    let encode = crate::http::url::encode;
-    let mut query: Vec<String> = pairs(raw)
-        .into_iter()
-        .filter(|(name, _)| !matches!(name.as_str(), "page" | "cursor"))
-        .map(|(name, value)| format!("{}={}", encode(&name), encode(&value)))
-        .collect();
-    query.push(format!("cursor={cursor}"));
-    format!("{dataset_url}/records?{}", query.join("&"))
+    let raw = raw.unwrap_or_default();
+    let mut url = String::with_capacity(dataset_url.len() + raw.len() + cursor.len() + 17);
+    url.push_str(dataset_url);
+    url.push_str("/records?");
+    for piece in raw.split('&').filter(|piece| !piece.is_empty()) {
+        let mut pairs = form_urlencoded::parse(piece.as_bytes());
+        let Some((name, value)) = pairs.next() else {
+            continue;
+        };
+        if matches!(name.as_ref(), "page" | "cursor") {
+            continue;
+        }
+        let safe = piece
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~%=+,".contains(&b));
+        if safe {
+            url.push_str(piece);
+        } else {
+            let encode = crate::http::url::encode;
+            url.push_str(&encode(&name));
+            url.push('=');
+            url.push_str(&encode(&value));
+        }
+        url.push('&');
+    }
+    url.push_str("cursor=");
+    url.push_str(cursor);
+    url
 }
 
 /// One record by its `_id`; `fields` works here too.
@@ -159,4 +182,36 @@ pub async fn get_record(
         conditional_written(&headers, etag, record, |record, out| record.write_json(out)).await?;
     set_dataset_version(&mut response, prepared.dataset.version());
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_url;
+
+    #[test]
+    fn the_next_url_keeps_the_request_but_its_page() {
+        let base = "http://h/api/v1/datasets/flights";
+        assert_eq!(
+            next_url(base, None, "ab12"),
+            "http://h/api/v1/datasets/flights/records?cursor=ab12"
+        );
+        assert_eq!(
+            next_url(
+                base,
+                Some("carrier=UA&page=3&q=new+york&cursor=old&per_page=5&&sort=dep_delay%3C"),
+                "ab12"
+            ),
+            "http://h/api/v1/datasets/flights/records?carrier=UA&q=new+york&per_page=5&sort=dep_delay%3C&cursor=ab12"
+        );
+        // Characters a Link header or a URL cannot carry as they are are written again.
+        let next = next_url(
+            base,
+            Some("sort=dep_delay<&dep_delay[gte]=60&pag%65=2"),
+            "c",
+        );
+        assert_eq!(
+            next,
+            "http://h/api/v1/datasets/flights/records?sort=dep_delay%3C&dep_delay%5Bgte%5D=60&cursor=c"
+        );
+    }
 }
