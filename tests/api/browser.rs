@@ -2,25 +2,33 @@
 //! `oauth2` crate's device-flow client requests a code and polls, while headless Chromium,
 //! driven over WebDriver, opens `verification_uri_complete`, is sent to log in, signs up,
 //! comes back to the same request and presses 同意授權 (or 拒絕). The approved client ends
-//! with a token that reads `/api/v1/datasets`; the refused one ends in `access_denied`.
-//! Screenshots of `/device` and `/account` go to `target/screenshots/`.
+//! with a token that reads `/api/v1/datasets`; the refused one ends in `access_denied`. The
+//! approved request asks for a scope, which the approval page says in words and the token
+//! keeps; on `/account` the person mints a token for one dataset, without export, for 30 days
+//! (contract §13.3). Screenshots of `/device` and `/account` go to `target/screenshots/`.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them); without them
 //! this test fails, it never skips.
 
 use std::time::Duration;
 
-use crate::helpers::TestStore;
 use crate::helpers::webdriver::{Driver, screenshots, serve};
+use crate::helpers::{TestStore, import_file, write_file};
 use oauth2::basic::BasicClient;
 use oauth2::{
-    ClientId, DeviceAuthorizationUrl, DeviceCodeErrorResponseType, RequestTokenError,
+    ClientId, DeviceAuthorizationUrl, DeviceCodeErrorResponseType, RequestTokenError, Scope,
     StandardDeviceAuthorizationResponse, TokenResponse, TokenUrl,
 };
 use serde_json::Value;
 
 async fn device_flow_in_a_browser(store: TestStore) {
     let kind = format!("{:?}", store.kind).to_lowercase();
+    for slug in ["towns", "lakes"] {
+        let path = write_file(&store, &format!("{slug}.csv"), b"code,name\na,Alpha\n");
+        import_file(&store, &path, slug, None, Some("code"))
+            .await
+            .unwrap();
+    }
     let (site, stop) = serve(&store).await;
     let driver = Driver::start().await;
     let browser = driver.session().await;
@@ -36,10 +44,11 @@ async fn device_flow_in_a_browser(store: TestStore) {
         .build()
         .unwrap();
     let mut requests: Vec<StandardDeviceAuthorizationResponse> = Vec::new();
-    for _ in 0..2 {
+    for scope in ["read", "export"] {
         requests.push(
             client
                 .exchange_device_code()
+                .add_scope(Scope::new(scope.into()))
                 .request_async(&http)
                 .await
                 .unwrap(),
@@ -97,6 +106,11 @@ async fn device_flow_in_a_browser(store: TestStore) {
         page.contains(&approve_code) && page.contains("odqs-e2e"),
         "code and client shown"
     );
+    assert_eq!(
+        browser.text("#access").await,
+        "read every dataset for 24 hours read",
+        "the scope asked, in words"
+    );
     browser
         .screenshot(&screenshots().join(format!("{kind}-device.png")))
         .await;
@@ -123,6 +137,13 @@ async fn device_flow_in_a_browser(store: TestStore) {
         .unwrap()
         .expect("a token after 同意授權");
     assert_eq!(approved.expires_in(), Some(Duration::from_secs(86400)));
+    let scopes: Vec<&str> = approved
+        .scopes()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
+    assert_eq!(scopes, ["read"]);
     let token = approved.access_token().secret().clone();
     assert!(token.starts_with("odqs_"));
     match pollers.next().unwrap().await.unwrap() {
@@ -132,9 +153,18 @@ async fn device_flow_in_a_browser(store: TestStore) {
         other => panic!("expected access_denied after 拒絕, got {other:?}"),
     }
 
-    // The account page lists the device token and makes a long-lived one, shown once.
+    // The account page lists the device token with its scope, and makes one for one dataset,
+    // without export, for 30 days, shown once.
     browser.goto(&format!("{site}/account")).await;
     browser.type_into("#name", "laptop scripts").await;
+    browser.click("css selector", "#datasets-chosen").await;
+    browser
+        .click("css selector", "input[name='dataset'][value='towns']")
+        .await;
+    browser.click("css selector", "#export").await;
+    browser
+        .click("css selector", "#lifetime option[value='30d']")
+        .await;
     browser
         .click(
             "css selector",
@@ -144,6 +174,40 @@ async fn device_flow_in_a_browser(store: TestStore) {
     browser.wait_for("id=\"new-token\"").await;
     let page = browser.source().await;
     assert!(page.contains("odqs-e2e") && page.contains("laptop scripts"));
+    assert_eq!(
+        browser.text("#new-token-grants").await,
+        "read the dataset towns only"
+    );
+    assert!(page.contains("<code>read dataset:towns</code>"), "listed");
+    let minted = browser
+        .eval("return document.getElementById('new-token').value")
+        .await;
+    let minted = minted.as_str().unwrap();
+    let described: Value = reqwest::Client::new()
+        .get(format!("{site}/api/v1/token"))
+        .bearer_auth(minted)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(described["scope"], "read dataset:towns");
+    assert_eq!(described["name"], "laptop scripts");
+    assert!(described["expires_at"].is_string(), "{described}");
+    for (path, status) in [
+        ("towns/records", 200),
+        ("lakes/records", 403),
+        ("towns/export", 403),
+    ] {
+        let answer = reqwest::Client::new()
+            .get(format!("{site}/api/v1/datasets/{path}"))
+            .bearer_auth(minted)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), status, "{path}");
+    }
     browser
         .screenshot(&screenshots().join(format!("{kind}-account.png")))
         .await;
