@@ -15,7 +15,8 @@ use crate::objects::{AggResult, Dataset, DatasetList, RecordPage};
 use query::cost::CostMeter;
 use query::{self, Need, Paging, Resolver, Scope};
 
-/// The read API as a GraphQL schema.
+/// The read API as a GraphQL schema. Every field reads with the token's `read` scope; a field
+/// on a dataset outside the scope fails alone with `insufficient_scope` (contract §13.3).
 pub struct QueryRoot;
 
 /// The calling token's scope. [`crate::execute`] always gives one; a request run without it
@@ -60,7 +61,8 @@ async fn dataset_at(
 
 #[Object]
 impl QueryRoot {
-    /// The published datasets, by slug (REST `GET /datasets`).
+    /// The published datasets the token may read, by slug (REST `GET /datasets`): a token
+    /// limited to some datasets sees only those, in the list and in `total`.
     async fn datasets(
         &self,
         ctx: &Context<'_>,
@@ -85,7 +87,9 @@ impl QueryRoot {
             .into())
     }
 
-    /// One dataset's metadata with its schema entries (REST `GET /datasets/{slug}`).
+    /// One dataset's metadata with its schema entries (REST `GET /datasets/{slug}`). This and
+    /// every field below read with the token's `read` scope: on a dataset outside it the field
+    /// fails alone, with `insufficient_scope`.
     async fn dataset(&self, ctx: &Context<'_>, slug: String) -> Result<Dataset> {
         let (resolver, batch) = parts(ctx, Some(&slug))?;
         let found = dataset(resolver, &batch, &slug).await?;
