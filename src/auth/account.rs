@@ -2,7 +2,9 @@
 //! own tokens (list, revoke). Minting reuses [`super::token::mint`].
 
 use entity::{api_token, user};
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, SqlErr};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, Set, SqlErr,
+};
 use time::OffsetDateTime;
 
 use super::password::{Busy, Hashing};
@@ -151,37 +153,38 @@ pub async fn tokens(store: &Store, user_id: i64) -> Result<Vec<api_token::Model>
 
 /// Revokes token `token_id` if it belongs to `user_id`; whether one was revoked.
 pub async fn revoke(store: &Store, user_id: i64, token_id: i64) -> Result<bool, StoreError> {
-    let result = api_token::Entity::update_many()
-        .col_expr(
-            api_token::Column::RevokedAt,
-            sea_orm::sea_query::Expr::value(OffsetDateTime::now_utc()),
-        )
-        .filter(api_token::Column::Id.eq(token_id))
-        .filter(api_token::Column::UserId.eq(user_id))
-        .filter(api_token::Column::RevokedAt.is_null())
-        .exec(&store.db)
-        .await?;
-    if result.rows_affected == 1 {
+    let which = Condition::all()
+        .add(api_token::Column::Id.eq(token_id))
+        .add(api_token::Column::UserId.eq(user_id));
+    let revoked = revoke_live(store, which).await?;
+    if revoked {
         tracing::info!(user_id, token_id, "token revoked");
     }
-    Ok(result.rows_affected == 1)
+    Ok(revoked)
 }
 
 /// Revokes the live token with this hash, whoever holds it (RFC 7009: a client logs itself
 /// out); `Ok(false)` when no live token has it.
 pub async fn revoke_hash(store: &Store, token_hash: &str) -> Result<bool, StoreError> {
+    let which = Condition::all().add(api_token::Column::TokenHash.eq(token_hash));
+    let revoked = revoke_live(store, which).await?;
+    if revoked {
+        tracing::info!("token revoked by its holder");
+    }
+    Ok(revoked)
+}
+
+/// Marks the live token that `which` picks revoked now; whether there was one.
+async fn revoke_live(store: &Store, which: Condition) -> Result<bool, StoreError> {
     let result = api_token::Entity::update_many()
         .col_expr(
             api_token::Column::RevokedAt,
             sea_orm::sea_query::Expr::value(OffsetDateTime::now_utc()),
         )
-        .filter(api_token::Column::TokenHash.eq(token_hash))
+        .filter(which)
         .filter(api_token::Column::RevokedAt.is_null())
         .exec(&store.db)
         .await?;
-    if result.rows_affected == 1 {
-        tracing::info!("token revoked by its holder");
-    }
     Ok(result.rows_affected == 1)
 }
 

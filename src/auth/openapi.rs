@@ -61,43 +61,41 @@ impl ToSchema for DeviceAuthorizationForm {}
 
 /// The device authorization request's schema; JSON's (`json`) takes `null` for a scope.
 fn device_authorization(json: bool) -> RefOr<Schema> {
-    {
-        // JSON `null` is taken as absent.
-        let label = |description: &str| {
-            ObjectBuilder::new()
-                .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-                .max_length(Some(MAX_LABEL))
-                .pattern(Some(VALUE_PATTERN))
-                .description(Some(format!(
-                    "{description}; at most {MAX_LABEL} characters, no NUL"
-                )))
-        };
+    // JSON `null` is taken as absent.
+    let label = |description: &str| {
         ObjectBuilder::new()
-            .description(Some(
-                "Every parameter is optional (a standard OAuth client sends only `client_id`); unknown ones are ignored.",
-            ))
-            .property("device_name", label("What the approval page shows as the device asking"))
-            .property("client", label("The client program asking, shown on the approval page"))
-            .property(
-                "client_id",
-                label("A standard OAuth client's identifier; taken as `client` when `client` is absent"),
-            )
-            .property(
-                "scope",
-                ObjectBuilder::new()
-                    .schema_type(if json {
-                        SchemaType::from_iter([Type::String, Type::Null])
-                    } else {
-                        SchemaType::new(Type::String)
-                    })
-                    .max_length(Some(MAX_SCOPE_BYTES))
-                    .pattern(Some(SCOPE_PATTERN))
-                    .description(Some(format!(
-                        "What the token may do, space-separated: `read`, `export`, `dataset:<slug>` (repeatable; none means every dataset), with `read` or `export` or both. Default `{DEFAULT_SCOPE}`; at most {MAX_SCOPE_BYTES} bytes. A word otherwise, or a dataset not published: 400 `invalid_scope`"
-                    ))),
-            )
-            .into()
-    }
+            .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+            .max_length(Some(MAX_LABEL))
+            .pattern(Some(VALUE_PATTERN))
+            .description(Some(format!(
+                "{description}; at most {MAX_LABEL} characters, no NUL"
+            )))
+    };
+    ObjectBuilder::new()
+        .description(Some(
+            "Every parameter is optional (a standard OAuth client sends only `client_id`); unknown ones are ignored.",
+        ))
+        .property("device_name", label("What the approval page shows as the device asking"))
+        .property("client", label("The client program asking, shown on the approval page"))
+        .property(
+            "client_id",
+            label("A standard OAuth client's identifier; taken as `client` when `client` is absent"),
+        )
+        .property(
+            "scope",
+            ObjectBuilder::new()
+                .schema_type(if json {
+                    SchemaType::from_iter([Type::String, Type::Null])
+                } else {
+                    SchemaType::new(Type::String)
+                })
+                .max_length(Some(MAX_SCOPE_BYTES))
+                .pattern(Some(SCOPE_PATTERN))
+                .description(Some(format!(
+                    "What the token may do, space-separated: `read`, `export`, `dataset:<slug>` (repeatable; none means every dataset), with `read` or `export` or both. Default `{DEFAULT_SCOPE}`; at most {MAX_SCOPE_BYTES} bytes. A word otherwise, or a dataset not published: 400 `invalid_scope`"
+                ))),
+        )
+        .into()
 }
 
 /// The answer of `POST /auth/device` (RFC 8628 §3.2).

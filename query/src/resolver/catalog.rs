@@ -25,7 +25,8 @@ use crate::request::params::Paging;
 use crate::resolver::Resolver;
 use crate::scope::{Need, Scope};
 
-pub(crate) fn rfc3339(t: OffsetDateTime) -> String {
+/// An instant as the API writes it (RFC 3339, UTC).
+pub fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&Rfc3339).unwrap_or_default()
 }
 

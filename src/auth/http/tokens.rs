@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use entity::api_token;
+use query::catalog::rfc3339;
 use sea_orm::EntityTrait;
 
 use super::device::{OAuthError, parameters, take_budget};
@@ -45,10 +46,6 @@ pub async fn describe(
         .one(&state.store.db)
         .await?
         .ok_or(ApiError::InvalidToken)?;
-    let rfc3339 = |t: time::OffsetDateTime| {
-        t.format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default()
-    };
     Ok(Json(TokenInfo {
         name: token.name,
         scope: principal.scope.to_string(),
