@@ -216,6 +216,15 @@ async fn run_mix(
     })
     .await
     .context("odqs serve never answered /readyz")?;
+    // An instance builds a dataset's index when the dataset is first asked for: ask each once
+    // (answered by the store meanwhile), then wait for the index.
+    let starter = Client::new(server.addr, Some(format!("Bearer {token}")));
+    for slug in ["flights", "tw-scenic-spots"] {
+        starter
+            .get(&format!("/api/v1/datasets/{slug}/records?per_page=1"))
+            .await
+            .with_context(|| format!("the first request for {slug}"))?;
+    }
     let mut index_line = None;
     let index_ready = if args.no_index_wait || args.index_memory_mb == Some(0) {
         step("not waiting for the in-memory index (--no-index-wait or --index-memory-mb 0)");

@@ -23,6 +23,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let maintenance = tokio::spawn(maintain(state.clone()));
+    let replicas = tokio::spawn(check_replicas(state.clone()));
     let draining = state.draining.clone();
     let shutdown = async move {
         shutdown.await;
@@ -31,8 +32,36 @@ pub async fn serve(
     let limits = state.conn_limits.fitted_to_fd_limit();
     let result = server::run(listener, router(state), limits, shutdown).await;
     maintenance.abort();
+    replicas.abort();
     result
 }
+
+/// Serves the operator's port (`ODQS_METRICS_LISTEN`): `/metrics` only, for a scraper on a
+/// private network, so neither the public server's limits nor its layers apply.
+pub async fn serve_metrics(state: AppState, listener: TcpListener) {
+    if let Err(error) = axum::serve(listener, crate::routes::metrics_router(state)).await {
+        tracing::warn!(%error, "the metrics port stopped");
+    }
+}
+
+/// Checks the read replicas every [`REPLICAS_EVERY`]: whether each answers, is a replica of
+/// the store's database, and how far it has replayed (`query::engine::store::replicas`).
+async fn check_replicas(state: AppState) {
+    let replicas = state.resolver.replicas().clone();
+    if !replicas.any() {
+        return;
+    }
+    let mut tick = tokio::time::interval(REPLICAS_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        replicas.check().await;
+    }
+}
+
+/// How often [`check_replicas`] runs; a replica not checked for
+/// `query::engine::store::replicas::STALE_AFTER` is not read.
+const REPLICAS_EVERY: Duration = Duration::from_secs(1);
 
 /// The maintenance tick.
 async fn maintain(state: AppState) {

@@ -16,7 +16,7 @@ use crate::config::{
 use crate::http::log_writer::BackgroundStderr;
 use crate::import::{self, ImportRequest, reader::Source, schema::SchemaFile};
 use crate::state::AppState;
-use crate::store::{Store, catalog};
+use crate::store::{Store, StoreError, catalog, redact_url};
 
 /// A failed command: what to print, and whether it was the configuration's fault.
 #[derive(Debug)]
@@ -122,6 +122,14 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         .await
         .map_err(|e| Failure::Runtime(format!("cannot listen on {}: {e}", config.listen)))?;
     let shutdown = app::shutdown_signal();
+    let metrics_listener = match config.metrics_listen {
+        Some(address) => Some(tokio::net::TcpListener::bind(address).await.map_err(|e| {
+            Failure::Runtime(format!(
+                "cannot listen on {address} (ODQS_METRICS_LISTEN): {e}"
+            ))
+        })?),
+        None => None,
+    };
     let store = open(&args.store).await?;
     if config.demo_data {
         import_demo(&store).await?;
@@ -137,11 +145,27 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         store = ?config.store,
         "odqs is serving"
     );
+    let replicas = config
+        .read_replicas
+        .iter()
+        .map(|url| Ok((redact_url(url), Store::connect_replica(url)?)))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    if !replicas.is_empty() {
+        tracing::info!(
+            replicas = replicas.len(),
+            "reads of records go to the read replicas once checked"
+        );
+    }
     let state = AppState::new(store, &config.public_url)
+        .with_replicas(replicas)
         .with_rate_limits(config.api_rate_limit, config.address_rate_limit)
         .with_conn_limits(config.conn_limits)
         .with_trusted_proxies(config.trusted_proxies.clone())
         .with_index_policy(IndexPolicy::background(config.index_memory_bytes));
+    if let Some(listener) = metrics_listener {
+        tracing::info!(listen = %listener.local_addr()?, "metrics are served at /metrics");
+        tokio::spawn(app::serve_metrics(state.clone(), listener));
+    }
     app::serve(state, listener, shutdown).await?;
     Ok(())
 }

@@ -51,10 +51,72 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::map_response(
             crate::http::compression::weak_etag_when_encoded,
         ))
-        .layer(axum::middleware::from_fn(
+        .layer(from_fn_with_state(
+            state.clone(),
             crate::http::access_log::access_log,
         ))
         .with_state(state)
+}
+
+/// The operator's port (`ODQS_METRICS_LISTEN`): `GET /metrics`, apart from the public API.
+pub fn metrics_router(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+/// The figures of [`crate::http::metrics`], those read from the state read now.
+async fn metrics(State(state): State<AppState>) -> axum::response::Response {
+    let resolver = &state.resolver;
+    let replicas = resolver.replicas();
+    let answered = &replicas.answered;
+    let mut pools = vec![("primary".to_string(), pool_use(&state.store.db))];
+    pools.extend(
+        replicas
+            .connections()
+            .iter()
+            .enumerate()
+            .map(|(i, db)| (format!("replica{}", i + 1), pool_use(db))),
+    );
+    let now = crate::http::metrics::Snapshot {
+        indexes: resolver.index_report(),
+        reads: [
+            ("index", resolver.index_answers()),
+            ("replica", answered.replica.load(Ordering::Relaxed)),
+            ("primary", answered.primary.load(Ordering::Relaxed)),
+        ],
+        pools: pools
+            .into_iter()
+            .map(|(name, (idle, in_use))| (name, idle, in_use))
+            .collect(),
+        replicas_up: replicas
+            .health()
+            .iter()
+            .filter(|h| h.word() == "up")
+            .count() as u64,
+    };
+    (
+        [(header::CONTENT_TYPE, crate::http::metrics::CONTENT_TYPE)],
+        state.metrics.encode(now),
+    )
+        .into_response()
+}
+
+/// A store pool's connections: (idle, in use).
+fn pool_use(db: &sea_orm::DatabaseConnection) -> (u32, u32) {
+    let (size, idle) = match db.get_database_backend() {
+        sea_orm::DatabaseBackend::Postgres => {
+            let pool = db.get_postgres_connection_pool();
+            (pool.size(), pool.num_idle())
+        }
+        _ => {
+            let pool = db.get_sqlite_connection_pool();
+            (pool.size(), pool.num_idle())
+        }
+    };
+    let idle = u32::try_from(idle).unwrap_or(u32::MAX);
+    (idle, size.saturating_sub(idle))
 }
 
 /// `/graphql` on the site: the endpoint and its IDE are under the API's base path.
@@ -102,6 +164,7 @@ fn api(state: AppState) -> Router<AppState> {
                 .service(mcp::service(state.clone())),
         )
         .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(from_fn(crate::http::metrics::label_route))
         .layer(DefaultBodyLimit::max(resilience::MAX_BODY_BYTES))
         .layer(from_fn(resilience::retry_store_faults))
         .layer(from_fn(resilience::json_errors))
@@ -175,6 +238,12 @@ pub fn cors() -> CorsLayer {
 pub struct Health {
     /// `ok` (alive) or `ready` (the store answers).
     pub status: String,
+    /// `/readyz` with read replicas configured (`ODQS_READ_DATABASE_URL`): each one's standing,
+    /// in the order listed: `up` (reads of the versions it has replayed go to it), `down`
+    /// (the primary answers its reads), `refused` (not a replica of the store's database,
+    /// never read) or `unknown` (not checked yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<Vec<String>>,
 }
 
 /// Process alive.
@@ -199,6 +268,13 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> axum::response::Res
         return HttpError(ApiError::Unavailable).into_response();
     }
     if state.store.ping().await {
+        let replicas = state.resolver.replicas();
+        if replicas.any() {
+            // Which store answers reads: each replica's standing, by its place in
+            // ODQS_READ_DATABASE_URL (not its address, which is not the public's to know).
+            let health: Vec<&str> = replicas.health().iter().map(|h| h.word()).collect();
+            return Json(json!({"status": "ready", "replicas": health})).into_response();
+        }
         Json(json!({"status": "ready"})).into_response()
     } else {
         HttpError(ApiError::Unavailable).into_response()

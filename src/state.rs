@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicBool;
 use graphql::OdqsSchema;
 use query::Resolver;
 use query::memory::IndexPolicy;
+use sea_orm::DatabaseConnection;
 
 use crate::auth::export_slots::ExportSlots;
 use crate::auth::password::Hashing;
@@ -18,6 +19,8 @@ use crate::auth::token::TokenCache;
 use crate::auth::token::TokenUsage;
 use crate::guides::Guides;
 use crate::http::client_addr::TrustedProxies;
+use crate::http::metrics::Metrics;
+use crate::http::request_id::RequestIds;
 use crate::http::server::ConnLimits;
 use crate::store::Store;
 
@@ -65,6 +68,13 @@ pub struct Shared {
     pub throttles: Arc<Throttles>,
     /// The bounded line of password hashing.
     pub hashing: Arc<Hashing>,
+    /// The figures of `/metrics`, counted as requests are answered.
+    pub metrics: Arc<Metrics>,
+    /// The ids of `X-Request-Id`.
+    pub request_ids: Arc<RequestIds>,
+    /// The resolver's index policy and read replicas, kept to make it anew.
+    index_policy: IndexPolicy,
+    replicas: Vec<(String, DatabaseConnection)>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -105,6 +115,10 @@ impl AppState {
             export_slots: Arc::default(),
             throttles: Arc::new(Throttles::new(store)),
             hashing: Arc::new(Hashing::sized_to_machine()),
+            metrics: Arc::default(),
+            request_ids: Arc::default(),
+            index_policy: IndexPolicy::default(),
+            replicas: Vec::new(),
         }))
     }
 
@@ -122,12 +136,28 @@ impl AppState {
     /// The same state with in-memory query indexes under `policy` (the default: background
     /// builds within [`query::memory::DEFAULT_BUDGET_BYTES`]).
     pub fn with_index_policy(mut self, policy: IndexPolicy) -> Self {
+        self.shared_mut().index_policy = policy;
+        self.with_new_resolver()
+    }
+
+    /// The same state reading records from `replicas` (name, connection) as well as the
+    /// primary (`ODQS_READ_DATABASE_URL`).
+    pub fn with_replicas(mut self, replicas: Vec<(String, DatabaseConnection)>) -> Self {
+        self.shared_mut().replicas = replicas;
+        self.with_new_resolver()
+    }
+
+    /// A resolver made anew under the settings of the state, with the GraphQL schema and the
+    /// guides over it.
+    fn with_new_resolver(mut self) -> Self {
         let resolver = Resolver::new(
             self.store.db.clone(),
             &self.public_url,
             self.store.catalog.clone(),
-        );
-        let resolver = Arc::new(resolver.with_index_policy(policy));
+        )
+        .with_index_policy(self.index_policy)
+        .with_replicas(self.replicas.clone());
+        let resolver = Arc::new(resolver);
         let shared = self.shared_mut();
         shared.graphql = graphql::build(resolver.clone());
         shared.guides = Arc::new(Guides::new(resolver.clone(), &shared.public_url));
@@ -166,5 +196,19 @@ impl AppState {
 impl axum::extract::FromRef<AppState> for Arc<TrustedProxies> {
     fn from_ref(state: &AppState) -> Self {
         state.trusted_proxies.clone()
+    }
+}
+
+/// What the access log takes from the state: the figures it counts.
+impl axum::extract::FromRef<AppState> for Arc<Metrics> {
+    fn from_ref(state: &AppState) -> Self {
+        state.metrics.clone()
+    }
+}
+
+/// What the access log takes from the state: the maker of request ids.
+impl axum::extract::FromRef<AppState> for Arc<RequestIds> {
+    fn from_ref(state: &AppState) -> Self {
+        state.request_ids.clone()
     }
 }

@@ -182,6 +182,21 @@ pub struct ServeArgs {
     /// the client every per-address limit counts.
     #[arg(long, env = "ODQS_TRUSTED_PROXIES", default_value = "")]
     pub trusted_proxies: String,
+    /// PostgreSQL streaming replicas of `DATABASE_URL`'s database, comma-separated: reads of
+    /// records (pages, bodies, counts, exports, index builds) go to one that has replayed the
+    /// version asked for, else to the primary; the catalog, tokens and accounts stay on the
+    /// primary. A URL that is not a replica of that database is refused with a warning.
+    #[arg(
+        long,
+        env = "ODQS_READ_DATABASE_URL",
+        default_value = "",
+        hide_env_values = true
+    )]
+    pub read_database_url: String,
+    /// A socket address for the operator's port: `GET /metrics` (Prometheus) is served there
+    /// and nowhere else. Unset (the default): no metrics port.
+    #[arg(long, env = "ODQS_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
 }
 
 /// The default memory budget of the in-memory indexes, in MiB: flights (336,776 records)
@@ -291,6 +306,10 @@ pub struct ServeConfig {
     pub index_memory_bytes: u64,
     /// Whose `X-Forwarded-For` is believed.
     pub trusted_proxies: TrustedProxies,
+    /// Read replicas of the PostgreSQL store (`ODQS_READ_DATABASE_URL`).
+    pub read_replicas: Vec<String>,
+    /// Where `/metrics` is served (`ODQS_METRICS_LISTEN`), if anywhere.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl ServeConfig {
@@ -322,7 +341,18 @@ impl ServeConfig {
                 "ODQS_TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges like 10.0.0.0/8, got {entry:?}"
             ))
         })?;
+        let read_replicas = read_replicas(&args.read_database_url, &store)?;
+        let metrics_listen = match &args.metrics_listen {
+            None => None,
+            Some(text) => Some(text.parse().map_err(|_| {
+                ConfigError(format!(
+                    "ODQS_METRICS_LISTEN must be a socket address like 127.0.0.1:9090, got {text:?}"
+                ))
+            })?),
+        };
         Ok(ServeConfig {
+            read_replicas,
+            metrics_listen,
             store,
             listen,
             public_url,
@@ -336,6 +366,33 @@ impl ServeConfig {
             trusted_proxies,
         })
     }
+}
+
+/// `ODQS_READ_DATABASE_URL`, checked: PostgreSQL URLs beside a PostgreSQL store.
+fn read_replicas(list: &str, store: &StoreUrl) -> Result<Vec<String>, ConfigError> {
+    let urls: Vec<String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(String::from)
+        .collect();
+    if urls.is_empty() {
+        return Ok(urls);
+    }
+    if !matches!(store, StoreUrl::Postgres(_)) {
+        return Err(ConfigError(
+            "ODQS_READ_DATABASE_URL needs a PostgreSQL store (DATABASE_URL=postgres://…); SQLite has no replicas".into(),
+        ));
+    }
+    for url in &urls {
+        if !matches!(StoreUrl::parse(url), Ok(StoreUrl::Postgres(_))) {
+            return Err(ConfigError(format!(
+                "ODQS_READ_DATABASE_URL must list postgres:// URLs separated by commas, got {:?}",
+                crate::store::redact_url(url)
+            )));
+        }
+    }
+    Ok(urls)
 }
 
 /// The connection settings, checked: timeouts and caps of zero would refuse everything.
@@ -401,122 +458,4 @@ pub fn parse_public_url(url: &str) -> Result<String, ConfigError> {
 pub struct ConfigError(pub String);
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn store_urls() {
-        assert_eq!(
-            StoreUrl::parse("sqlite://data/odqs.db").unwrap(),
-            StoreUrl::Sqlite("data/odqs.db".into())
-        );
-        assert_eq!(
-            StoreUrl::parse("sqlite:/tmp/x.db?mode=rwc").unwrap(),
-            StoreUrl::Sqlite("/tmp/x.db".into())
-        );
-        assert!(matches!(
-            StoreUrl::parse("postgres://u@h/db").unwrap(),
-            StoreUrl::Postgres(_)
-        ));
-        let err = StoreUrl::parse("mysql://root:secret@h/db").unwrap_err();
-        assert!(!err.contains("secret"), "{err}");
-        assert!(StoreUrl::parse("sqlite://").is_err());
-    }
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact_url("postgres://odqs:hunter2@db:5432/odqs"),
-            "postgres://odqs:***@db:5432/odqs"
-        );
-        assert_eq!(
-            redact_url("postgres://odqs@db/odqs"),
-            "postgres://odqs@db/odqs"
-        );
-        let debug = format!("{:?}", StoreUrl::parse("postgres://a:pw@h/d").unwrap());
-        assert!(!debug.contains("pw@"), "{debug}");
-    }
-
-    #[test]
-    fn trusted_proxies() {
-        let args = |list: &str| {
-            Cli::try_parse_from(["odqs", "--trusted-proxies", list])
-                .unwrap()
-                .serve
-        };
-        let config = ServeConfig::from_args(&args("10.0.0.0/8, ::1")).unwrap();
-        assert!(config.trusted_proxies.contains("10.9.8.7".parse().unwrap()));
-        let err = ServeConfig::from_args(&args("10.0.0.0/8,proxy.internal")).unwrap_err();
-        assert!(err.0.starts_with("ODQS_TRUSTED_PROXIES"), "{err}");
-        assert!(err.0.contains("\"proxy.internal\""), "{err}");
-    }
-
-    #[test]
-    fn public_url_follows_listen() {
-        let serve = |args: &[&str]| {
-            let Parsed::Run(cli) = Cli::read([&["odqs"][..], args].concat()) else {
-                panic!("{args:?} did not parse");
-            };
-            ServeConfig::from_args(&cli.serve).unwrap()
-        };
-        let default = serve(&[]);
-        assert_eq!(default.public_url, "http://127.0.0.1:8080");
-        assert!(default.public_url_follows_listen);
-        let moved = serve(&["--listen", "127.0.0.1:9090"]);
-        assert_eq!(moved.public_url, "http://127.0.0.1:9090");
-        assert_eq!(
-            serve(&["--listen", "0.0.0.0:8081"]).public_url,
-            "http://127.0.0.1:8081"
-        );
-        assert_eq!(
-            serve(&["--listen", "[::]:8082"]).public_url,
-            "http://[::1]:8082"
-        );
-        let both = serve(&[
-            "--listen",
-            "0.0.0.0:8080",
-            "--public-url",
-            "https://data.example.org/",
-        ]);
-        assert_eq!(both.public_url, "https://data.example.org");
-        assert!(!both.public_url_follows_listen);
-    }
-
-    #[test]
-    fn flags_are_named_as_given() {
-        let Parsed::Run(cli) = Cli::read(["odqs", "serve", "--listen", "nowhere"]) else {
-            panic!("parses");
-        };
-        let Some(Command::Serve(args)) = &cli.command else {
-            panic!("serve");
-        };
-        let err = ServeConfig::from_args(args).unwrap_err();
-        assert!(err.0.starts_with("ODQS_LISTEN "), "{err}");
-        assert_eq!(
-            cli.given.rename(&err.0),
-            err.0.replacen("ODQS_LISTEN", "--listen", 1)
-        );
-        // A variable is renamed only as a whole word.
-        assert_eq!(cli.given.rename("ODQS_LISTENER x"), "ODQS_LISTENER x");
-        let Parsed::Mistake(err) = Cli::read(["odqs", "--api-rate-limit", "lots"]) else {
-            panic!("refused");
-        };
-        assert_eq!(
-            err.0,
-            "--api-rate-limit=lots: invalid digit found in string"
-        );
-        let Parsed::Mistake(err) = Cli::read(["odqs", "--demo-data=maybe"]) else {
-            panic!("refused");
-        };
-        assert_eq!(err.0, "--demo-data=maybe: must be one of true, false");
-    }
-
-    #[test]
-    fn public_url() {
-        assert_eq!(
-            parse_public_url("https://data.example.org/").unwrap(),
-            "https://data.example.org"
-        );
-        assert!(parse_public_url("data.example.org").is_err());
-    }
-}
+mod tests;

@@ -1,7 +1,9 @@
 //! One log line per answered request (a refusal, 429, is counted instead and logged at debug
 //! level): method, path (never the query string, which may carry
 //! search text; clipped to [`MAX_LOGGED_BYTES`] like every client-supplied text in a log
-//! line), status and latency.
+//! line), status, latency and the request's id (`X-Request-Id`, [`crate::http::request_id`],
+//! also set on the answer). The same middleware counts the request for `/metrics`
+//! ([`crate::http::metrics`]).
 //!
 //! tower-http's `TraceLayer` would do this through an info-level span per request, and its
 //! JSON line carries that span twice (`span` and `spans`), each time parsed back from the text
@@ -20,7 +22,10 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime};
 
-use axum::extract::Request;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
@@ -28,7 +33,10 @@ use query::log_text::{MAX_LOGGED_BYTES, clip};
 use time::OffsetDateTime;
 use tracing::{Instrument, Level};
 
+use crate::http::client_addr::TrustedProxies;
 use crate::http::log_writer::LogLines;
+use crate::http::metrics::{MatchedRoute, Metrics, UNMATCHED};
+use crate::http::request_id::{self, RequestIds};
 
 /// The `message` of the line (`"message":"request"`).
 pub const MESSAGE: &str = "request";
@@ -54,16 +62,57 @@ pub fn write_json_to(lines: LogLines) {
     let _ = JSON_LINES.set(lines);
 }
 
-/// The middleware (install with `axum::middleware::from_fn`, outermost).
-pub async fn access_log(request: Request, next: Next) -> Response {
+/// Counts a request in flight for as long as it lives (an answer, or a cut connection).
+struct InFlight<'a>(&'a Metrics);
+
+impl<'a> InFlight<'a> {
+    fn start(metrics: &'a Metrics) -> Self {
+        metrics.in_flight.inc();
+        InFlight(metrics)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.dec();
+    }
+}
+
+/// The middleware (install with `axum::middleware::from_fn_with_state`, outermost).
+pub async fn access_log(
+    State(metrics): State<Arc<Metrics>>,
+    State(ids): State<Arc<RequestIds>>,
+    State(proxies): State<Arc<TrustedProxies>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
+    let _in_flight = InFlight::start(&metrics);
     let method = request.method().clone();
     // A clone of the parsed URI shares its bytes: no copy of the path.
     let uri = request.uri().clone();
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(a)| a.ip());
+    let id = ids.of(peer, request.headers(), &proxies);
+    // The route outside nested routers; a nested router's own is on the answer.
+    let outer = request.extensions().get::<MatchedPath>().cloned();
     let span = tracing::debug_span!(target: TARGET, "request", method = %clip(method.as_str()), path = %clip(uri.path()));
-    let response = next.run(request).instrument(span).await;
+    let mut response = next.run(request).instrument(span).await;
+    response
+        .headers_mut()
+        .insert(request_id::HEADER, id.clone());
     let status = response.status().as_u16();
+    let route = match (response.extensions().get::<MatchedRoute>(), &outer) {
+        (Some(MatchedRoute(route)), _) => route.as_str(),
+        (None, Some(outer)) if !outer.as_str().contains("{*") => outer.as_str(),
+        _ => UNMATCHED,
+    };
+    let elapsed = started.elapsed();
+    metrics.answered(route, status, elapsed.as_secs_f64());
     if status == 429 {
+        metrics.rate_limited.inc();
         // A refusal is a flood's echo: counted, summed up on the maintenance tick
         // ([`take_refused`]), and written one by one only at debug level (a flood of refused
         // device starts wrote 242,484 lines in 20 s).
@@ -74,10 +123,18 @@ pub async fn access_log(request: Request, next: Next) -> Response {
     if !tracing::enabled!(target: TARGET, Level::INFO) {
         return response;
     }
-    let latency_ms = started.elapsed().as_micros() as f64 / 1000.0;
+    let latency_ms = elapsed.as_micros() as f64 / 1000.0;
+    let id = id.to_str().unwrap_or_default();
     match JSON_LINES.get() {
         Some(lines) => {
-            let line = json_line(SystemTime::now(), &method, uri.path(), status, latency_ms);
+            let line = json_line(
+                SystemTime::now(),
+                &method,
+                uri.path(),
+                status,
+                latency_ms,
+                id,
+            );
             let _ = (&*lines).write_all(&line);
         }
         None => tracing::info!(
@@ -86,6 +143,7 @@ pub async fn access_log(request: Request, next: Next) -> Response {
             path = %clip(uri.path()),
             status,
             latency_ms,
+            request_id = id,
             "{MESSAGE}"
         ),
     }
@@ -94,7 +152,14 @@ pub async fn access_log(request: Request, next: Next) -> Response {
 
 /// The line as `tracing`'s JSON formatter writes an event with these fields (flattened), with
 /// its newline.
-fn json_line(at: SystemTime, method: &Method, path: &str, status: u16, latency_ms: f64) -> Vec<u8> {
+fn json_line(
+    at: SystemTime,
+    method: &Method,
+    path: &str,
+    status: u16,
+    latency_ms: f64,
+    request_id: &str,
+) -> Vec<u8> {
     let at = OffsetDateTime::from(at);
     let mut line = Vec::with_capacity(160 + path.len());
     let _ = write!(
@@ -112,10 +177,12 @@ fn json_line(at: SystemTime, method: &Method, path: &str, status: u16, latency_m
     let _ = serde_json::to_writer(&mut line, &logged(method.as_str()));
     line.extend_from_slice(b",\"path\":");
     let _ = serde_json::to_writer(&mut line, &logged(path));
-    let _ = writeln!(
+    let _ = write!(
         line,
-        ",\"status\":{status},\"latency_ms\":{latency_ms},\"target\":\"{TARGET}\"}}"
+        ",\"status\":{status},\"latency_ms\":{latency_ms},\"request_id\":"
     );
+    let _ = serde_json::to_writer(&mut line, &logged(request_id));
+    let _ = writeln!(line, ",\"target\":\"{TARGET}\"}}");
     line
 }
 
@@ -139,7 +206,7 @@ mod tests {
     fn json_lines_read_as_tracing_events() {
         let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(1_764_057_600_123_456);
         let path = "/api/v1/datasets/caf\u{e9}/records/\"q\\u\"";
-        let line = json_line(at, &Method::GET, path, 404, 0.012);
+        let line = json_line(at, &Method::GET, path, 404, 0.012, "5f3a09c1-42");
         let text = String::from_utf8(line).unwrap();
         assert!(
             text.ends_with("}\n") && text.matches('\n').count() == 1,
@@ -156,6 +223,7 @@ mod tests {
                 "path": path,
                 "status": 404,
                 "latency_ms": 0.012,
+                "request_id": "5f3a09c1-42",
                 "target": "odqs::access_log",
             })
         );
@@ -166,8 +234,9 @@ mod tests {
     fn long_paths_are_clipped() {
         let path = format!("/{}", "p".repeat(1 << 20));
         let method = Method::from_bytes(&[b'M'; 4096]).unwrap();
-        let line = json_line(SystemTime::UNIX_EPOCH, &method, &path, 404, 0.1);
-        assert!(line.len() < 2 * MAX_LOGGED_BYTES + 200, "{}", line.len());
+        let line = json_line(SystemTime::UNIX_EPOCH, &method, &path, 404, 0.1, "1-1");
+        let fixed = 200 + crate::http::request_id::MAX_ID_BYTES;
+        assert!(line.len() < 2 * MAX_LOGGED_BYTES + fixed, "{}", line.len());
         let event: serde_json::Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(event["path"], clip(&path).to_string());
         assert!(

@@ -126,6 +126,26 @@ impl Store {
         })
     }
 
+    /// A pool over the read replica at `url` (PostgreSQL), opened lazily: a replica that is
+    /// down at start delays nothing, and the resolver reads from it only once its checks find
+    /// it a replica of this store's database.
+    pub fn connect_replica(url: &str) -> Result<DatabaseConnection, StoreError> {
+        let options =
+            pg_tls::connect_options(url, pg_tls::home_dir()).map_err(|e| StoreError::Connect {
+                url: redact_url(url),
+                source: sqlx::Error::Configuration(e.into()),
+            })?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            // A replica that does not hand out a connection soon is passed over for the
+            // primary (the read is run again there).
+            .acquire_timeout(Duration::from_secs(2))
+            .connect_lazy_with(options);
+        Ok(sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(
+            pool,
+        ))
+    }
+
     /// Which SQL dialect the store speaks.
     pub fn backend(&self) -> DatabaseBackend {
         self.db.get_database_backend()

@@ -678,3 +678,55 @@ fn configuration_errors_are_one_line() {
         "nothing starts on a configuration error"
     );
 }
+
+/// `--metrics-listen` opens the operator's port: `/metrics` there, counting what the public
+/// port answered; the public port does not answer it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_a_metrics_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(
+        odqs(dir.path()),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let metrics = loop {
+        let line = server
+            .log
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the metrics port's log line");
+        if let Ok(event) = serde_json::from_str::<Value>(&line)
+            && event["message"] == "metrics are served at /metrics"
+        {
+            break format!("http://{}/metrics", event["listen"].as_str().unwrap());
+        }
+    };
+    let client = reqwest::Client::new();
+    let health = client
+        .get(format!("{}/healthz", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert!(health.headers().contains_key("x-request-id"));
+    let public = client
+        .get(format!("{}/metrics", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(public.status(), 404);
+    let scraped = client.get(&metrics).send().await.unwrap();
+    assert_eq!(scraped.status(), 200);
+    let text = scraped.text().await.unwrap();
+    assert!(
+        text.contains("odqs_http_requests_total{route=\"/healthz\",status=\"200\"} 1"),
+        "{text}"
+    );
+    let (clean, _) = server.terminate();
+    assert!(clean);
+}

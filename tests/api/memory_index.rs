@@ -139,7 +139,67 @@ async fn background_builds_answer_alike(store: TestStore) {
     assert_eq!(during, answers(&router, &token).await);
 }
 
+/// The bytes of index an instance holds after answering `paths`.
+async fn held_after(state: &odqs::state::AppState, paths: &[&str], token: &str) -> u64 {
+    let router = odqs::app::router(state.clone());
+    for path in paths {
+        let answer = get_with(&router, path, Some(token), &[]).await;
+        assert_eq!(answer.status, 200, "{path}: {}", answer.body);
+    }
+    state.resolver.index_bytes()
+}
+
+async fn indexes_are_built_when_asked_and_the_least_recently_used_goes(store: TestStore) {
+    import(&store, &cities(400, &["Taipei", "Tainan"])).await;
+    let path = write_file(
+        &store,
+        "towns.ndjson",
+        cities(400, &["Taipei", "Tainan"]).as_bytes(),
+    );
+    import_file(&store, &path, "towns", Some(SCHEMA), None)
+        .await
+        .expect("import");
+    let token = api_token(&store).await;
+    let cities_page = "/api/v1/datasets/cities/records?city=Taipei";
+    let towns_page = "/api/v1/datasets/towns/records?city=Tainan";
+
+    // One index's size, and a budget that holds one but not two.
+    let probe = store.state_with(IndexPolicy::waiting(DEFAULT_BUDGET_BYTES));
+    let one = held_after(&probe, &[cities_page], &token).await;
+    assert_eq!(held_after(&probe, &[towns_page], &token).await, 2 * one);
+    let budget = one * 3 / 2;
+
+    // Nothing is built before it is asked for, not even by the refresh.
+    let state = store.state_with(IndexPolicy::waiting(budget).evicting_after(Duration::ZERO));
+    state.resolver.refresh_indexes().await.expect("refresh");
+    assert_eq!(
+        state.resolver.index_bytes(),
+        0,
+        "an index was built unasked"
+    );
+    assert_eq!(held_after(&state, &[cities_page], &token).await, one);
+    // Asked for towns, the instance lets cities (used least recently) go.
+    assert_eq!(held_after(&state, &[towns_page], &token).await, one);
+    let router = odqs::app::router(state.clone());
+    let store_router = store.router_with(IndexPolicy::OFF);
+    for path in [cities_page, towns_page] {
+        let got = get_with(&router, path, Some(&token), &[]).await;
+        let want = get_with(&store_router, path, Some(&token), &[]).await;
+        assert_eq!(got.body, want.body, "{path}");
+    }
+
+    // An index used lately is kept: the other dataset is answered by the store.
+    let busy = store.state_with(IndexPolicy::waiting(budget));
+    assert_eq!(held_after(&busy, &[cities_page], &token).await, one);
+    assert_eq!(held_after(&busy, &[towns_page], &token).await, one);
+    let router = odqs::app::router(busy.clone());
+    let got = get_with(&router, towns_page, Some(&token), &[]).await;
+    let want = get_with(&store_router, towns_page, Some(&token), &[]).await;
+    assert_eq!(got.body, want.body);
+}
+
 both_stores!(
     indexes_follow_versions_within_the_budget,
-    background_builds_answer_alike
+    background_builds_answer_alike,
+    indexes_are_built_when_asked_and_the_least_recently_used_goes
 );

@@ -89,7 +89,7 @@ impl Resolver {
             // are read.
             let cap = (exact_groups && query.limit.is_none() && query.min_count.is_none())
                 .then_some(MAX_GROUPS + 1);
-            let mut sql = Sql::new(self.db.get_database_backend());
+            let mut sql = Sql::new(self.backend());
             sql.push("SELECT ");
             for (i, column) in columns.iter().enumerate() {
                 sql.ident(column).push(&format!(" AS k{i}, "));
@@ -124,12 +124,26 @@ impl Resolver {
                     .await
                 {
                     Some(folded) => folded,
-                    None => fold::fold_stream(&self.db, statement.clone(), query, schema).await?,
+                    None => {
+                        let reader = self.reader(schema.version_id).await;
+                        reader
+                        .run(|db| {
+                            let statement = statement.clone();
+                            async move { fold::fold_stream(&db, statement, query, schema).await }
+                        })
+                        .await?
+                    }
                 };
             if let Some(cap) = cap
                 && read >= cap
             {
-                let groups = fold::count_store_groups(&self.db, statement).await?;
+                let reader = self.reader(schema.version_id).await;
+                let groups = reader
+                    .run(|db| {
+                        let statement = statement.clone();
+                        async move { fold::count_store_groups(&db, statement).await }
+                    })
+                    .await?;
                 check_group_count(groups, query)?;
             }
         }

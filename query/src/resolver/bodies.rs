@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use entity::record::records_table;
-use sea_orm::{ConnectionTrait, DatabaseBackend};
+use sea_orm::DatabaseBackend;
 use serde_json::Value;
 
 use super::Resolver;
@@ -233,7 +233,12 @@ impl Resolver {
             }
         }
         let mut found: HashMap<i64, Stored> = HashMap::with_capacity(positions.len());
-        for row in self.db.query_all_raw(sql.build()).await? {
+        for row in self
+            .reader(schema.version_id)
+            .await
+            .query_all(sql.build())
+            .await?
+        {
             let pos: i64 = row.try_get_by_index(0)?;
             let doc = match backend {
                 DatabaseBackend::Postgres => Stored::Value(row.try_get_by_index::<Value>(1)?),

@@ -24,8 +24,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use sea_orm::ConnectionTrait;
-
 use super::{Prepared, Resolver};
 use crate::answer::encode::{self, CsvColumn};
 use crate::dataset::schema::Column;
@@ -206,7 +204,10 @@ impl Resolver {
                     .bind(offset as i64);
                 let found = {
                     let _turn = self.export_turn().await?;
-                    self.db.query_all_raw(sql.build()).await?
+                    self.reader(schema.version_id)
+                        .await
+                        .query_all(sql.build())
+                        .await?
                 };
                 let n = found.len() as u64;
                 for row in found {

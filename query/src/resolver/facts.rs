@@ -9,7 +9,7 @@
 
 use entity::FieldType;
 use entity::record::{records_table, text_table};
-use sea_orm::{ConnectionTrait, DatabaseBackend};
+use sea_orm::DatabaseBackend;
 use serde_json::Value;
 
 use crate::answer::views::{RecordPage, json_number};
@@ -334,7 +334,12 @@ impl Resolver {
             .push(" IS NOT NULL GROUP BY ")
             .ident(column)
             .push(" ORDER BY n DESC, v ASC LIMIT 1");
-        let Some(row) = self.db.query_one_raw(sql.build()).await? else {
+        let Some(row) = self
+            .reader(dataset.schema.version_id)
+            .await
+            .query_one(sql.build())
+            .await?
+        else {
             return Ok(Vec::new());
         };
         let value: Option<f64> = row.try_get("", "v")?;
@@ -412,7 +417,7 @@ impl Resolver {
             .ident(column)
             .push(" ORDER BY n DESC LIMIT 1 OFFSET ")
             .bind((TOP_TEXTS - 1) as i64);
-        let floor: i64 = match self.db.query_one_raw(sql.build()).await? {
+        let floor: i64 = match self.reader(version).await.query_one(sql.build()).await? {
             Some(row) => row.try_get("", "n")?,
             None => 1,
         };
@@ -438,7 +443,7 @@ impl Resolver {
             .push(id)
             .push(" = top.tid");
         let mut out = Vec::new();
-        for row in self.db.query_all_raw(sql.build()).await? {
+        for row in self.reader(version).await.query_all(sql.build()).await? {
             let text: String = row.try_get("", "v")?;
             let n: i64 = row.try_get("", "n")?;
             let first: i64 = row.try_get("", "first")?;

@@ -29,6 +29,7 @@ use crate::answer::views;
 use crate::dataset::{Dataset, DatasetSchema};
 use crate::engine::memory;
 use crate::engine::store::direct;
+use crate::engine::store::replicas::{Reader, Replicas};
 use crate::error::ApiError;
 
 /// Runs validated requests on the store. One per process, shared by REST and GraphQL; cheap
@@ -55,6 +56,10 @@ pub struct Resolver {
     bodies: bodies::Bodies,
     /// The key cursors are signed with, read from the store once ([`cursors`]).
     cursor_key: tokio::sync::OnceCell<[u8; 32]>,
+    /// The primary (`db`) and its read replicas: where the reads of records go.
+    reads: Arc<Replicas>,
+    /// Answers the in-memory index gave (for the operator's figures).
+    index_answers: std::sync::atomic::AtomicU64,
 }
 
 /// The body cache that goes with `policy`: none when indexes are off, so a store-only
@@ -83,7 +88,6 @@ impl Resolver {
         };
         Resolver {
             direct: direct.clone(),
-            db,
             site_url: site_url.trim_end_matches('/').into(),
             schemas: Mutex::new(HashMap::new()),
             totals: records::Totals::default(),
@@ -98,7 +102,27 @@ impl Resolver {
             )),
             bodies: body_cache(memory::IndexPolicy::default()),
             cursor_key: tokio::sync::OnceCell::new(),
+            reads: Arc::new(Replicas::new(db.clone(), Vec::new())),
+            index_answers: Default::default(),
+            db,
         }
+    }
+
+    /// The same resolver reading records from `replicas` (name, connection) when they have
+    /// replayed the version asked for (see [`crate::engine::store::replicas`]).
+    pub fn with_replicas(mut self, replicas: Vec<(String, DatabaseConnection)>) -> Self {
+        self.reads = Arc::new(Replicas::new(self.db.clone(), replicas));
+        self
+    }
+
+    /// The primary and the read replicas, to check them ([`Replicas::check`]) and report them.
+    pub fn replicas(&self) -> &Arc<Replicas> {
+        &self.reads
+    }
+
+    /// Where to read the records of version `version_id`.
+    async fn reader(&self, version_id: i64) -> Reader {
+        self.reads.reader(version_id).await
     }
 
     /// The same resolver with in-memory indexes under `policy`, and record bodies kept within
@@ -116,12 +140,19 @@ impl Resolver {
             // An older version asked for by number: the store answers it (see `versions`).
             return None;
         }
-        self.memory.index(&self.db, dataset).await
+        let reader = self.reader(dataset.schema.version_id).await;
+        let index = self.memory.index(&reader, dataset).await;
+        if index.is_some() {
+            self.index_answers
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        index
     }
 
-    /// Starts building the indexes of every live version not indexed yet and drops those of
-    /// removed datasets: at start, and periodically, so versions imported by another process
-    /// are indexed before their first request.
+    /// Starts building the live version of every dataset this instance serves (has been asked
+    /// for) when it is not indexed yet, and drops the indexes of removed datasets: periodically,
+    /// so versions imported by another process are indexed before their first request. A
+    /// dataset never asked for here is not built (see [`memory`]).
     pub async fn refresh_indexes(&self) -> Result<(), ApiError> {
         if self.memory.policy().budget_bytes == 0 {
             return Ok(());
@@ -130,10 +161,25 @@ impl Resolver {
         let live: std::collections::HashSet<i64> = datasets.iter().map(|d| d.id).collect();
         self.memory.retain(&live);
         for meta in datasets {
+            if !self.memory.serves(meta.id) {
+                continue;
+            }
             let schema = self.schema(&meta).await?;
-            self.memory.prepare(&self.db, &Dataset { meta, schema });
+            let reader = self.reader(schema.version_id).await;
+            self.memory.prepare(&reader, &Dataset { meta, schema });
         }
         Ok(())
+    }
+
+    /// Each in-memory index held: slug, bytes, build seconds.
+    pub fn index_report(&self) -> Vec<(String, u64, f64)> {
+        self.memory.report()
+    }
+
+    /// Requests the in-memory indexes answered since start.
+    pub fn index_answers(&self) -> u64 {
+        self.index_answers
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Bytes held by in-memory indexes.

@@ -4,7 +4,7 @@
 //! circle of `near` resolved to the positions within it, as full-text terms are resolved to
 //! dictionary ids.
 
-use sea_orm::{ConnectionTrait, DatabaseBackend};
+use sea_orm::DatabaseBackend;
 
 use super::Resolver;
 use crate::answer::relevance::order_stably;
@@ -33,7 +33,12 @@ impl Resolver {
         from_where(&mut sql, schema, &resolved, Access::Planner);
         order_by(&mut sql, schema, &query.sort, Part::All);
         let mut rows: Vec<(u32, f64)> = Vec::new();
-        for row in self.db.query_all_raw(sql.build()).await? {
+        for row in self
+            .reader(schema.version_id)
+            .await
+            .query_all(sql.build())
+            .await?
+        {
             let lat: f64 = row.try_get("", "lat")?;
             let lon: f64 = row.try_get("", "lon")?;
             let pos: i64 = row.try_get("", "pos")?;
@@ -70,7 +75,12 @@ impl Resolver {
         let mut sql = points(self.backend(), schema, near);
         from_where(&mut sql, schema, &resolved, Access::Planner);
         let mut positions = Vec::new();
-        for row in self.db.query_all_raw(sql.build()).await? {
+        for row in self
+            .reader(schema.version_id)
+            .await
+            .query_all(sql.build())
+            .await?
+        {
             let lat: Option<f64> = row.try_get("", "lat")?;
             let lon: Option<f64> = row.try_get("", "lon")?;
             if let (Some(lat), Some(lon)) = (lat, lon)

@@ -103,8 +103,13 @@ impl Resolver {
             .ident(&records_table(schema.version_id))
             .push(" WHERE \"_id\" = ")
             .bind(id.to_string());
-        let found = record::Model::find_by_statement(sql.build())
-            .one(&self.db)
+        let statement = sql.build();
+        let reader = self.reader(schema.version_id).await;
+        let found = reader
+            .run(|db| {
+                let statement = statement.clone();
+                async move { record::Model::find_by_statement(statement).one(&db).await }
+            })
             .await?
             .ok_or_else(|| ApiError::RecordNotFound { id: id.into() })?;
         Ok(RecordBody::Shaped(schema.shape(found.doc, fields)))

@@ -8,8 +8,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use sea_orm::ConnectionTrait;
-
 use super::orders::Orders;
 use super::{Prepared, Resolver, record_count};
 use crate::answer::views::{RecordBody, RecordPage};
@@ -107,7 +105,12 @@ impl Resolver {
                 schema.sql_column(*column),
             );
             let mut values = Vec::new();
-            for row in self.db.query_all_raw(statement).await? {
+            for row in self
+                .reader(schema.version_id)
+                .await
+                .query_all(statement)
+                .await?
+            {
                 let text: String = row.try_get("", "v")?;
                 if crate::dates::parse(&text).is_some_and(|t| range.holds_instant(t)) {
                     values.push(text);
@@ -131,8 +134,9 @@ impl Resolver {
 
     async fn dictionary_ids(&self, version_id: i64, term: &str) -> Result<Vec<i64>, ApiError> {
         let rows = self
-            .db
-            .query_all_raw(dictionary_lookup(self.backend(), version_id, term))
+            .reader(version_id)
+            .await
+            .query_all(dictionary_lookup(self.backend(), version_id, term))
             .await?;
         let mut ids = rows
             .iter()
@@ -175,8 +179,9 @@ impl Resolver {
                 .push(" IS NOT NULL");
         }
         let row = self
-            .db
-            .query_one_raw(sql.build())
+            .reader(schema.version_id)
+            .await
+            .query_one(sql.build())
             .await?
             .ok_or(ApiError::Internal)?;
         let n = row.try_get::<i64>("", "n")?.max(0) as u64;

@@ -6,8 +6,6 @@
 
 use std::collections::HashMap;
 
-use sea_orm::ConnectionTrait;
-
 use super::Resolver;
 use crate::answer::relevance::{self, Bm25, Scorer};
 use crate::dataset::Dataset;
@@ -84,7 +82,11 @@ impl Resolver {
         }
         from_where(&mut sql, schema, &resolved, Access::Planner);
         order_by(&mut sql, schema, &query.sort, Part::All);
-        let rows = self.db.query_all_raw(sql.build()).await?;
+        let rows = self
+            .reader(schema.version_id)
+            .await
+            .query_all(sql.build())
+            .await?;
         let mut matches: Vec<(i64, Vec<Option<i64>>)> = Vec::with_capacity(rows.len());
         for row in &rows {
             let pos: i64 = row.try_get("", "pos")?;
@@ -141,7 +143,11 @@ impl Resolver {
             .ident(&text_table(schema.version_id))
             .push(&format!(" d ON d.{id} = r."))
             .ident(schema.sql_column(Column::Field(field)));
-        let row = self.db.query_one_raw(sql.build()).await?;
+        let row = self
+            .reader(schema.version_id)
+            .await
+            .query_one(sql.build())
+            .await?;
         let n = match row {
             Some(row) => row.try_get::<Option<i64>>("", "n")?.unwrap_or(0).max(0) as u64,
             None => 0,
@@ -179,7 +185,7 @@ impl Resolver {
                     .push("))");
             }
         }
-        for row in self.db.query_all_raw(sql.build()).await? {
+        for row in self.reader(version_id).await.query_all(sql.build()).await? {
             values.insert(row.try_get::<i64>("", "id")?, row.try_get("", "value")?);
         }
         Ok(values)

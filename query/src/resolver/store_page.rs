@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use entity::record;
-use sea_orm::{ConnectionTrait, FromQueryResult};
+use sea_orm::FromQueryResult;
 
 use super::Resolver;
 use super::orders::Orders;
@@ -238,8 +238,9 @@ impl Resolver {
             .push(" WHERE \"pos\" = ")
             .bind(pos);
         let row = self
-            .db
-            .query_one_raw(sql.build())
+            .reader(schema.version_id)
+            .await
+            .query_one(sql.build())
             .await?
             .ok_or(ApiError::InvalidCursor {
                 reason: "it names a row this version does not have",
@@ -297,8 +298,13 @@ impl Resolver {
         order_by(&mut sql, schema, &query.sort, part);
         sql.push(" LIMIT ").bind(clamp(limit));
         sql.push(" OFFSET ").bind(clamp(offset));
-        Ok(record::Model::find_by_statement(sql.build())
-            .all(&self.db)
+        let statement = sql.build();
+        let reader = self.reader(schema.version_id).await;
+        Ok(reader
+            .run(|db| {
+                let statement = statement.clone();
+                async move { record::Model::find_by_statement(statement).all(&db).await }
+            })
             .await?)
     }
 }

@@ -10,9 +10,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use entity::dataset_version;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set,
-};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 use sha2::{Digest, Sha256};
 
 use super::Resolver;
@@ -182,7 +180,11 @@ impl Resolver {
                 sql.push(" WHERE \"_id\" > ").bind(last.clone());
             }
             sql.push(" ORDER BY \"_id\" LIMIT ").bind(ID_BATCH);
-            let found = self.db.query_all_raw(sql.build()).await?;
+            let found = self
+                .reader(schema.version_id)
+                .await
+                .query_all(sql.build())
+                .await?;
             let n = found.len();
             for row in &found {
                 let pos: i64 = row.try_get_by_index(0)?;

@@ -31,6 +31,8 @@ pub struct TestStore {
     pub url: String,
     pub dir: tempfile::TempDir,
     pg_database: Option<String>,
+    /// The admin URL the scratch database was made with, to drop it.
+    pg_admin: String,
 }
 
 /// The admin URL used to create scratch databases.
@@ -39,7 +41,7 @@ pub fn pg_admin_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
 }
 
-fn with_database(url: &str, database: &str) -> String {
+pub fn with_database(url: &str, database: &str) -> String {
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, format!("?{q}")),
         None => (url, String::new()),
@@ -58,6 +60,19 @@ impl TestStore {
 
     /// A fresh store of `kind` with nothing in it, not even the migrations' tables.
     pub async fn unmigrated(kind: Kind) -> Self {
+        Self::unmigrated_at(kind, &pg_admin_url()).await
+    }
+
+    /// A fresh, migrated store of `kind`; on PostgreSQL, a scratch database made through
+    /// `admin` (another cluster than `ODQS_TEST_PG_URL`'s).
+    pub async fn new_at(kind: Kind, admin: &str) -> Self {
+        let store = Self::unmigrated_at(kind, admin).await;
+        store.store.migrate().await.expect("migrate");
+        store
+    }
+
+    async fn unmigrated_at(kind: Kind, admin: &str) -> Self {
+        let admin = admin.to_string();
         let dir = tempfile::tempdir().expect("temp dir");
         let (url, pg_database) = match kind {
             Kind::Sqlite => (
@@ -66,7 +81,6 @@ impl TestStore {
             ),
             Kind::Postgres => {
                 let name = format!("odqs_t_{:016x}", rand_suffix());
-                let admin = pg_admin_url();
                 let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap_or_else(|e| {
                     panic!("PostgreSQL is required for the tests and is not reachable at {admin}: {e}")
                 });
@@ -86,6 +100,7 @@ impl TestStore {
             url,
             dir,
             pg_database,
+            pg_admin: admin,
         }
     }
 }
@@ -132,7 +147,7 @@ impl Drop for TestStore {
         let Some(name) = self.pg_database.take() else {
             return;
         };
-        let admin = pg_admin_url();
+        let admin = self.pg_admin.clone();
         // Drop runs outside any runtime we may block, so the clean-up gets its own thread.
         let _ = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()

@@ -1,8 +1,11 @@
 //! In-memory indexes: each published version's typed columns, held in memory so filters,
 //! totals, sorts and aggregations cost microseconds to a few milliseconds instead of a store
-//! scan. Versions never change, so an index is built once per version (at start, and for new
-//! versions when first asked or found by the resolver's periodic refresh) and is
-//! correct for as long as the version is live. The store stays the source of truth: it serves
+//! scan. Versions never change, so an index is built once per version and is correct for as
+//! long as the version is live. An instance builds a dataset's index when the dataset is first
+//! asked for, not at start (behind a load balancer that sends each dataset to a few owners, an
+//! instance holds only the indexes of the datasets it serves), then builds each new version of
+//! it when the resolver's periodic refresh finds one. When the budget is full, the index used
+//! least recently (and not within [`EVICT_IDLE`]) goes to make room. The store stays the source of truth: it serves
 //! record bodies by position, and it answers everything while an index is being built, for
 //! datasets beyond the memory budget, and when indexes are turned off.
 //!
@@ -24,15 +27,20 @@ pub mod walk;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use sea_orm::DatabaseConnection;
+use crate::engine::store::replicas::Reader;
 use tokio::sync::OnceCell;
 
 use column::{Dict, IdColumn, NumColumn, StrColumn, TextColumn};
 
 use crate::dataset::Dataset;
 use crate::engine::store::direct::DirectSqlite;
+
+/// An index used this recently is not let go to make room for another: two datasets that do not
+/// fit together are then not rebuilt in turn at every request; the later one is answered by
+/// the store until the other has been idle this long.
+pub const EVICT_IDLE: Duration = Duration::from_secs(60);
 
 /// The memory indexes may take unless configured.
 pub const DEFAULT_BUDGET_BYTES: u64 = 1024 * 1024 * 1024;
@@ -45,6 +53,8 @@ pub struct IndexPolicy {
     /// Wait for a version's index on its first request instead of answering from the store
     /// while it is built in the background. Tests use it to know which path answers.
     pub wait: bool,
+    /// An index used within this long is not let go to make room ([`EVICT_IDLE`]).
+    pub evict_idle: Duration,
 }
 
 impl IndexPolicy {
@@ -52,6 +62,7 @@ impl IndexPolicy {
     pub const OFF: IndexPolicy = IndexPolicy {
         budget_bytes: 0,
         wait: false,
+        evict_idle: EVICT_IDLE,
     };
 
     /// Indexes within `budget_bytes`, built in the background.
@@ -59,6 +70,7 @@ impl IndexPolicy {
         IndexPolicy {
             budget_bytes,
             wait: false,
+            evict_idle: EVICT_IDLE,
         }
     }
 
@@ -67,6 +79,15 @@ impl IndexPolicy {
         IndexPolicy {
             budget_bytes,
             wait: true,
+            evict_idle: EVICT_IDLE,
+        }
+    }
+
+    /// The same policy letting indexes idle for `idle` go to make room (tests: at once).
+    pub fn evicting_after(self, idle: Duration) -> Self {
+        IndexPolicy {
+            evict_idle: idle,
+            ..self
         }
     }
 }
@@ -151,12 +172,19 @@ struct Slot {
     index: OnceCell<Option<Arc<MemIndex>>>,
     /// Bytes this slot added to [`State::used`], set under the state lock.
     accounted: AtomicU64,
+    /// When the index was last asked for, in milliseconds since [`Memory::epoch`].
+    last_used: AtomicU64,
+    /// The dataset's slug and how long its build took (ms), for the operator's figures.
+    slug: String,
+    build_ms: AtomicU64,
 }
 
 /// The indexes of a process, one slot per dataset.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Memory {
     policy: IndexPolicy,
+    /// The instant slots' `last_used` counts from.
+    epoch: Instant,
     state: Mutex<State>,
     /// One build at a time: a build's scratch memory is a multiple of its index's, and two at
     /// once (every dataset at start) would add up.
@@ -178,6 +206,7 @@ impl Memory {
     pub fn new(policy: IndexPolicy, direct: Option<Arc<DirectSqlite>>) -> Self {
         Memory {
             policy,
+            epoch: Instant::now(),
             state: Mutex::default(),
             building: tokio::sync::Mutex::new(()),
             direct,
@@ -191,15 +220,12 @@ impl Memory {
 
     /// The index of `dataset`'s live version, if it is built (or, under a waiting policy,
     /// once it is). `None` means: answer from the store.
-    pub async fn index(
-        self: &Arc<Self>,
-        db: &DatabaseConnection,
-        dataset: &Dataset,
-    ) -> Option<Arc<MemIndex>> {
+    pub async fn index(self: &Arc<Self>, db: &Reader, dataset: &Dataset) -> Option<Arc<MemIndex>> {
         if self.policy.budget_bytes == 0 {
             return None;
         }
         let slot = self.slot(dataset)?;
+        slot.last_used.store(self.now_ms(), Ordering::Relaxed);
         if let Some(found) = slot.index.get() {
             return found.clone();
         }
@@ -220,13 +246,59 @@ impl Memory {
 
     /// Starts building `dataset`'s live version in the background unless it is built or
     /// being built.
-    pub fn prepare(self: &Arc<Self>, db: &DatabaseConnection, dataset: &Dataset) {
+    pub fn prepare(self: &Arc<Self>, db: &Reader, dataset: &Dataset) {
         if self.policy.budget_bytes == 0 {
             return;
         }
         if let Some(slot) = self.slot(dataset) {
             self.start(db, dataset, &slot);
         }
+    }
+
+    /// Whether this instance has been asked for `dataset_id` (its index built, being built, or
+    /// beyond the budget): the periodic refresh builds new versions of those only.
+    pub fn serves(&self, dataset_id: i64) -> bool {
+        self.state
+            .lock()
+            .expect("memory lock")
+            .slots
+            .contains_key(&dataset_id)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Lets the least recently used indexes other than `keep`'s go, those idle for the
+    /// policy's `evict_idle`, until `bytes` more fit the budget; whether they do.
+    fn make_room(&self, state: &mut State, keep: i64, bytes: u64) -> bool {
+        let idle_before = self
+            .now_ms()
+            .saturating_sub(self.policy.evict_idle.as_millis() as u64);
+        while state.used + bytes > self.policy.budget_bytes {
+            let oldest = state
+                .slots
+                .iter()
+                .filter(|(id, slot)| {
+                    **id != keep
+                        && slot_bytes(slot) > 0
+                        && slot.last_used.load(Ordering::Relaxed) <= idle_before
+                })
+                .min_by_key(|(_, slot)| slot.last_used.load(Ordering::Relaxed))
+                .map(|(id, _)| *id);
+            let Some(id) = oldest else {
+                return false;
+            };
+            if let Some(slot) = state.slots.remove(&id) {
+                state.used -= slot_bytes(&slot);
+                tracing::info!(
+                    dataset_id = id,
+                    mib = slot_bytes(&slot) >> 20,
+                    "in-memory index let go to make room (least recently used)"
+                );
+            }
+        }
+        true
     }
 
     /// Drops the indexes of datasets not in `live` (removed since).
@@ -245,12 +317,28 @@ impl Memory {
         }
     }
 
+    /// Each index held: the dataset's slug, its bytes and how long it took to build (s).
+    pub fn report(&self) -> Vec<(String, u64, f64)> {
+        let state = self.state.lock().expect("memory lock");
+        let mut held: Vec<(String, u64, f64)> = state
+            .slots
+            .values()
+            .filter(|slot| slot_bytes(slot) > 0)
+            .map(|slot| {
+                let ms = slot.build_ms.load(Ordering::Relaxed);
+                (slot.slug.clone(), slot_bytes(slot), ms as f64 / 1000.0)
+            })
+            .collect();
+        held.sort_by(|a, b| a.0.cmp(&b.0));
+        held
+    }
+
     /// Bytes held by built indexes.
     pub fn used_bytes(&self) -> u64 {
         self.state.lock().expect("memory lock").used
     }
 
-    fn start(self: &Arc<Self>, db: &DatabaseConnection, dataset: &Dataset, slot: &Arc<Slot>) {
+    fn start(self: &Arc<Self>, db: &Reader, dataset: &Dataset, slot: &Arc<Slot>) {
         if slot.index.initialized() || slot.started.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -279,6 +367,9 @@ impl Memory {
             started: AtomicBool::new(false),
             index: OnceCell::new(),
             accounted: AtomicU64::new(0),
+            last_used: AtomicU64::new(self.now_ms()),
+            slug: dataset.meta.slug.clone(),
+            build_ms: AtomicU64::new(0),
         });
         if let Some(old) = state.slots.insert(dataset.meta.id, slot.clone()) {
             state.used -= slot_bytes(&old);
@@ -290,21 +381,32 @@ impl Memory {
     /// store error (logged: the store answers instead).
     async fn build(
         self: Arc<Self>,
-        db: DatabaseConnection,
+        db: Reader,
         dataset: Dataset,
         slot: Arc<Slot>,
     ) -> Option<Arc<MemIndex>> {
         let slug = &dataset.meta.slug;
         let rows = dataset.meta.record_count.max(0) as u64;
         let estimate = build::estimate(&dataset.schema, rows);
-        if self.used_bytes() + estimate > self.policy.budget_bytes {
+        let fits = {
+            let mut state = self.state.lock().expect("memory lock");
+            self.make_room(&mut state, dataset.meta.id, estimate)
+        };
+        if !fits {
             tracing::info!(dataset = %slug, estimate_mib = estimate >> 20,
                 "in-memory index beyond the memory budget; the store answers");
             return None;
         }
         let _one_at_a_time = self.building.lock().await;
         let started = Instant::now();
-        let index = match build::build(&db, self.direct.as_ref(), &dataset.schema, rows).await {
+        let direct = self.direct.as_ref();
+        let built = db
+            .run(|db| {
+                let schema = &dataset.schema;
+                async move { build::build(&db, direct, schema, rows).await }
+            })
+            .await;
+        let index = match built {
             Ok(index) => index,
             Err(error) => {
                 tracing::warn!(dataset = %slug, %error, "in-memory index not built; the store answers");
@@ -321,13 +423,15 @@ impl Memory {
         if !current {
             return None;
         }
-        if state.used + bytes > self.policy.budget_bytes {
+        if !self.make_room(&mut state, dataset.meta.id, bytes) {
             tracing::info!(dataset = %slug, mib = bytes >> 20,
                 "in-memory index beyond the memory budget; the store answers");
             return None;
         }
         state.used += bytes;
         slot.accounted.store(bytes, Ordering::SeqCst);
+        slot.build_ms
+            .store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
         tracing::info!(
             dataset = %slug,
             version = dataset.schema.version_id,

@@ -1,7 +1,9 @@
 //! The store side of the engine, for both SQLite and PostgreSQL: statements with bound values
 //! ([`sql`]), record bodies and rows read straight from an SQLite file ([`direct`]), and the
-//! fold of an agg's grouped rows ([`fold`]).
+//! fold of an agg's grouped rows ([`fold`]), and the read replicas that take reads of records
+//! off a PostgreSQL primary ([`replicas`]).
 
 pub mod direct;
 pub mod fold;
+pub mod replicas;
 pub mod sql;
