@@ -103,7 +103,8 @@ impl Health {
 pub struct Reader {
     replica: Option<Arc<Replica>>,
     primary: DatabaseConnection,
-    replicas: Option<Arc<Replicas>>,
+    /// Where the answers are counted.
+    replicas: Arc<Replicas>,
 }
 
 impl Replicas {
@@ -157,7 +158,7 @@ impl Replicas {
         let primary = Reader {
             replica: None,
             primary: self.primary.clone(),
-            replicas: Some(self.clone()),
+            replicas: self.clone(),
         };
         if self.set.is_empty() {
             return primary;
@@ -290,26 +291,6 @@ impl Replica {
 }
 
 impl Reader {
-    /// A reader of the primary alone (no replicas configured).
-    pub fn primary(db: &DatabaseConnection) -> Self {
-        Reader {
-            replica: None,
-            primary: db.clone(),
-            replicas: None,
-        }
-    }
-
-    /// The connection chosen: for reads that cannot be run again whole (a stream already
-    /// partly sent).
-    pub fn db(&self) -> &DatabaseConnection {
-        self.replica.as_ref().map_or(&self.primary, |r| &r.db)
-    }
-
-    /// Which SQL dialect the store speaks.
-    pub fn backend(&self) -> DatabaseBackend {
-        self.primary.get_database_backend()
-    }
-
     /// Runs `read` on the chosen connection; when that is a replica and it fails, marks the
     /// replica down and runs `read` again on the primary.
     pub async fn run<T, E, F, Fut>(&self, read: F) -> Result<T, E>
@@ -335,9 +316,7 @@ impl Reader {
     }
 
     fn count(&self, which: impl Fn(&Answered) -> &AtomicU64) {
-        if let Some(replicas) = &self.replicas {
-            which(&replicas.answered).fetch_add(1, Ordering::Relaxed);
-        }
+        which(&self.replicas.answered).fetch_add(1, Ordering::Relaxed);
     }
 
     /// `query_all_raw` through [`Self::run`].
