@@ -4,8 +4,11 @@
 #   docker run --rm -p 8080:8080 odqs                       # embedded SQLite under /var/lib/odqs/data
 #   docker run --rm -p 8080:8080 -e DATABASE_URL=postgres://user:pass@host/db odqs
 #
-# Every flag has an environment variable (see src/config.rs): DATABASE_URL, ODQS_LISTEN,
-# ODQS_PUBLIC_URL, ODQS_DEMO_DATA, ODQS_LOG_FORMAT; ODQS_LOG is the tracing filter.
+# Every flag has an environment variable (see src/config/mod.rs): DATABASE_URL, ODQS_LISTEN,
+# ODQS_PUBLIC_URL, ODQS_DEMO_DATA, ODQS_LOG_FORMAT, …; ODQS_LOG is the tracing filter.
+#
+# The base images are the official rust:1-bookworm and debian:bookworm-slim; where no registry
+# is reachable, deploy/images/build-base.sh builds stand-ins under those names.
 
 # ---- build -------------------------------------------------------------------------------
 FROM rust:1-bookworm AS builder

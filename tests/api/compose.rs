@@ -1,6 +1,8 @@
-//! The deployment files (`docker-compose.yml`, `Dockerfile`) against the real command line: every
-//! environment variable they set or interpolate must be one `odqs` actually reads, so a typo or a
-//! renamed flag fails here instead of being silently ignored in production.
+//! The deployment files (`docker-compose.yml`, `deploy/docker-compose.cluster.yml`,
+//! `deploy/haproxy.cfg`, `Dockerfile`) against the real command line: every environment variable
+//! they set or interpolate must be one `odqs` actually reads (or one of the few Compose itself
+//! reads, [`COMPOSE_ONLY`]), so a typo or a renamed flag fails here instead of being silently
+//! ignored in production. `compose_stack.rs` brings the files up for real.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -10,6 +12,13 @@ use serde_yaml::Value;
 
 /// The variable that is not a clap flag: the tracing filter, read in `src/commands.rs`.
 const EXTRA_KNOWN: &[&str] = &["ODQS_LOG"];
+
+/// Variables the compose files interpolate for Compose itself, never passed to odqs: where the
+/// host publishes the HTTP port.
+const COMPOSE_ONLY: &[&str] = &["ODQS_HTTP_PORT"];
+
+/// The compose files.
+const COMPOSE_FILES: &[&str] = &["docker-compose.yml", "deploy/docker-compose.cluster.yml"];
 
 fn repo_file(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(name)
@@ -39,7 +48,23 @@ fn known_env_vars() -> BTreeSet<String> {
 }
 
 fn compose() -> Value {
-    serde_yaml::from_str(&read("docker-compose.yml")).expect("docker-compose.yml is valid YAML")
+    compose_file("docker-compose.yml")
+}
+
+fn compose_file(name: &str) -> Value {
+    serde_yaml::from_str(&read(name)).unwrap_or_else(|e| panic!("{name} is not valid YAML: {e}"))
+}
+
+/// The services of a compose file that run the odqs image.
+fn odqs_services(compose: &Value) -> Vec<(String, &Value)> {
+    compose
+        .get("services")
+        .and_then(Value::as_mapping)
+        .expect("services")
+        .iter()
+        .filter(|(_, service)| service.get("image").and_then(Value::as_str) == Some("odqs"))
+        .map(|(name, service)| (name.as_str().unwrap().to_string(), service))
+        .collect()
 }
 
 fn service<'a>(compose: &'a Value, name: &str) -> &'a Value {
@@ -186,33 +211,113 @@ fn compose_has_postgres_and_odqs() {
 #[test]
 fn compose_sets_only_variables_odqs_reads() {
     let known = known_env_vars();
-    let compose = compose();
-    let names = environment_names(service(&compose, "odqs"));
-    assert!(!names.is_empty(), "service odqs sets no environment");
-    for name in &names {
-        assert!(
-            known.contains(name),
-            "docker-compose.yml sets unknown variable {name} on service odqs; \
-             odqs reads only {known:?}"
-        );
+    for file in COMPOSE_FILES {
+        let compose = compose_file(file);
+        let services = odqs_services(&compose);
+        assert!(!services.is_empty(), "{file} runs no service of image odqs");
+        for (service, definition) in services {
+            let names = environment_names(definition);
+            assert!(
+                !names.is_empty(),
+                "service {service} of {file} sets no environment"
+            );
+            for name in &names {
+                assert!(
+                    known.contains(name),
+                    "{file} sets unknown variable {name} on service {service}; \
+                     odqs reads only {known:?}"
+                );
+            }
+        }
     }
 }
 
 #[test]
 fn compose_interpolates_only_known_variables() {
     let known = known_env_vars();
-    let compose = compose();
-    let mut strings = Vec::new();
-    all_strings(&compose, &mut strings);
-    for s in strings {
-        for name in interpolated_names(s) {
-            assert!(
-                known.contains(&name),
-                "docker-compose.yml interpolates unknown variable {name} in {s:?}; \
-                 odqs reads only {known:?}"
-            );
+    for name in COMPOSE_ONLY {
+        assert!(
+            !known.contains(*name),
+            "{name} is odqs's own variable, not only Compose's"
+        );
+    }
+    for file in COMPOSE_FILES {
+        let compose = compose_file(file);
+        let mut strings = Vec::new();
+        all_strings(&compose, &mut strings);
+        for s in strings {
+            for name in interpolated_names(s) {
+                assert!(
+                    known.contains(&name) || COMPOSE_ONLY.contains(&name.as_str()),
+                    "{file} interpolates unknown variable {name} in {s:?}; \
+                     odqs reads only {known:?}, Compose {COMPOSE_ONLY:?}"
+                );
+            }
+        }
+        for (service, definition) in odqs_services(&compose) {
+            for name in environment_names(definition) {
+                assert!(
+                    !COMPOSE_ONLY.contains(&name.as_str()),
+                    "{file} passes Compose's own {name} to {service}"
+                );
+            }
         }
     }
+}
+
+/// The cluster: three odqs on PostgreSQL behind HAProxy, whose configuration names exactly
+/// those instances, on the port they listen on, in both of its backends.
+#[test]
+fn haproxy_fronts_the_cluster_instances() {
+    let compose = compose_file("deploy/docker-compose.cluster.yml");
+    let mut instances: Vec<String> = odqs_services(&compose)
+        .into_iter()
+        .map(|(name, service)| {
+            let deps = depends_on(service);
+            assert!(deps.iter().any(|d| d == "postgres"), "{name}: {deps:?}");
+            name
+        })
+        .collect();
+    instances.sort();
+    assert_eq!(instances, ["odqs-1", "odqs-2", "odqs-3"]);
+    let haproxy = service(&compose, "haproxy");
+    let mut deps = depends_on(haproxy);
+    deps.sort();
+    assert_eq!(deps, instances);
+    let mounted = serde_yaml::to_string(&haproxy["volumes"]).unwrap();
+    assert!(
+        mounted.contains("./haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg"),
+        "{mounted}"
+    );
+
+    let cfg = read("deploy/haproxy.cfg");
+    let lines: Vec<Vec<&str>> = cfg
+        .lines()
+        .map(|l| l.split('#').next().unwrap().split_whitespace().collect())
+        .filter(|words: &Vec<&str>| !words.is_empty())
+        .collect();
+    let servers: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|w| w[0] == "server")
+        .map(|w| (w[1], w[2]))
+        .collect();
+    assert_eq!(servers.len(), 2 * instances.len(), "{servers:?}");
+    for (name, address) in servers {
+        assert!(instances.iter().any(|i| i == name), "server {name}");
+        assert_eq!(address, format!("{name}:8080"));
+    }
+    let has = |line: &[&str]| lines.iter().any(|w| w.as_slice() == line);
+    assert!(has(&["bind", ":8080"]));
+    assert!(has(&[
+        "acl",
+        "dataset_path",
+        "path_beg",
+        "/api/v1/datasets/"
+    ]));
+    assert!(has(&["balance", "uri", "path-only", "depth", "4"]));
+    assert!(has(&["hash-type", "consistent"]));
+    assert!(has(&["balance", "roundrobin"]));
+    assert!(has(&["option", "httpchk", "GET", "/readyz"]));
 }
 
 #[test]

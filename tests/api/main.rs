@@ -10,6 +10,7 @@ mod helpers;
 mod browser;
 mod cli;
 mod compose;
+mod compose_stack;
 mod compression;
 mod cursors;
 mod device_flow;

@@ -147,8 +147,24 @@ const NOT_RUN: &[(&str, &str)] = &[
         "compares two release builds answer by answer: minutes of imports and requests; run by hand (docs/benchmark.md)",
     ),
     (
-        "docker compose up --build",
-        "needs Docker, which CI does not have; tests/api/compose.rs checks docker-compose.yml",
+        "docker compose up -d --build",
+        "Docker Compose: tests/api/compose_stack.rs brings docker-compose.yml up (with the images .ci/run builds)",
+    ),
+    (
+        "docker compose exec -T odqs odqs token create",
+        "Docker Compose: tests/api/compose_stack.rs mints its token this way",
+    ),
+    (
+        "docker compose -f deploy/docker-compose.cluster.yml up",
+        "Docker Compose: tests/api/compose_stack.rs brings the HAProxy cluster up",
+    ),
+    (
+        "bash deploy/images/build-base.sh",
+        "builds the stand-in base images (minutes, needs a Docker engine); .ci/run runs it before the tests",
+    ),
+    (
+        "docker-compose build odqs",
+        "the odqs image's release build (minutes); .ci/run runs it before the tests",
     ),
     (
         "DATABASE_URL=postgres://odqs:secret@db.example.org/",
