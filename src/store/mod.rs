@@ -21,6 +21,8 @@ pub use url::{StoreUrl, redact_url};
 pub(crate) const WAL_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
 /// Page cache of each SQLite connection, in KiB (see `cache_size` where the store is opened).
 pub(crate) const SQLITE_CACHE_KIB: u64 = 4 * 1024;
+/// How long a read waits for a read replica's connection before the primary answers it.
+pub(crate) const REPLICA_ACQUIRE_TIMEOUT: Duration = Duration::from_millis(500);
 /// How long an SQLite statement waits for another writer of the file.
 pub(crate) const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -138,8 +140,10 @@ impl Store {
         let pool = PgPoolOptions::new()
             .max_connections(16)
             // A replica that does not hand out a connection soon is passed over for the
-            // primary (the read is run again there).
-            .acquire_timeout(Duration::from_secs(2))
+            // primary (the read is run again there): a stopped replica costs the reads
+            // already sent to it this long, until its check or a failed read marks it down
+            // (benches/cluster.py measured 2 s stalls with a 2 s time-out).
+            .acquire_timeout(REPLICA_ACQUIRE_TIMEOUT)
             .connect_lazy_with(options);
         Ok(sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(
             pool,

@@ -9,6 +9,7 @@ mod helpers;
 
 mod browser;
 mod cli;
+mod cluster_run;
 mod compose;
 mod compose_stack;
 mod compression;
