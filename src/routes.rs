@@ -93,7 +93,7 @@ async fn metrics(State(state): State<AppState>) -> axum::response::Response {
         replicas_up: replicas
             .health()
             .iter()
-            .filter(|h| h.word() == "up")
+            .filter(|h| **h == query::engine::store::replicas::Health::Up)
             .count() as u64,
     };
     (

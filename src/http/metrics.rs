@@ -59,15 +59,13 @@ pub const UNMATCHED: &str = "unmatched";
 /// The route a nested router matched, put on its answer by [`label_route`] for the access log
 /// (which runs outside the nesting, where only the nest's own pattern is known).
 #[derive(Clone, Debug)]
-pub struct MatchedRoute(pub String);
+pub struct MatchedRoute(pub MatchedPath);
 
 /// Marks an answer with the route that matched its request (install with `route_layer` on a
 /// nested router).
 pub async fn label_route(request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_string());
+    // A clone of the matched path shares its text: nothing is copied per request.
+    let route = request.extensions().get::<MatchedPath>().cloned();
     let mut response = next.run(request).await;
     if let Some(route) = route {
         response.extensions_mut().insert(MatchedRoute(route));
