@@ -156,6 +156,15 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
             "reads of records go to the read replicas once checked"
         );
     }
+    tracing::info!(
+        index_memory_mib = config.index_memory_bytes >> 20,
+        from = if config.index_memory_given {
+            "ODQS_INDEX_MEMORY_MB"
+        } else {
+            "the machine's memory"
+        },
+        "in-memory index budget"
+    );
     let state = AppState::new(store, &config.public_url)
         .with_replicas(replicas)
         .with_rate_limits(config.api_rate_limit, config.address_rate_limit)

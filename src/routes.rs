@@ -10,7 +10,7 @@
 //! operations, none of which such a router can express with the document unchanged.
 
 use axum::extract::DefaultBodyLimit;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::IntoResponse;
@@ -40,9 +40,9 @@ pub fn router(state: AppState) -> Router {
         ))
         .route(
             "/docs",
-            get(|State(state): State<AppState>| openapi::docs_page(state, ApiPaths::openapi())),
+            get(|State(state): State<AppState>| openapi::docs_page(state)),
         )
-        .route("/assets/{version}/{name}", get(graphql::asset))
+        .route("/assets/{version}/{name}", get(vendored_asset))
         // A browser asking the site for GraphQL meets the IDE; a client keeps its method.
         .route("/graphql", get(graphql_moved).post(graphql_moved))
         .nest("/api/v1", api(state.clone()))
@@ -244,6 +244,21 @@ pub struct Health {
     /// never read) or `unknown` (not checked yet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<Vec<String>>,
+    /// `/readyz`: the datasets the store answers because their in-memory index would be
+    /// beyond this instance's memory budget (`ODQS_INDEX_MEMORY_MB`), as the last index
+    /// refresh found them; left out when there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beyond_memory_budget: Option<Vec<BeyondMemoryBudget>>,
+}
+
+/// A dataset answered by the store because its index would be beyond the memory budget.
+#[derive(Serialize, ToSchema)]
+pub struct BeyondMemoryBudget {
+    pub dataset: String,
+    /// The index's estimated size, MiB: a budget this large would hold it.
+    pub index_mib: u64,
+    /// The budget in force, MiB.
+    pub budget_mib: u64,
 }
 
 /// Process alive.
@@ -269,15 +284,50 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> axum::response::Res
     }
     if state.store.ping().await {
         let replicas = state.resolver.replicas();
-        if replicas.any() {
-            // Which store answers reads: each replica's standing, by its place in
-            // ODQS_READ_DATABASE_URL (not its address, which is not the public's to know).
-            let health: Vec<&str> = replicas.health().iter().map(|h| h.word()).collect();
-            return Json(json!({"status": "ready", "replicas": health})).into_response();
-        }
-        Json(json!({"status": "ready"})).into_response()
+        // Which store answers reads: each replica's standing, by its place in
+        // ODQS_READ_DATABASE_URL (not its address, which is not the public's to know).
+        let replicas = replicas.any().then(|| {
+            replicas
+                .health()
+                .iter()
+                .map(|h| h.word().to_string())
+                .collect()
+        });
+        let beyond: Vec<BeyondMemoryBudget> = state
+            .resolver
+            .beyond_budget()
+            .into_iter()
+            .map(|b| BeyondMemoryBudget {
+                index_mib: b.budget_mib_needed(),
+                budget_mib: b.budget_bytes >> 20,
+                dataset: b.slug,
+            })
+            .collect();
+        Json(Health {
+            status: "ready".into(),
+            replicas,
+            beyond_memory_budget: (!beyond.is_empty()).then_some(beyond),
+        })
+        .into_response()
     } else {
         HttpError(ApiError::Unavailable).into_response()
+    }
+}
+
+/// `GET /assets/{version}/{name}`: a file of a vendored front end (GraphiQL for the IDE, Redoc
+/// for `/docs`), cached for a year: the version is in the path.
+async fn vendored_asset(Path((version, name)): Path<(String, String)>) -> axum::response::Response {
+    let found = graphql::asset(&version, &name).or_else(|| openapi::docs::asset(&version, &name));
+    match found {
+        Some((media, bytes)) => (
+            [
+                (header::CONTENT_TYPE, media),
+                (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+            ],
+            bytes,
+        )
+            .into_response(),
+        None => HttpError(ApiError::NotFound).into_response(),
     }
 }
 

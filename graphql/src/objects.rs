@@ -49,6 +49,22 @@ pub struct Dataset {
     /// The number fields of latitudes and longitudes that `near` and `bbox` read; null when
     /// the dataset has none.
     pub geo: Option<GeoPair>,
+    /// Set when the store answers every query of this dataset because its in-memory index
+    /// would be beyond the memory budget (REST `index`); null otherwise.
+    pub index: Option<IndexBeyondBudget>,
+}
+
+/// Why the store answers a dataset: its in-memory index would be beyond the memory budget.
+#[derive(SimpleObject, Clone, Debug)]
+pub struct IndexBeyondBudget {
+    /// Always `store`.
+    pub answered_by: String,
+    /// Always `beyond_memory_budget`.
+    pub because: String,
+    /// The index's estimated size, MiB; a budget this large would hold it.
+    pub index_mib: u64,
+    /// The memory budget of the instance that answered, MiB.
+    pub budget_mib: u64,
 }
 
 /// A dataset's geo pair.
@@ -227,6 +243,7 @@ impl From<views::DatasetDetail> for Dataset {
             fields,
             links,
             geo,
+            index,
         } = v;
         Dataset {
             item: item.into(),
@@ -245,6 +262,12 @@ impl From<views::DatasetDetail> for Dataset {
             geo: geo.map(|g| GeoPair {
                 lat: g.lat,
                 lon: g.lon,
+            }),
+            index: index.map(|i| IndexBeyondBudget {
+                answered_by: i.answered_by.to_string(),
+                because: i.because.to_string(),
+                index_mib: i.index_mib,
+                budget_mib: i.budget_mib,
             }),
         }
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+pub mod machine;
 mod mistakes;
 
 pub use mistakes::GivenFlags;
@@ -174,9 +175,11 @@ pub struct ServeArgs {
     pub send_timeout_secs: u64,
     /// Memory, in MiB, the in-memory query indexes of all datasets may take together; a
     /// dataset beyond it is answered by the store's own indexes. A sixteenth of it besides
-    /// keeps record bodies served lately. 0 turns both off.
-    #[arg(long, env = "ODQS_INDEX_MEMORY_MB", default_value_t = DEFAULT_INDEX_MEMORY_MB)]
-    pub index_memory_mb: u64,
+    /// (at most 256 MiB) keeps record bodies served lately. 0 turns both off. Default: half
+    /// the memory of the machine, or of its container's limit when lower (1024 where neither
+    /// can be read).
+    #[arg(long, env = "ODQS_INDEX_MEMORY_MB")]
+    pub index_memory_mb: Option<u64>,
     /// Reverse proxies whose `X-Forwarded-For` is believed: comma-separated addresses or CIDR
     /// ranges (`10.0.0.0/8,::1`). Empty (the default): the header is ignored and the TCP peer is
     /// the client every per-address limit counts.
@@ -199,9 +202,23 @@ pub struct ServeArgs {
     pub metrics_listen: Option<String>,
 }
 
-/// The default memory budget of the in-memory indexes, in MiB: flights (336,776 records)
-/// takes about 102.
+/// The memory budget of the in-memory indexes, in MiB, where the machine's memory cannot be
+/// read: flights (336,776 records) takes about 102.
 pub const DEFAULT_INDEX_MEMORY_MB: u64 = 1024;
+
+/// The share of the machine's memory the indexes take by default: half (a denominator), the
+/// rest left to the record bodies, the requests and the store's own cache.
+pub const INDEX_MEMORY_SHARE: u64 = 2;
+
+/// `ODQS_INDEX_MEMORY_MB` in bytes when given, else [`INDEX_MEMORY_SHARE`] of `machine`'s
+/// memory, else [`DEFAULT_INDEX_MEMORY_MB`].
+pub fn index_budget_bytes(given_mb: Option<u64>, machine: Option<u64>) -> u64 {
+    match (given_mb, machine) {
+        (Some(mb), _) => mb.saturating_mul(1024 * 1024),
+        (None, Some(bytes)) => bytes / INDEX_MEMORY_SHARE,
+        (None, None) => DEFAULT_INDEX_MEMORY_MB * 1024 * 1024,
+    }
+}
 
 /// Flags of `odqs import`.
 #[derive(Debug, Clone, Args)]
@@ -304,6 +321,8 @@ pub struct ServeConfig {
     pub conn_limits: ConnLimits,
     /// Bytes the in-memory indexes may take; 0 turns them off.
     pub index_memory_bytes: u64,
+    /// Whether that budget was given (`ODQS_INDEX_MEMORY_MB`) rather than read off the machine.
+    pub index_memory_given: bool,
     /// Whose `X-Forwarded-For` is believed.
     pub trusted_proxies: TrustedProxies,
     /// Read replicas of the PostgreSQL store (`ODQS_READ_DATABASE_URL`).
@@ -362,7 +381,8 @@ impl ServeConfig {
             api_rate_limit: args.api_rate_limit,
             address_rate_limit: args.address_rate_limit,
             conn_limits: conn_limits(args)?,
-            index_memory_bytes: args.index_memory_mb.saturating_mul(1024 * 1024),
+            index_memory_bytes: index_budget_bytes(args.index_memory_mb, machine::memory_bytes()),
+            index_memory_given: args.index_memory_mb.is_some(),
             trusted_proxies,
         })
     }

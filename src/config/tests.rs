@@ -151,3 +151,42 @@ fn public_url() {
     );
     assert!(parse_public_url("data.example.org").is_err());
 }
+
+#[test]
+fn the_index_budget_follows_the_machine_unless_given() {
+    const MIB: u64 = 1024 * 1024;
+    assert_eq!(
+        machine::meminfo_total("MemTotal:       24683656 kB\nMemFree: 1 kB\n"),
+        Some(24683656 * 1024)
+    );
+    assert_eq!(machine::meminfo_total("MemFree: 1 kB\n"), None);
+    assert_eq!(machine::cgroup_limit("max\n"), None);
+    assert_eq!(machine::cgroup_limit("4294967296\n"), Some(4 << 30));
+    // cgroup v1's "no limit".
+    assert_eq!(machine::cgroup_limit("9223372036854771712\n"), None);
+
+    assert_eq!(index_budget_bytes(Some(300), Some(24 << 30)), 300 * MIB);
+    assert_eq!(
+        index_budget_bytes(Some(0), Some(24 << 30)),
+        0,
+        "0 still turns indexes off"
+    );
+    assert_eq!(index_budget_bytes(None, Some(24 << 30)), 12 << 30);
+    assert_eq!(
+        index_budget_bytes(None, None),
+        DEFAULT_INDEX_MEMORY_MB * MIB
+    );
+
+    // As `odqs serve` reads it: half of this machine's memory, or the flag.
+    let config = |args: &[&str]| {
+        let cli = Cli::try_parse_from([&["odqs"][..], args].concat()).unwrap();
+        ServeConfig::from_args(&cli.serve).unwrap()
+    };
+    let machine = machine::memory_bytes().expect("this machine's memory can be read");
+    let default = config(&[]);
+    assert_eq!(default.index_memory_bytes, machine / INDEX_MEMORY_SHARE);
+    assert!(!default.index_memory_given);
+    let given = config(&["--index-memory-mb", "64"]);
+    assert_eq!(given.index_memory_bytes, 64 * MIB);
+    assert!(given.index_memory_given);
+}

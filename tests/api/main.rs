@@ -15,6 +15,7 @@ mod compose_stack;
 mod compression;
 mod cursors;
 mod device_flow;
+mod docs_page;
 mod docs_paths;
 mod explore;
 mod export;

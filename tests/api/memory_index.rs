@@ -98,6 +98,41 @@ async fn indexes_follow_versions_within_the_budget(store: TestStore) {
     let small_router = odqs::app::router(small.clone());
     assert_eq!(second, answers(&small_router, &token).await);
     assert_eq!(small.resolver.index_bytes(), 0);
+    // The metadata says why, and what budget would hold it; `/readyz` once a refresh has
+    // noted it (the estimate of 900 rows: about 30 KB, so 1 MiB; the budget: 1 KiB, so 0 MiB).
+    let why = json!({"answered_by": "store", "because": "beyond_memory_budget",
+        "index_mib": 1, "budget_mib": 0});
+    let detail = get_with(&small_router, "/api/v1/datasets/cities", Some(&token), &[]).await;
+    assert_eq!(detail.body["index"], why, "{}", detail.body);
+    let graphql = crate::helpers::post_graphql(
+        &small_router,
+        Some(&token),
+        "{ dataset(slug: \"cities\") { index { answeredBy because indexMib budgetMib } } }",
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        graphql.body["data"]["dataset"]["index"],
+        json!({"answeredBy": "store", "because": "beyond_memory_budget", "indexMib": 1, "budgetMib": 0})
+    );
+    let ready = get_with(&small_router, "/readyz", None, &[]).await;
+    assert_eq!(
+        ready.body,
+        json!({"status": "ready"}),
+        "nothing noted before a refresh"
+    );
+    small.resolver.refresh_indexes().await.expect("refresh");
+    let ready = get_with(&small_router, "/readyz", None, &[]).await;
+    assert_eq!(
+        ready.body["beyond_memory_budget"],
+        json!([{"dataset": "cities", "index_mib": 1, "budget_mib": 0}])
+    );
+    // Within the budget: neither says anything.
+    let detail = get_with(&router, "/api/v1/datasets/cities", Some(&token), &[]).await;
+    assert!(detail.body.get("index").is_none(), "{}", detail.body);
+    state.resolver.refresh_indexes().await.expect("refresh");
+    let ready = get_with(&router, "/readyz", None, &[]).await;
+    assert_eq!(ready.body, json!({"status": "ready"}));
 
     // A removed dataset's index goes at the next refresh.
     odqs::store::catalog::remove(&store.store, "cities")
@@ -105,6 +140,13 @@ async fn indexes_follow_versions_within_the_budget(store: TestStore) {
         .expect("remove");
     state.resolver.refresh_indexes().await.expect("refresh");
     assert_eq!(state.resolver.index_bytes(), 0);
+    small.resolver.refresh_indexes().await.expect("refresh");
+    let ready = get_with(&small_router, "/readyz", None, &[]).await;
+    assert_eq!(
+        ready.body,
+        json!({"status": "ready"}),
+        "a removed dataset is not listed"
+    );
 }
 
 async fn background_builds_answer_alike(store: TestStore) {

@@ -86,6 +86,25 @@ pub struct DatasetDetail {
     /// out when the dataset has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub geo: Option<GeoPair>,
+    /// Present when the store answers every query of this dataset because its in-memory index
+    /// would be beyond the memory budget (`ODQS_INDEX_MEMORY_MB`); left out otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexBeyondBudget>,
+}
+
+/// Why the store, not the in-memory index, answers a dataset's queries: the index would take
+/// `index_mib` and the budget is `budget_mib`; a budget of `index_mib` or more would hold it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct IndexBeyondBudget {
+    /// Always `store`.
+    pub answered_by: &'static str,
+    /// Always `beyond_memory_budget`.
+    pub because: &'static str,
+    /// The index's estimated size, MiB (rounded up).
+    pub index_mib: u64,
+    /// The memory budget of the instance that answered, MiB.
+    pub budget_mib: u64,
 }
 
 /// A dataset's geo pair: its number fields of latitudes and longitudes (WGS 84 degrees).

@@ -17,8 +17,12 @@ use crate::engine::store::sql::Sql;
 use crate::error::ApiError;
 
 /// The share of the in-memory index budget (`ODQS_INDEX_MEMORY_MB`) that record bodies may
-/// take besides: a sixteenth, 64 MiB of the default 1 GiB.
+/// take besides: a sixteenth, 64 MiB of a 1 GiB budget, up to [`BODY_CACHE_MAX`].
 pub const BODY_SHARE: u64 = 16;
+
+/// The most record bodies may take, whatever the budget: the budget follows the machine's
+/// memory, and a cache of pages served lately gains little beyond this.
+pub const BODY_CACHE_MAX: u64 = 256 * 1024 * 1024;
 
 /// Bytes one kept body costs besides its text: its key, the text's counted header and the
 /// map's slot.

@@ -16,7 +16,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::answer::views::{
-    DatasetDetail, DatasetItem, DatasetLinks, DatasetList, GeoPair, SchemaFile, SchemaFileField,
+    DatasetDetail, DatasetItem, DatasetLinks, DatasetList, GeoPair, IndexBeyondBudget, SchemaFile,
+    SchemaFileField,
 };
 use crate::dataset::Dataset;
 use crate::dataset::schema::DatasetSchema;
@@ -270,6 +271,15 @@ impl Resolver {
                 versions: format!("{url}/versions"),
             },
             geo: GeoPair::of(row),
+            index: self
+                .memory
+                .beyond_budget(dataset)
+                .map(|beyond| IndexBeyondBudget {
+                    answered_by: "store",
+                    because: "beyond_memory_budget",
+                    index_mib: beyond.budget_mib_needed(),
+                    budget_mib: beyond.budget_bytes >> 20,
+                }),
         }
     }
 }

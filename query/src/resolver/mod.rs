@@ -65,7 +65,7 @@ pub struct Resolver {
 /// The body cache that goes with `policy`: none when indexes are off, so a store-only
 /// deployment keeps its memory bound.
 fn body_cache(policy: memory::IndexPolicy) -> bodies::Bodies {
-    bodies::Bodies::new(policy.budget_bytes / bodies::BODY_SHARE)
+    bodies::Bodies::new((policy.budget_bytes / bodies::BODY_SHARE).min(bodies::BODY_CACHE_MAX))
 }
 
 /// Store computations under way, by kind of answer (see [`single_flight`]).
@@ -161,12 +161,14 @@ impl Resolver {
         let live: std::collections::HashSet<i64> = datasets.iter().map(|d| d.id).collect();
         self.memory.retain(&live);
         for meta in datasets {
-            if !self.memory.serves(meta.id) {
+            let schema = self.schema(&meta).await?;
+            let dataset = Dataset { meta, schema };
+            self.memory.note_budget(&dataset);
+            if !self.memory.serves(dataset.meta.id) {
                 continue;
             }
-            let schema = self.schema(&meta).await?;
-            let reader = self.reader(schema.version_id).await;
-            self.memory.prepare(&reader, &Dataset { meta, schema });
+            let reader = self.reader(dataset.schema.version_id).await;
+            self.memory.prepare(&reader, &dataset);
         }
         Ok(())
     }
@@ -174,6 +176,12 @@ impl Resolver {
     /// Each in-memory index held: slug, bytes, build seconds.
     pub fn index_report(&self) -> Vec<(String, u64, f64)> {
         self.memory.report()
+    }
+
+    /// The datasets the store answers because their index would be beyond the memory budget
+    /// (as the last refresh found them).
+    pub fn beyond_budget(&self) -> Vec<crate::engine::memory::BeyondBudget> {
+        self.memory.beyond()
     }
 
     /// Requests the in-memory indexes answered since start.

@@ -403,21 +403,14 @@ const ASSETS: [(&str, &str, &[u8]); 6] = [
     ("page.css", "text/css", include_bytes!("graphiql/page.css")),
 ];
 
-/// `GET /assets/graphiql-{version}/{name}`: one vendored file, cached for a year (the version
-/// is in the path).
-pub async fn asset(
-    axum::extract::Path((version, name)): axum::extract::Path<(String, String)>,
-) -> Response {
-    let found = ASSETS.iter().find(|(file, _, _)| *file == name);
-    match found {
-        Some((_, media, bytes)) if version == format!("graphiql-{GRAPHIQL_VERSION}") => (
-            [
-                (header::CONTENT_TYPE, *media),
-                (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
-            ],
-            *bytes,
-        )
-            .into_response(),
-        _ => HttpError(ApiError::NotFound).into_response(),
+/// The vendored file `name` of `/assets/{version}/{name}`, if `version` is this GraphiQL's:
+/// (media type, bytes).
+pub fn asset(version: &str, name: &str) -> Option<(&'static str, &'static [u8])> {
+    if version != format!("graphiql-{GRAPHIQL_VERSION}") {
+        return None;
     }
+    ASSETS
+        .iter()
+        .find(|(file, _, _)| *file == name)
+        .map(|(_, media, bytes)| (*media, *bytes))
 }

@@ -1,7 +1,7 @@
 //! `GET /api/v1/openapi.json` and the HTML reference at `/docs`: the OpenAPI 3 description is
 //! generated from the handlers' annotations, the query layer's answer types, its error table and
 //! the limits in the code (never copied numbers), so it cannot drift from the server; the
-//! reference page is rendered from that same document.
+//! reference page is drawn from that same document.
 //!
 //! The document is written for client generators (contract §12.5): the filters on a dataset's
 //! fields are one `style: form, explode: true` object parameter, so a generated client sends
@@ -16,10 +16,10 @@
 //!   `crate::api::rest::responses`); the error answers are generated from the error table in
 //!   [`crate::http::error::openapi`].
 //! - [`graphql`]: the GraphQL endpoint's operations and shapes.
-//! - [`page`]: the `/docs` page.
+//! - [`docs`]: the `/docs` page, drawn by the vendored Redoc.
 
+pub mod docs;
 pub mod graphql;
-pub mod page;
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
@@ -38,7 +38,7 @@ pub use crate::http::error::openapi::{
     BadRequest, Forbidden, Gone, NotFound, PayloadTooLarge, RequestTimeout, TooManyRequests,
     Unauthorized, Unavailable,
 };
-pub use page::docs_page;
+pub use docs::docs_page;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -90,6 +90,7 @@ pub fn document(
         if ROOT_PATHS.contains(&path.as_str()) {
             item.servers = Some(vec![Server::new(site_url)]);
         }
+        operations(item).for_each(plain_summary);
         // Every answer under the base URL passed the gate, which announces the budget.
         if !UNGATED_PATHS.contains(&path.as_str()) {
             for operation in operations(item) {
@@ -125,6 +126,41 @@ pub fn document(
 const ROOT_PATHS: &[&str] = &["/healthz", "/readyz"];
 /// Paths outside the API gate: no bearer token, no `RateLimit` headers.
 const UNGATED_PATHS: &[&str] = &["/healthz", "/readyz", "/auth/device", "/auth/token"];
+
+/// An operation's `summary` is plain text that renderers show as a heading, and the handlers'
+/// first doc line is a sentence with Markdown: the summary keeps its first clause without the
+/// backticks, and the whole sentence leads the `description` (CommonMark).
+fn plain_summary(operation: &mut utoipa::openapi::path::Operation) {
+    let Some(sentence) = operation.summary.take() else {
+        return;
+    };
+    let sentence = sentence.split_whitespace().collect::<Vec<_>>().join(" ");
+    let clause = first_clause(&sentence);
+    if clause.len() + 1 < sentence.len() {
+        operation.description = Some(match operation.description.take() {
+            Some(rest) => format!("{sentence}\n\n{rest}"),
+            None => sentence.clone(),
+        });
+    }
+    operation.summary = Some(clause.replace('`', ""));
+}
+
+/// `sentence` up to its first `. `, `; ` or `: ` outside parentheses (or its final `.`).
+fn first_clause(sentence: &str) -> &str {
+    let mut depth = 0i32;
+    let bytes = sentence.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            b'.' | b';' | b':' if depth == 0 && bytes.get(i + 1).is_none_or(|n| *n == b' ') => {
+                return &sentence[..i];
+            }
+            _ => {}
+        }
+    }
+    sentence
+}
 
 fn operations(
     item: &mut utoipa::openapi::PathItem,

@@ -199,6 +199,26 @@ struct State {
     slots: HashMap<i64, Arc<Slot>>,
     /// Bytes of the indexes in `slots`.
     used: u64,
+    /// Datasets whose index would not fit the budget even alone, by dataset id: each one's slug
+    /// and estimated index bytes. The store answers them; `/readyz` lists them.
+    beyond: HashMap<i64, (String, u64)>,
+}
+
+/// A dataset the store answers because its index would not fit the budget even alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BeyondBudget {
+    pub slug: String,
+    /// The index's estimated size ([`build::estimate`]).
+    pub index_bytes: u64,
+    /// The budget in force (`ODQS_INDEX_MEMORY_MB`).
+    pub budget_bytes: u64,
+}
+
+impl BeyondBudget {
+    /// The smallest `ODQS_INDEX_MEMORY_MB` that holds the index, in whole MiB.
+    pub fn budget_mib_needed(&self) -> u64 {
+        self.index_bytes.div_ceil(1024 * 1024)
+    }
 }
 
 impl Memory {
@@ -253,6 +273,59 @@ impl Memory {
         if let Some(slot) = self.slot(dataset) {
             self.start(db, dataset, &slot);
         }
+    }
+
+    /// `Some` when `dataset`'s index would not fit the budget even with no other index held, so
+    /// the store answers it whatever is asked (indexes turned off: `None`, nothing is beyond).
+    /// From the estimate, not a build, so the metadata can say it before any query.
+    pub fn beyond_budget(&self, dataset: &Dataset) -> Option<BeyondBudget> {
+        let budget = self.policy.budget_bytes;
+        let rows = dataset.meta.record_count.max(0) as u64;
+        let estimate = build::estimate(&dataset.schema, rows);
+        (budget > 0 && estimate > budget).then(|| BeyondBudget {
+            slug: dataset.meta.slug.clone(),
+            index_bytes: estimate,
+            budget_bytes: budget,
+        })
+    }
+
+    /// Notes whether `dataset` is beyond the budget (the periodic refresh passes every live
+    /// dataset), and logs it the first time, with the budget that would hold it.
+    pub fn note_budget(&self, dataset: &Dataset) {
+        let beyond = self.beyond_budget(dataset);
+        let mut state = self.state.lock().expect("memory lock");
+        let Some(beyond) = beyond else {
+            state.beyond.remove(&dataset.meta.id);
+            return;
+        };
+        let known = state
+            .beyond
+            .insert(dataset.meta.id, (beyond.slug.clone(), beyond.index_bytes));
+        if known.is_none_or(|(_, bytes)| bytes != beyond.index_bytes) {
+            tracing::warn!(
+                dataset = %beyond.slug,
+                index_mib = beyond.budget_mib_needed(),
+                budget_mib = beyond.budget_bytes >> 20,
+                "the store answers this dataset: its in-memory index would be beyond the memory budget; ODQS_INDEX_MEMORY_MB={} or more would hold it",
+                beyond.budget_mib_needed()
+            );
+        }
+    }
+
+    /// The datasets noted beyond the budget, by slug.
+    pub fn beyond(&self) -> Vec<BeyondBudget> {
+        let state = self.state.lock().expect("memory lock");
+        let mut all: Vec<BeyondBudget> = state
+            .beyond
+            .values()
+            .map(|(slug, bytes)| BeyondBudget {
+                slug: slug.clone(),
+                index_bytes: *bytes,
+                budget_bytes: self.policy.budget_bytes,
+            })
+            .collect();
+        all.sort_by(|a, b| a.slug.cmp(&b.slug));
+        all
     }
 
     /// Whether this instance has been asked for `dataset_id` (its index built, being built, or
@@ -315,6 +388,7 @@ impl Memory {
                 state.used -= slot_bytes(&slot);
             }
         }
+        state.beyond.retain(|id, _| live.contains(id));
     }
 
     /// Each index held: the dataset's slug, its bytes and how long it took to build (s).
