@@ -1,6 +1,7 @@
 //! The public documents' handlers: the home page `/`, and `/catalog.md` and
 //! `/datasets/{slug}/skill.md` (contract §9), served as `text/markdown; charset=utf-8` without a
-//! token. The guides' text comes from the guides service ([`crate::guides`]), which MCP's
+//! token, and the same guides drawn as HTML pages for browsers at `/catalog` and
+//! `/datasets/{slug}/skill` ([`super::markdown`]). The guides' text comes from the guides service ([`crate::guides`]), which MCP's
 //! resources call too.
 
 use axum::extract::{Path, State};
@@ -77,16 +78,71 @@ pub async fn catalog_md(State(state): State<AppState>) -> Response {
     }
 }
 
+/// A guide drawn as an HTML page: its Markdown (found at `markdown_url`) rendered inside the
+/// site's layout.
+fn guide_page(
+    visitor: &Visitor,
+    site: &str,
+    title: &str,
+    markdown_url: &str,
+    text: &str,
+) -> Response {
+    let body = super::markdown::to_html(text, site);
+    page(
+        visitor,
+        StatusCode::OK,
+        "guide.html",
+        context! { title, markdown_url, body },
+    )
+}
+
+/// `GET /catalog`: `catalog.md` for a browser.
+pub async fn catalog_page(State(state): State<AppState>, visitor: Visitor) -> Response {
+    let site = state.public_url.trim_end_matches('/');
+    match state.guides.catalog().await {
+        Ok(text) => guide_page(
+            &visitor,
+            site,
+            "Catalog",
+            &format!("{site}/catalog.md"),
+            &text,
+        ),
+        Err(e) => read_failed(e),
+    }
+}
+
+/// `GET /datasets/{slug}/skill`: the dataset's `skill.md` for a browser.
+pub async fn skill_page(
+    State(state): State<AppState>,
+    visitor: Visitor,
+    Path(slug): Path<String>,
+) -> Response {
+    let site = state.public_url.trim_end_matches('/');
+    match state.guides.skill(&slug).await {
+        Ok(text) => {
+            let url = format!("{site}/datasets/{}/skill.md", encode(&slug));
+            guide_page(&visitor, site, &slug, &url, text.as_str())
+        }
+        Err(ApiError::DatasetNotFound { .. }) => no_such_dataset(Some(&visitor)),
+        Err(e) => read_failed(e),
+    }
+}
+
+/// The 404 page of a slug nothing is published under.
+fn no_such_dataset(visitor: Option<&Visitor>) -> Response {
+    message_page(
+        StatusCode::NOT_FOUND,
+        visitor,
+        "No such dataset",
+        "No dataset is published under this slug; see /catalog for the list.",
+    )
+}
+
 /// `GET /datasets/{slug}/skill.md`.
 pub async fn skill_md(State(state): State<AppState>, Path(slug): Path<String>) -> Response {
     match state.guides.skill(&slug).await {
         Ok(text) => markdown(text.as_str().to_string()),
-        Err(ApiError::DatasetNotFound { .. }) => message_page(
-            StatusCode::NOT_FOUND,
-            None,
-            "No such dataset",
-            "No dataset is published under this slug; see /catalog.md for the list.",
-        ),
+        Err(ApiError::DatasetNotFound { .. }) => no_such_dataset(None),
         Err(e) => read_failed(e),
     }
 }

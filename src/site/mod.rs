@@ -9,12 +9,14 @@
 //! - `device_page`: `/device`.
 //! - `explore`: `/explore`, the dataset explorer, a GraphQL client with a short-lived token.
 //! - `guides`: `/`, and the handlers of `/catalog.md` and `/datasets/{slug}/skill.md` (the text
-//!   is the guides service's, [`crate::guides`]).
+//!   is the guides service's, [`crate::guides`]) and of their HTML pages `/catalog` and
+//!   `/datasets/{slug}/skill`, drawn by `markdown`.
 
 pub mod account_page;
 pub mod device_page;
 pub mod explore;
 pub mod guides;
+pub mod markdown;
 pub mod pages;
 pub mod visitor;
 
@@ -28,7 +30,9 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(guides::home))
         .route("/catalog.md", get(guides::catalog_md))
+        .route("/catalog", get(guides::catalog_page))
         .route("/datasets/{slug}/skill.md", get(guides::skill_md))
+        .route("/datasets/{slug}/skill", get(guides::skill_page))
         .route("/assets/site.js", get(guides::site_js))
         .route("/assets/explore.js", get(explore::script))
         .route("/explore", get(explore::show))

@@ -25,6 +25,7 @@ mod graphql_http_audit;
 mod graphql_parity;
 mod graphql_rules;
 mod graphql_schema_file;
+mod guide_pages;
 mod guides;
 mod import;
 mod indexes;
