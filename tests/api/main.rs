@@ -17,6 +17,7 @@ mod cursors;
 mod device_flow;
 mod docs_paths;
 mod explore;
+mod explore_views;
 mod export;
 mod graphql;
 mod graphql_clients;

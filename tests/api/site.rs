@@ -273,11 +273,23 @@ async fn account_tokens(store: TestStore) {
     let router = store.router();
     let mut browser = Browser::new(router.clone());
     browser.sign_up("ada@example.org").await;
-    let page = browser
+    // POST-redirect-GET: the form's answer is a redirect; the page it leads to shows the
+    // token once (a flash cookie for /account only), and a reload shows it no more.
+    let posted = browser
         .submit("/account", "/account/tokens", &[("name", "laptop scripts")])
         .await;
+    assert_eq!(posted.status, 303, "{}", posted.body);
+    assert_eq!(posted.location(), "/account");
+    let flash = posted.header("set-cookie").unwrap().to_string();
+    assert!(
+        flash.starts_with("odqs_new_token=odqs_")
+            && flash.contains("Path=/account")
+            && flash.contains("HttpOnly")
+            && flash.contains("SameSite=Strict"),
+        "{flash}"
+    );
+    let page = browser.get("/account").await;
     assert_eq!(page.status, 200);
-    assert_eq!(page.header("cache-control"), Some("no-store"));
     let marker = "id=\"new-token\" type=\"text\" readonly value=\"";
     let start = page.body.find(marker).expect("the new token is shown") + marker.len();
     let secret = page.body[start..start + 48].to_string();
@@ -301,8 +313,12 @@ async fn account_tokens(store: TestStore) {
     assert_eq!(row.token_hash, odqs::auth::token::hash(&secret));
 
     // Shown once: the list has its name and last four characters, never the token.
+    assert!(!browser.cookies.contains_key("odqs_new_token"), "read once");
     let listed = browser.get("/account").await;
     assert!(!listed.body.contains(&secret));
+    // The form's address, typed or reloaded, leads to the page: never a 405.
+    let typed = browser.get("/account/tokens").await;
+    assert_eq!((typed.status, typed.location()), (303, "/account"));
     assert!(
         listed
             .body
@@ -339,13 +355,34 @@ async fn account_tokens(store: TestStore) {
         .to_string();
     assert!(listed.body.contains(&tomorrow), "expiry shown");
 
-    // Revoking: gone from the list; another account cannot revoke it.
+    // Revoking asks first, on a page of its own (no script needed): the list links to it.
+    let path = format!("/account/tokens/{}/revoke", row.id);
+    assert!(listed.body.contains(&format!("href=\"{path}\"")), "{}", listed.body);
+    let asked = browser.get(&path).await;
+    assert_eq!(asked.status, 200);
+    assert!(asked.body.contains("Revoke this token?"));
+    assert!(asked.body.contains("<dd id=\"revoke-name\">laptop scripts</dd>"));
+    assert!(asked.body.contains(&format!("<form method=\"post\" action=\"{path}\">")));
+    assert!(asked.body.contains("href=\"/account\" id=\"cancel-revoke\""));
+    let row_now = api_token::Entity::find_by_id(row.id)
+        .one(&store.store.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(row_now.revoked_at.is_none(), "asking revokes nothing");
+    // Another account cannot see or revoke it.
     let mut other = Browser::new(router.clone());
     other.sign_up("bob@example.org").await;
-    let path = format!("/account/tokens/{}/revoke", row.id);
+    assert_eq!(other.get(&path).await.status, 404);
     assert_eq!(other.submit("/account", &path, &[]).await.status, 404);
-    let revoked = browser.submit("/account", &path, &[]).await;
+    let answered = browser.submit(&path, &path, &[]).await;
+    assert_eq!(
+        (answered.status, answered.location()),
+        (303, "/account?revoked=1")
+    );
+    let revoked = browser.get(answered.location()).await;
     assert_eq!(revoked.status, 200);
+    assert!(revoked.body.contains("The token was revoked."));
     assert!(
         !revoked
             .body
@@ -403,11 +440,15 @@ async fn device_page(store: TestStore) {
         "build server",
         "odqs-cli 1.0",
         user_code.as_str(),
-        "同意授權",
-        "拒絕",
+        // Bilingual: the page is English, its Chinese marked as such, the buttons keep
+        // 同意授權 and 拒絕 with their English beside them.
+        "<html lang=\"en\">",
+        "<span lang=\"zh-Hant\">同意授權</span> Approve</button>",
+        "<span lang=\"zh-Hant\">拒絕</span> Refuse</button>",
     ] {
         assert!(confirm.body.contains(shown), "{shown} in the page");
     }
+    assert!(!confirm.body.contains("<html lang=\"zh-Hant\">"));
     assert_eq!(confirm.header("x-frame-options"), Some("DENY"));
     let approved = browser
         .post(
