@@ -280,7 +280,7 @@ async fn explore_in_a_browser(store: TestStore) {
             .as_array()
             .unwrap()
             .clone();
-        // Written with the field's precision (whole miles) and thousands separators.
+        // Written with the field's precision (whole miles), as the data writes them.
         let want: Vec<Value> = sorted["records"]
             .as_array()
             .unwrap()
@@ -289,7 +289,7 @@ async fn explore_in_a_browser(store: TestStore) {
                 Value::String(
                     r["distance"]
                         .as_f64()
-                        .map(|n| grouped(n as u64))
+                        .map(|n| n.to_string())
                         .unwrap_or_default(),
                 )
             })
@@ -433,6 +433,16 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
             fits(&browser, &format!("{kind}-{name}-{width}"), width, height).await;
         };
         browser.goto(&format!("{site}/")).await;
+        // The contrast check can fail: the old grey (#888 on white, 3.54:1) is found.
+        dark(&browser, false).await;
+        browser
+            .eval("const p = document.createElement('p'); p.id = 'probe'; p.style.color = '#888'; p.textContent = 'grey'; document.body.append(p); return true;")
+            .await;
+        let low = low_contrast(&browser).await;
+        assert!(low.iter().any(|l| l.starts_with("p#probe")), "{low:?}");
+        browser
+            .eval("document.getElementById('probe').remove(); return true;")
+            .await;
         check("home").await;
         for page in ["login", "signup"] {
             browser.goto(&format!("{site}/{page}")).await;

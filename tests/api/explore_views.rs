@@ -395,6 +395,9 @@ async fn the_chart_draws_every_group(store: TestStore) {
         }
     }
     browser
+        .eval("document.getElementById('stats-chart').scrollIntoView(); return true;")
+        .await;
+    browser
         .screenshot(&screenshots().join(format!("{kind}-explore-negative.png")))
         .await;
 

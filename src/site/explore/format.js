@@ -40,23 +40,27 @@ export function learn(name, value) {
 }
 
 const formats = new Map();
-function formatter(decimals) {
-  if (!formats.has(decimals)) {
-    formats.set(decimals, new Intl.NumberFormat("en", { maximumFractionDigits: decimals }));
+function formatter(decimals, grouping) {
+  const key = decimals + (grouping ? "," : "");
+  if (!formats.has(key)) {
+    formats.set(key, new Intl.NumberFormat("en", { maximumFractionDigits: decimals, useGrouping: grouping }));
   }
-  return formats.get(decimals);
+  return formats.get(key);
 }
 
-// A value of field `name`; `extra` more decimals for averages and percentiles.
+// A statistic of field `name` (thousands grouped); `extra` more decimals for averages and
+// percentiles.
 export function number(name, n, extra = 0) {
   if (n === null || n === undefined) return "–";
   const decimals = Math.min(MAX_DECIMALS, (state.decimals.get(name) || 0) + extra);
-  return formatter(decimals).format(n);
+  return formatter(decimals, true).format(n);
 }
 
+// A record's value as the data has it (a year, an HHMM time, a code: no thousands grouping),
+// with its field's precision.
 export function show(name, value) {
   if (value === null || value === undefined) return "";
-  if (typeof value === "number") return number(name, value);
+  if (typeof value === "number") return formatter(state.decimals.get(name) || 0, false).format(value);
   if (typeof value === "object") return JSON.stringify(value);
   return String(value);
 }

@@ -126,10 +126,14 @@ export async function showRecord() {
     cell.append(panel);
     detail.append(cell);
     row.after(detail);
+    // As wide as the table's visible box (it stays there when the table scrolls sideways).
+    panel.style.width = $("records").parentElement.clientWidth + "px";
   } else {
     $("record-alone").append(panel);
   }
-  panel.scrollIntoView({ block: "nearest" });
+  // Into view vertically only: scrolling the table sideways would hide its first columns.
+  const box = panel.getBoundingClientRect();
+  if (box.top < 0 || box.bottom > innerHeight) window.scrollBy(0, Math.min(box.top - 8, Math.max(0, box.bottom - innerHeight + 8)));
 }
 
 function recordPanel(id, record) {
