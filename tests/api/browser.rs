@@ -122,17 +122,13 @@ async fn device_flow_in_a_browser(store: TestStore) {
     browser
         .screenshot(&screenshots().join(format!("{kind}-device.png")))
         .await;
-    browser
-        .click("css selector", "button#approve")
-        .await;
+    browser.click("css selector", "button#approve").await;
     browser.wait_for("id=\"result\"").await;
     assert!(browser.source().await.contains("Approved"));
 
     browser.goto(&deny_uri).await;
     browser.wait_for("拒絕").await;
-    browser
-        .click("css selector", "button#deny")
-        .await;
+    browser.click("css selector", "button#deny").await;
     browser.wait_for("id=\"result\"").await;
     assert!(browser.source().await.contains("Refused"));
 
@@ -232,7 +228,10 @@ async fn device_flow_in_a_browser(store: TestStore) {
 
     // Revoking asks first, without a script: the confirmation page, then the list again.
     browser
-        .click("css selector", "a.revoke[aria-label='Revoke laptop scripts…']")
+        .click(
+            "css selector",
+            "a.revoke[aria-label='Revoke laptop scripts…']",
+        )
         .await;
     browser.wait_for("Revoke this token?").await;
     browser

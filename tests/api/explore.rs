@@ -47,7 +47,9 @@ async fn explorer_page_and_its_token(store: TestStore) {
             .contains("<script type=\"module\" src=\"/assets/explore/main.js\"></script>")
     );
     // Its modules are served as scripts; nothing else is.
-    for name in ["main", "limits", "view", "api", "format", "table", "filters", "stats"] {
+    for name in [
+        "main", "limits", "view", "api", "format", "table", "filters", "stats",
+    ] {
         let module = browser.get(&format!("/assets/explore/{name}.js")).await;
         assert_eq!(module.status, 200, "{name}");
         assert_eq!(
@@ -81,12 +83,21 @@ async fn explorer_page_and_its_token(store: TestStore) {
     )
     .unwrap();
     assert!(expires > time::OffsetDateTime::now_utc() + time::Duration::minutes(59));
-    let answer = post_graphql(&router, Some(&second), "{ datasets { total } }", Value::Null).await;
+    let answer = post_graphql(
+        &router,
+        Some(&second),
+        "{ datasets { total } }",
+        Value::Null,
+    )
+    .await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(browser.post("/explore/token", &[]).await.status, 403);
     let mut stranger = Browser::new(router.clone());
     assert_ne!(
-        stranger.post("/explore/token", &[("csrf", &csrf)]).await.status,
+        stranger
+            .post("/explore/token", &[("csrf", &csrf)])
+            .await
+            .status,
         200
     );
     // Delete the renewed one again, so the counts below are the page's own.
@@ -331,13 +342,19 @@ async fn explore_in_a_browser(store: TestStore) {
                && row.getAttribute('aria-expanded') === 'true';",
         )
         .await;
-    assert_eq!(beside, Value::Bool(true), "the panel is right under its row");
+    assert_eq!(
+        beside,
+        Value::Bool(true),
+        "the panel is right under its row"
+    );
     let json = browser.text("#record-json").await;
     let shown: Value = serde_json::from_str(&json).unwrap();
     let record = rest(&site, &token, &format!("/datasets/flights/records/{want}")).await;
     assert_eq!(shown, record, "the record as the API gives it");
     assert_eq!(
-        browser.text("#record-fields dd[data-field='carrier']").await,
+        browser
+            .text("#record-fields dd[data-field='carrier']")
+            .await,
         record["carrier"].as_str().unwrap()
     );
     let permalink = browser
@@ -353,7 +370,10 @@ async fn explore_in_a_browser(store: TestStore) {
     // Grouped statistics: carriers by average departure delay (largest first), as a table and
     // a bar chart.
     browser
-        .click("css selector", "#group-rows .group-field option[value='carrier']")
+        .click(
+            "css selector",
+            "#group-rows .group-field option[value='carrier']",
+        )
         .await;
     browser
         .click("css selector", "#stat-field option[value='dep_delay']")
@@ -428,7 +448,13 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
                 assert!(low.is_empty(), "{name} at {width} (dark: {on}): {low:#?}");
             }
             dark(&browser, true).await;
-            fits(&browser, &format!("{kind}-{name}-{width}-dark"), width, height).await;
+            fits(
+                &browser,
+                &format!("{kind}-{name}-{width}-dark"),
+                width,
+                height,
+            )
+            .await;
             dark(&browser, false).await;
             fits(&browser, &format!("{kind}-{name}-{width}"), width, height).await;
         };
@@ -468,6 +494,14 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
                 ))
                 .await;
             default_group_is_small(&browser, &site, &token, slug).await;
+            // Long values are cut inside their list: no count passes the list's right edge.
+            let inside = browser
+                .eval(
+                    "const edge = document.querySelector('aside').getBoundingClientRect().right + 0.5; \
+                     return [...document.querySelectorAll('#facets .count')].every((c) => c.getBoundingClientRect().right <= edge);",
+                )
+                .await;
+            assert_eq!(inside, Value::Bool(true), "{slug} at {width}");
             let first_row = browser
                 .eval("return document.querySelector('#records tbody tr').getBoundingClientRect().top + window.scrollY;")
                 .await
@@ -506,9 +540,14 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
 
         // The account page with a token, and the revocation's confirmation.
         browser.goto(&format!("{site}/account")).await;
-        browser.type_into("#name", "a notebook on a long-named laptop").await;
         browser
-            .click("css selector", "form[action='/account/tokens'] button[type=submit]")
+            .type_into("#name", "a notebook on a long-named laptop")
+            .await;
+        browser
+            .click(
+                "css selector",
+                "form[action='/account/tokens'] button[type=submit]",
+            )
             .await;
         browser.wait_for("id=\"new-token\"").await;
         check("account").await;
@@ -519,7 +558,11 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
         // The device page asking for approval.
         let asked: Value = reqwest::Client::new()
             .post(format!("{site}/api/v1/auth/device"))
-            .form(&[("client", "odqs-cli 1.0"), ("device_name", "build server"), ("scope", "read dataset:flights")])
+            .form(&[
+                ("client", "odqs-cli 1.0"),
+                ("device_name", "build server"),
+                ("scope", "read dataset:flights"),
+            ])
             .send()
             .await
             .unwrap()

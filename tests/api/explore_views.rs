@@ -4,7 +4,7 @@
 //! download and the token renewed in the background; numbers with their field's precision.
 //! What the page shows is compared with the REST API's answers to the same questions.
 
-use crate::helpers::explorer::{grouped, record_requests, rest, sign_up_for_the_explorer};
+use crate::helpers::explorer::{grouped, limit, record_requests, rest, sign_up_for_the_explorer};
 use crate::helpers::webdriver::{self, Driver, screenshots, serve};
 use crate::helpers::{TestStore, api_token, load_demo};
 use entity::api_token as token_entity;
@@ -166,7 +166,10 @@ async fn a_view_is_a_link(store: TestStore) {
     // Statistics: by carrier and origin, the 90th percentile of the departure delay, groups of
     // at least 5 records.
     browser
-        .click("css selector", "#group-rows .group-field option[value='carrier']")
+        .click(
+            "css selector",
+            "#group-rows .group-field option[value='carrier']",
+        )
         .await;
     browser.click("css selector", "#add-group").await;
     browser
@@ -215,7 +218,10 @@ async fn a_view_is_a_link(store: TestStore) {
         .eval("return document.getElementById('api-url').value;")
         .await;
     let api = api.as_str().unwrap();
-    assert!(api.starts_with(&format!("{site}/api/v1/datasets/flights/records?")), "{api}");
+    assert!(
+        api.starts_with(&format!("{site}/api/v1/datasets/flights/records?")),
+        "{api}"
+    );
     let answer: Value = reqwest::Client::new()
         .get(api)
         .bearer_auth(&token)
@@ -245,7 +251,10 @@ async fn a_view_is_a_link(store: TestStore) {
     // A record open, then the link.
     let id = want[3].as_str().unwrap();
     browser
-        .click("css selector", &format!("#records tbody tr[data-id='{id}']"))
+        .click(
+            "css selector",
+            &format!("#records tbody tr[data-id='{id}']"),
+        )
         .await;
     settled(&browser, true, true).await;
     let url = browser.current_url().await;
@@ -295,7 +304,9 @@ async fn a_view_is_a_link(store: TestStore) {
     // The back button returns to the view before: the same, without the record.
     browser.eval("history.back(); return true;").await;
     browser
-        .wait_until("!location.search.includes('record=') && !document.getElementById('record-detail')")
+        .wait_until(
+            "!location.search.includes('record=') && !document.getElementById('record-detail')",
+        )
         .await;
     settled(&browser, true, false).await;
     assert!(browser.current_url().await.contains("page=2"));
@@ -303,7 +314,10 @@ async fn a_view_is_a_link(store: TestStore) {
     // The statistics follow the conditions: one value of the list less, and they are agg's
     // under the new conditions.
     browser
-        .click("css selector", "[data-facet='origin'] button[data-value='JFK']")
+        .click(
+            "css selector",
+            "[data-facet='origin'] button[data-value='JFK']",
+        )
         .await;
     let narrower = rest(
         &site,
@@ -320,7 +334,10 @@ async fn a_view_is_a_link(store: TestStore) {
     settled(&browser, true, false).await;
     let (bars, rows) = bars_and_rows(&browser).await;
     assert_eq!(bars, rows);
-    assert_eq!(rows.len() as u64, narrower["total_groups"].as_u64().unwrap());
+    assert_eq!(
+        rows.len() as u64,
+        narrower["total_groups"].as_u64().unwrap()
+    );
 
     // The download: every matching record, through the export endpoint, as CSV.
     browser.click("css selector", "#views summary").await;
@@ -333,7 +350,10 @@ async fn a_view_is_a_link(store: TestStore) {
         .send()
         .await
         .unwrap();
-    let total = export.headers()["x-total-count"].to_str().unwrap().to_string();
+    let total = export.headers()["x-total-count"]
+        .to_str()
+        .unwrap()
+        .to_string();
     browser
         .wait_until(&format!(
             "document.getElementById('download-status').dataset.records === '{total}'"
@@ -358,13 +378,51 @@ async fn the_chart_draws_every_group(store: TestStore) {
     let carriers = rest(&site, &token, "/datasets/flights/agg?group_by=carrier").await;
     let groups = carriers["total_groups"].as_u64().unwrap();
     assert!(groups > 15, "more carriers than the old chart drew");
-    browser
-        .goto(&format!("{site}/explore?dataset=flights&group_by=carrier"))
+    // By a keyword, a date in months, a number in bins, two keywords: the groups agg gives.
+    for group_by in [
+        "carrier",
+        "time_hour%5Bmonth%5D",
+        "distance%5B500%5D",
+        "origin%2Ccarrier",
+    ] {
+        browser
+            .goto(&format!(
+                "{site}/explore?dataset=flights&group_by={group_by}"
+            ))
+            .await;
+        settled(&browser, true, false).await;
+        let agg = rest(
+            &site,
+            &token,
+            &format!("/datasets/flights/agg?group_by={group_by}&limit=50"),
+        )
         .await;
-    settled(&browser, true, false).await;
-    let (bars, rows) = bars_and_rows(&browser).await;
-    assert_eq!(bars.len() as u64, groups);
-    assert_eq!(bars, rows);
+        let keys: Vec<Value> = agg["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["key"].clone())
+            .collect();
+        let (bars, rows) = bars_and_rows(&browser).await;
+        assert_eq!(rows, keys, "{group_by}");
+        assert_eq!(bars, rows, "{group_by}");
+        if group_by == "carrier" {
+            assert_eq!(bars.len() as u64, groups);
+        }
+    }
+
+    // A list's "+ N more" opens it: FACET_MORE values at most.
+    let dests = rest(&site, &token, "/datasets/flights/agg?group_by=dest&limit=1").await;
+    let dests = dests["total_groups"].as_u64().unwrap();
+    browser
+        .click("css selector", "[data-facet='dest'] .more-values")
+        .await;
+    browser
+        .wait_until(&format!(
+            "document.querySelectorAll(\"[data-facet='dest'] li\").length === {} && !document.querySelector(\"[data-facet='dest'] .more-values\")",
+            dests.min(limit("FACET_MORE"))
+        ))
+        .await;
 
     browser
         .goto(&format!(

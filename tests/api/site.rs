@@ -357,13 +357,29 @@ async fn account_tokens(store: TestStore) {
 
     // Revoking asks first, on a page of its own (no script needed): the list links to it.
     let path = format!("/account/tokens/{}/revoke", row.id);
-    assert!(listed.body.contains(&format!("href=\"{path}\"")), "{}", listed.body);
+    assert!(
+        listed.body.contains(&format!("href=\"{path}\"")),
+        "{}",
+        listed.body
+    );
     let asked = browser.get(&path).await;
     assert_eq!(asked.status, 200);
     assert!(asked.body.contains("Revoke this token?"));
-    assert!(asked.body.contains("<dd id=\"revoke-name\">laptop scripts</dd>"));
-    assert!(asked.body.contains(&format!("<form method=\"post\" action=\"{path}\">")));
-    assert!(asked.body.contains("href=\"/account\" id=\"cancel-revoke\""));
+    assert!(
+        asked
+            .body
+            .contains("<dd id=\"revoke-name\">laptop scripts</dd>")
+    );
+    assert!(
+        asked
+            .body
+            .contains(&format!("<form method=\"post\" action=\"{path}\">"))
+    );
+    assert!(
+        asked
+            .body
+            .contains("href=\"/account\" id=\"cancel-revoke\"")
+    );
     let row_now = api_token::Entity::find_by_id(row.id)
         .one(&store.store.db)
         .await

@@ -117,7 +117,12 @@ pub fn top_groups() -> u64 {
 
 /// "Group by" starts on a keyword field with a few values (2..=TOP_GROUPS), not the
 /// identifier field.
-pub async fn default_group_is_small(browser: &webdriver::Browser, site: &str, token: &str, slug: &str) {
+pub async fn default_group_is_small(
+    browser: &webdriver::Browser,
+    site: &str,
+    token: &str,
+    slug: &str,
+) {
     let field = browser
         .eval("return document.querySelector('#group-rows .group-field').value;")
         .await;
@@ -178,7 +183,6 @@ pub async fn fits(browser: &webdriver::Browser, name: &str, width: u32, height: 
         .await;
     browser.viewport(width, height).await;
 }
-
 
 /// Every visible piece of text on the page whose contrast with its background is below 4.5:1
 /// (WCAG AA): the element, its text and the ratio. Backgrounds are composed from the root

@@ -8,12 +8,12 @@
 pub mod store;
 pub mod cases;
 pub mod client;
+pub mod explorer;
 pub mod node;
 pub mod py;
 pub mod sources;
 pub mod stored;
 pub mod webdriver;
-pub mod explorer;
 
 pub use client::{Answer, get_json, get_ok_json, get_with, post_graphql};
 pub use store::*;
