@@ -428,7 +428,8 @@ async fn explore_in_a_browser(store: TestStore) {
 
 /// Every page at a phone's width (390 px) and a laptop's (1280 px): `/`, log-in and sign-up,
 /// `/explore` on both demo datasets with a record open and statistics shown, `/account` with
-/// tokens, the revocation's confirmation, and `/device` asking for approval. Nothing scrolls
+/// tokens, the revocation's confirmation, `/device` asking for a code, for approval and
+/// approved, and `/logout`. Nothing scrolls
 /// sideways, the explorer's first record is on the first screen, every text has a contrast of
 /// 4.5:1 at least in the light and the dark scheme, and screenshots land in
 /// `target/screenshots/{store}-{page}-{width}.png` (`-dark` for the dark scheme).
@@ -574,6 +575,14 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
             .await;
         browser.wait_for("id=\"approve\"").await;
         check("device").await;
+        browser.click("css selector", "button#approve").await;
+        browser.wait_for("id=\"result\"").await;
+        check("device-approved").await;
+        browser.goto(&format!("{site}/device")).await;
+        browser.wait_for("id=\"code\"").await;
+        check("device-code").await;
+        browser.goto(&format!("{site}/logout")).await;
+        check("logout").await;
         browser.close().await;
     }
     let _ = stop.send(());
