@@ -360,6 +360,23 @@ async fn a_view_is_a_link(store: TestStore) {
         ))
         .await;
 
+    // A permalink to a record that is not on the view's page opens its panel above the table.
+    let far = rest(
+        &site,
+        &token,
+        "/datasets/flights/records?per_page=1&page=300",
+    )
+    .await;
+    let far = far["records"][0]["_id"].as_str().unwrap().to_string();
+    browser
+        .goto(&format!("{site}/explore?dataset=flights&record={far}"))
+        .await;
+    browser
+        .wait_until(&format!(
+            "document.querySelector('#record-alone #record-id') && document.getElementById('record-id').textContent === '{far}'"
+        ))
+        .await;
+
     browser.close().await;
     let _ = stop.send(());
 }
