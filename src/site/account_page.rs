@@ -3,18 +3,24 @@
 //! terms a person thinks in (every dataset or chosen ones, export on or off, a lifetime from a
 //! short list); what that means as a scope is [`query::Scope`]'s, checked against the store by
 //! [`crate::auth::scope`], as the CLI and the device flow are.
+//!
+//! Every successful POST answers with a redirect to `GET /account` (POST-redirect-GET), so a
+//! reload never sends a form again or meets a 405. The token just minted crosses that redirect
+//! in a flash cookie ([`NEW_TOKEN_COOKIE`]: HttpOnly, `SameSite=Strict`, path `/account`, a
+//! few minutes), read and deleted by the first `GET /account`, which shows it once. Revoking
+//! asks first on a page of its own (`GET /account/tokens/{id}/revoke`), which needs no script.
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use minijinja::value::Serde;
 use minijinja::{Value, context};
 use query::{Need, Scope};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use super::pages::{Empty, message_page, page, store_failed};
-use super::visitor::{Posted, Visitor, see_other};
+use super::visitor::{Posted, Visitor, cookie, see_other};
 use crate::auth::{account, scope as auth_scope, token};
 use crate::guides::when;
 use crate::state::AppState;
@@ -29,6 +35,10 @@ const LIFETIMES: [(&str, &str); 4] = [
 ];
 /// The longest token name kept.
 const MAX_NAME_CHARS: usize = 100;
+/// The flash cookie that carries a token just minted across the redirect to `/account`.
+pub const NEW_TOKEN_COOKIE: &str = "odqs_new_token";
+/// How long that cookie may wait for its `GET /account` (seconds).
+const NEW_TOKEN_FLASH_SECS: i64 = 300;
 
 /// A token as the account page lists it.
 #[derive(Serialize)]
@@ -125,12 +135,69 @@ async fn account_page(state: &AppState, visitor: &Visitor, shown: Shown) -> Resp
     )
 }
 
-/// `GET /account`.
-pub async fn account(State(state): State<AppState>, visitor: Visitor) -> Response {
-    if visitor.signed_in.is_none() {
+/// `?revoked=1` after a revocation's redirect.
+#[derive(Deserialize)]
+pub struct AccountQuery {
+    revoked: Option<String>,
+}
+
+/// `GET /account`: the list and the form; the token just minted (the flash cookie), once; or
+/// the notice of a revocation.
+pub async fn account(
+    State(state): State<AppState>,
+    visitor: Visitor,
+    headers: HeaderMap,
+    Query(q): Query<AccountQuery>,
+) -> Response {
+    let Some(signed_in) = &visitor.signed_in else {
         return see_other("/login");
+    };
+    let mut shown = Shown::default();
+    if q.revoked.is_some() {
+        shown.notice = Some("The token was revoked.");
     }
-    account_page(&state, &visitor, Shown::default()).await
+    let flash = cookie(&headers, NEW_TOKEN_COOKIE).map(str::to_owned);
+    if let Some(secret) = &flash {
+        // Shown only if it is a live token of this account.
+        let hash = token::hash(secret);
+        match account::tokens(&state.store, signed_in.user.id).await {
+            Ok(tokens) => {
+                if let Some(t) = tokens.iter().find(|t| t.token_hash == hash) {
+                    shown.new_token = Some(context! {
+                        name => t.name.clone(),
+                        secret => secret.clone(),
+                        grants => Scope::from_stored(&t.scope).describe(),
+                        expires => t.expires_at.map(when).unwrap_or_else(|| "never".into()),
+                    });
+                }
+            }
+            Err(e) => return store_failed(e),
+        }
+    }
+    let mut response = account_page(&state, &visitor, shown).await;
+    if flash.is_some() {
+        set_flash(&visitor, response.headers_mut(), "", 0);
+    }
+    response
+}
+
+/// `GET /account/tokens`: the form's address typed or reloaded: the account page.
+pub async fn tokens_page() -> Response {
+    see_other("/account")
+}
+
+/// Sets (or with `max_age` 0 deletes) the new-token flash cookie: HttpOnly, SameSite=Strict,
+/// only sent to `/account`.
+fn set_flash(visitor: &Visitor, headers: &mut HeaderMap, value: &str, max_age: i64) {
+    let mut cookie = format!(
+        "{NEW_TOKEN_COOKIE}={value}; Path=/account; HttpOnly; SameSite=Strict; Max-Age={max_age}"
+    );
+    if visitor.secure {
+        cookie.push_str("; Secure");
+    }
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        headers.append(header::SET_COOKIE, value);
+    }
 }
 
 /// The token form as sent: `name`, `datasets` (`all` or `chosen`), `dataset` (repeated, the
@@ -230,20 +297,59 @@ pub async fn create_token(
     .await;
     match minted {
         Ok((secret, _)) => {
-            let shown = context! {
-                name,
-                secret => secret.expose(),
-                grants => scope.describe(),
-                expires => expires_at.map(when).unwrap_or_else(|| "never".into()),
-            };
-            let shown = Shown {
-                new_token: Some(shown),
-                ..Shown::default()
-            };
-            account_page(&state, &visitor, shown).await
+            let mut response = see_other("/account");
+            set_flash(
+                &visitor,
+                response.headers_mut(),
+                secret.expose(),
+                NEW_TOKEN_FLASH_SECS,
+            );
+            visitor.finish(response)
         }
         Err(e) => store_failed(e),
     }
+}
+
+/// `GET /account/tokens/{id}/revoke`: asks before revoking, on a page of its own (no script
+/// needed): which token, what it may do, and that programs using it stop at once.
+pub async fn confirm_revoke(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    visitor: Visitor,
+) -> Response {
+    let Some(signed_in) = &visitor.signed_in else {
+        return see_other("/login?next=/account");
+    };
+    let tokens = match account::tokens(&state.store, signed_in.user.id).await {
+        Ok(t) => t,
+        Err(e) => return store_failed(e),
+    };
+    let Some(t) = tokens.into_iter().find(|t| t.id == id) else {
+        return no_such_token(&visitor);
+    };
+    let scope = Scope::from_stored(&t.scope);
+    page(
+        &visitor,
+        StatusCode::OK,
+        "revoke.html",
+        context! {
+            id => t.id,
+            name => t.name,
+            last4 => t.last4,
+            grants => scope.describe(),
+            scope => scope.to_string(),
+            last_used => t.last_used_at.map(when).unwrap_or_else(|| "never".into()),
+        },
+    )
+}
+
+fn no_such_token(visitor: &Visitor) -> Response {
+    message_page(
+        StatusCode::NOT_FOUND,
+        Some(visitor),
+        "No such token",
+        "This account has no such token; it may have been revoked already.",
+    )
 }
 
 /// `POST /account/tokens/{id}/revoke`.
@@ -262,19 +368,8 @@ pub async fn revoke_token(
         state.token_cache.forget_token(id);
     }
     match revoked {
-        Ok(true) => {
-            let shown = Shown {
-                notice: Some("The token was revoked."),
-                ..Shown::default()
-            };
-            account_page(&state, &visitor, shown).await
-        }
-        Ok(false) => message_page(
-            StatusCode::NOT_FOUND,
-            Some(&visitor),
-            "No such token",
-            "This account has no such token; it may have been revoked already.",
-        ),
+        Ok(true) => visitor.finish(see_other("/account?revoked=1")),
+        Ok(false) => no_such_token(&visitor),
         Err(e) => store_failed(e),
     }
 }

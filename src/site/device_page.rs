@@ -36,8 +36,10 @@ fn stage(visitor: &Visitor, status: StatusCode, stage: &str, ctx: minijinja::Val
     page(visitor, status, "device.html", context! { stage, ..ctx })
 }
 
-fn problem(visitor: &Visitor, status: StatusCode, message: &str) -> Response {
-    stage(visitor, status, "problem", context! { message })
+/// A problem page: the message in English and in Traditional Chinese (the page is bilingual;
+/// the template marks the Chinese with `lang="zh-Hant"`).
+fn problem(visitor: &Visitor, status: StatusCode, message: &str, message_zh: &str) -> Response {
+    stage(visitor, status, "problem", context! { message, message_zh })
 }
 
 fn keys(visitor: &Visitor, user_id: i64) -> [(String, throttle::Limit); 2] {
@@ -75,17 +77,20 @@ fn not_pending(visitor: &Visitor, lookup: &Lookup) -> Response {
         Lookup::Expired => problem(
             visitor,
             StatusCode::GONE,
-            "This code has expired 代碼已過期. Start again in your terminal to get a new one.",
+            "This code has expired. Start again in your terminal to get a new one.",
+            "代碼已過期。請在終端機重新開始以取得新代碼。",
         ),
         Lookup::Decided => problem(
             visitor,
             StatusCode::CONFLICT,
-            "This code has already been used 代碼已使用. Start again in your terminal if you still need access.",
+            "This code has already been used. Start again in your terminal if you still need access.",
+            "代碼已使用。如仍需存取，請在終端機重新開始。",
         ),
         _ => problem(
             visitor,
             StatusCode::NOT_FOUND,
-            "No request has this code 查無此代碼. Check the code in your terminal and type it again.",
+            "No request has this code. Check the code in your terminal and type it again.",
+            "查無此代碼。請核對終端機上的代碼後重新輸入。",
         ),
     }
 }
@@ -114,7 +119,11 @@ pub async fn show(
             &visitor,
             StatusCode::BAD_REQUEST,
             "enter",
-            context! { code => typed, error => "A code has eight letters, like BCDF-GHJK 代碼為八個字母." },
+            context! {
+                code => typed,
+                error => "A code has eight letters, like BCDF-GHJK.",
+                error_zh => "代碼為八個字母。",
+            },
         );
     };
     let keys = keys(&visitor, user_id);
@@ -162,7 +171,8 @@ pub async fn decide(State(state): State<AppState>, posted: Posted<DecisionForm>)
             return problem(
                 &visitor,
                 StatusCode::BAD_REQUEST,
-                "Choose 同意授權 or 拒絕.",
+                "Choose Approve or Refuse.",
+                "請選擇同意授權或拒絕。",
             );
         }
     };
@@ -171,6 +181,7 @@ pub async fn decide(State(state): State<AppState>, posted: Posted<DecisionForm>)
             &visitor,
             StatusCode::BAD_REQUEST,
             "A code has eight letters, like BCDF-GHJK.",
+            "代碼為八個字母。",
         );
     };
     let keys = keys(&visitor, user_id);

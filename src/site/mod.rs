@@ -34,16 +34,20 @@ pub fn routes() -> Router<AppState> {
         .route("/datasets/{slug}/skill.md", get(guides::skill_md))
         .route("/datasets/{slug}/skill", get(guides::skill_page))
         .route("/assets/site.js", get(guides::site_js))
-        .route("/assets/explore.js", get(explore::script))
+        .route("/assets/explore/{name}", get(explore::module))
         .route("/explore", get(explore::show))
+        .route("/explore/token", post(explore::renew))
         .route("/signup", get(pages::signup_form).post(pages::signup))
         .route("/login", get(pages::login_form).post(pages::login))
         .route("/logout", get(pages::logout_form).post(pages::logout))
         .route("/account", get(account_page::account))
-        .route("/account/tokens", post(account_page::create_token))
+        .route(
+            "/account/tokens",
+            get(account_page::tokens_page).post(account_page::create_token),
+        )
         .route(
             "/account/tokens/{id}/revoke",
-            post(account_page::revoke_token),
+            get(account_page::confirm_revoke).post(account_page::revoke_token),
         )
         .route("/device", get(device_page::show).post(device_page::decide))
 }

@@ -35,7 +35,7 @@ pub struct Visitor {
     /// A pre-session cookie was just made up and must be set on the response.
     fresh_csrf_cookie: bool,
     /// Cookies get `Secure` when the public URL is https.
-    secure: bool,
+    pub secure: bool,
     /// The client's address as per-address throttles count it
     /// ([`client_addr::throttle_subject`] of [`client_addr::of`]).
     pub address: String,

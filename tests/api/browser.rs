@@ -111,20 +111,24 @@ async fn device_flow_in_a_browser(store: TestStore) {
         "read every dataset for 24 hours read",
         "the scope asked, in words"
     );
+    assert_eq!(browser.text("#approve").await, "同意授權 Approve");
+    assert_eq!(browser.text("#deny").await, "拒絕 Refuse");
+    assert_eq!(
+        browser
+            .eval("return document.documentElement.lang + ' ' + document.querySelector('#approve span').lang;")
+            .await,
+        "en zh-Hant"
+    );
     browser
         .screenshot(&screenshots().join(format!("{kind}-device.png")))
         .await;
-    browser
-        .click("xpath", "//button[normalize-space()='同意授權']")
-        .await;
+    browser.click("css selector", "button#approve").await;
     browser.wait_for("id=\"result\"").await;
     assert!(browser.source().await.contains("Approved"));
 
     browser.goto(&deny_uri).await;
     browser.wait_for("拒絕").await;
-    browser
-        .click("xpath", "//button[normalize-space()='拒絕']")
-        .await;
+    browser.click("css selector", "button#deny").await;
     browser.wait_for("id=\"result\"").await;
     assert!(browser.source().await.contains("Refused"));
 
@@ -211,6 +215,43 @@ async fn device_flow_in_a_browser(store: TestStore) {
     browser
         .screenshot(&screenshots().join(format!("{kind}-account.png")))
         .await;
+
+    // A reload after generating shows the page again (a GET: no 405, no form sent twice),
+    // without the token.
+    assert!(browser.current_url().await.ends_with("/account"));
+    browser.eval("location.reload(); return true;").await;
+    browser
+        .wait_until("document.readyState === 'complete' && !document.getElementById('new-token')")
+        .await;
+    assert!(browser.source().await.contains("laptop scripts"));
+    assert!(!browser.source().await.contains(minted));
+
+    // Revoking asks first, without a script: the confirmation page, then the list again.
+    browser
+        .click(
+            "css selector",
+            "a.revoke[aria-label='Revoke laptop scripts…']",
+        )
+        .await;
+    browser.wait_for("Revoke this token?").await;
+    browser
+        .screenshot(&screenshots().join(format!("{kind}-account-revoke.png")))
+        .await;
+    browser.click("css selector", "#confirm-revoke").await;
+    browser.wait_for("The token was revoked.").await;
+    assert!(browser.current_url().await.ends_with("/account?revoked=1"));
+    browser.eval("location.reload(); return true;").await;
+    browser
+        .wait_until("document.readyState === 'complete' && document.querySelector('h1') && document.querySelector('h1').textContent === 'Your account'")
+        .await;
+    assert!(!browser.source().await.contains("laptop scripts"));
+    let refused = reqwest::Client::new()
+        .get(format!("{site}/api/v1/token"))
+        .bearer_auth(minted)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401, "revoked");
 
     // The device token reads the API.
     let datasets = reqwest::Client::new()

@@ -5,7 +5,10 @@
 //! same question, and a screenshot goes to `target/screenshots/{store}-explore-*.png`.
 
 use crate::helpers::client::Browser;
-use crate::helpers::webdriver;
+use crate::helpers::explorer::{
+    dark, default_group_is_small, every_agg_was_bounded, fits, grouped, low_contrast,
+    record_requests, rest, sign_up_for_the_explorer, top_groups,
+};
 use crate::helpers::webdriver::{Driver, screenshots, serve};
 use crate::helpers::{TestStore, api_token, load_demo, post_graphql};
 use entity::api_token as token_entity;
@@ -39,7 +42,22 @@ async fn explorer_page_and_its_token(store: TestStore) {
     browser.sign_up("explorer@example.org").await;
     let page = browser.get("/explore").await;
     assert_eq!(page.status, 200, "{}", page.body);
-    assert!(page.body.contains("/assets/explore.js"));
+    assert!(
+        page.body
+            .contains("<script type=\"module\" src=\"/assets/explore/main.js\"></script>")
+    );
+    // Its modules are served as scripts; nothing else is.
+    for name in [
+        "main", "limits", "view", "api", "format", "table", "filters", "stats",
+    ] {
+        let module = browser.get(&format!("/assets/explore/{name}.js")).await;
+        assert_eq!(module.status, 200, "{name}");
+        assert_eq!(
+            module.header("content-type"),
+            Some("text/javascript; charset=utf-8")
+        );
+    }
+    assert_eq!(browser.get("/assets/explore/nope.js").await.status, 404);
     let csp = page.header("content-security-policy").unwrap();
     assert!(csp.contains("connect-src 'self'"), "{csp}");
     assert_eq!(page.header("cache-control"), Some("no-store"));
@@ -49,6 +67,45 @@ async fn explorer_page_and_its_token(store: TestStore) {
     // The token reads the GraphQL API.
     let answer = post_graphql(&router, Some(&token), "{ datasets { total } }", Value::Null).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
+
+    // The page renews its token in the background: a POST with the session and the CSRF
+    // token gives a fresh one that reads the API too; without the CSRF token, nothing.
+    let csrf = page.csrf();
+    let renewed = browser.post("/explore/token", &[("csrf", &csrf)]).await;
+    assert_eq!(renewed.status, 200, "{}", renewed.body);
+    assert_eq!(renewed.header("cache-control"), Some("no-store"));
+    let renewed = renewed.json();
+    let second = renewed["token"].as_str().unwrap().to_string();
+    assert!(second.starts_with("odqs_") && second != token);
+    let expires = time::OffsetDateTime::parse(
+        renewed["expires_at"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    assert!(expires > time::OffsetDateTime::now_utc() + time::Duration::minutes(59));
+    let answer = post_graphql(
+        &router,
+        Some(&second),
+        "{ datasets { total } }",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(browser.post("/explore/token", &[]).await.status, 403);
+    let mut stranger = Browser::new(router.clone());
+    assert_ne!(
+        stranger
+            .post("/explore/token", &[("csrf", &csrf)])
+            .await
+            .status,
+        200
+    );
+    // Delete the renewed one again, so the counts below are the page's own.
+    token_entity::Entity::delete_many()
+        .filter(token_entity::Column::TokenHash.eq(odqs::auth::token::hash(&second)))
+        .exec(&store.store.db)
+        .await
+        .unwrap();
 
     // It expires within the hour and is not listed among the account's tokens.
     let stored = token_entity::Entity::find()
@@ -102,125 +159,6 @@ async fn explorer_page_and_its_token(store: TestStore) {
     assert_eq!(explorer_tokens(&store).await, 0);
     let after = post_graphql(&router, Some(&fresh), "{ datasets { total } }", Value::Null).await;
     assert_eq!(after.status, 401);
-}
-
-/// `1234` → `1,234`, as the page writes counts.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// The REST API's answer to `path` (under `/api/v1`).
-async fn rest(site: &str, token: &str, path: &str) -> Value {
-    let response = reqwest::Client::new()
-        .get(format!("{site}/api/v1{path}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "{path}");
-    response.json().await.unwrap()
-}
-
-/// Signs up in `browser` and lands on `/explore` with its dataset list loaded.
-async fn sign_up_for_the_explorer(browser: &webdriver::Browser, site: &str, email: &str) {
-    browser.goto(&format!("{site}/signup?next=/explore")).await;
-    browser.type_into("#email", email).await;
-    browser
-        .type_into("#password", "correct horse battery")
-        .await;
-    browser
-        .click("css selector", "form[action='/signup'] button[type=submit]")
-        .await;
-    browser
-        .wait_until("document.querySelector(\"#dataset option[value='flights']\")")
-        .await;
-    assert!(browser.current_url().await.ends_with("/explore"));
-}
-
-/// Keeps the body of every request the page sends from now on in `window.sentBodies`.
-async fn record_requests(browser: &webdriver::Browser) {
-    browser
-        .eval(
-            "window.sentBodies = []; const send = window.fetch; \
-             window.fetch = (url, options) => { window.sentBodies.push(options.body); return send(url, options); }; \
-             return true;",
-        )
-        .await;
-}
-
-/// Every `agg` field of every GraphQL document the page sent carries a `limit` of at most
-/// `cap` (a literal or a variable): the explorer never asks for every group of a field.
-async fn every_agg_was_bounded(browser: &webdriver::Browser, cap: u64) -> usize {
-    let sent = browser.eval("return window.sentBodies;").await;
-    let mut aggs = 0;
-    for body in sent.as_array().unwrap() {
-        let request: Value = serde_json::from_str(body.as_str().unwrap()).unwrap();
-        let query = request["query"].as_str().unwrap();
-        for (at, _) in query.match_indices("agg(") {
-            aggs += 1;
-            let arguments = &query[at..at + query[at..].find(')').unwrap()];
-            let limit = arguments
-                .split("limit:")
-                .nth(1)
-                .unwrap_or_else(|| panic!("an agg without limit: {arguments}"))
-                .split([',', ')'])
-                .next()
-                .unwrap()
-                .trim();
-            let value = match limit.strip_prefix('$') {
-                Some(variable) => request["variables"][variable].as_u64(),
-                None => limit.parse().ok(),
-            };
-            assert!(
-                value.is_some_and(|n| (1..=cap).contains(&n)),
-                "limit {limit} in {arguments} / {}",
-                request["variables"]
-            );
-        }
-    }
-    aggs
-}
-
-/// The explorer's cap on the groups it asks for: `TOP_GROUPS` in `explore.js`, read from it.
-fn top_groups() -> u64 {
-    let script = include_str!("../../src/site/explore.js");
-    let at = script
-        .find("const TOP_GROUPS = ")
-        .expect("TOP_GROUPS in explore.js")
-        + 19;
-    script[at..script[at..].find(';').unwrap() + at]
-        .parse()
-        .unwrap()
-}
-
-/// "Group by" starts on a keyword field with a few values (2..=TOP_GROUPS), not the
-/// identifier field.
-async fn default_group_is_small(browser: &webdriver::Browser, site: &str, token: &str, slug: &str) {
-    let field = browser
-        .eval("return document.getElementById('group-by').value;")
-        .await;
-    let field = field.as_str().unwrap();
-    let meta = rest(site, token, &format!("/datasets/{slug}")).await;
-    assert_ne!(meta["id_field"].as_str(), Some(field));
-    let agg = rest(
-        site,
-        token,
-        &format!("/datasets/{slug}/agg?group_by={field}"),
-    )
-    .await;
-    let groups = agg["total_groups"].as_u64().unwrap();
-    assert!(
-        (2..=top_groups()).contains(&groups),
-        "{slug}: {field} has {groups} values"
-    );
 }
 
 async fn explore_in_a_browser(store: TestStore) {
@@ -353,6 +291,7 @@ async fn explore_in_a_browser(store: TestStore) {
             .as_array()
             .unwrap()
             .clone();
+        // Written with the field's precision (whole miles), as the data writes them.
         let want: Vec<Value> = sorted["records"]
             .as_array()
             .unwrap()
@@ -387,23 +326,54 @@ async fn explore_in_a_browser(store: TestStore) {
         .await;
     browser.screenshot(&shot("page2")).await;
 
-    // Open a record.
+    // Open a record: its panel opens in the row right under its own, field by field, with a
+    // permalink and the JSON.
     browser.click("css selector", "#records tbody tr").await;
     browser
         .wait_until(&format!(
-            "!document.getElementById('record-detail').hidden && document.getElementById('record-id').textContent === '{want}'"
+            "document.getElementById('record-id') && document.getElementById('record-id').textContent === '{want}'"
         ))
         .await;
+    let beside = browser
+        .eval(
+            "const row = document.querySelector('#records tbody tr'); \
+             return row.nextElementSibling.classList.contains('record-row') \
+               && row.nextElementSibling.contains(document.getElementById('record-detail')) \
+               && row.getAttribute('aria-expanded') === 'true';",
+        )
+        .await;
+    assert_eq!(
+        beside,
+        Value::Bool(true),
+        "the panel is right under its row"
+    );
     let json = browser.text("#record-json").await;
     let shown: Value = serde_json::from_str(&json).unwrap();
     let record = rest(&site, &token, &format!("/datasets/flights/records/{want}")).await;
     assert_eq!(shown, record, "the record as the API gives it");
+    assert_eq!(
+        browser
+            .text("#record-fields dd[data-field='carrier']")
+            .await,
+        record["carrier"].as_str().unwrap()
+    );
+    let permalink = browser
+        .eval("return document.getElementById('record-permalink').getAttribute('href');")
+        .await;
+    assert_eq!(
+        permalink,
+        format!("/explore?dataset=flights&record={want}"),
+        "a permalink"
+    );
     browser.screenshot(&shot("record")).await;
 
     // Grouped statistics: carriers by average departure delay (largest first), as a table and
     // a bar chart.
     browser
-        .click("css selector", "#group-by option[value='carrier']")
+        .click(
+            "css selector",
+            "#group-rows .group-field option[value='carrier']",
+        )
         .await;
     browser
         .click("css selector", "#stat-field option[value='dep_delay']")
@@ -423,10 +393,11 @@ async fn explore_in_a_browser(store: TestStore) {
     .await;
     let groups = agg["total_groups"].as_u64().unwrap();
     assert!(groups > 1);
+    // Every group the table lists is drawn (at most TOP_GROUPS are asked for).
     browser
         .wait_until(&format!(
             "document.querySelectorAll('#stats-chart rect').length === {}",
-            groups.min(15)
+            groups.min(top_groups())
         ))
         .await;
     let rows = browser
@@ -455,51 +426,13 @@ async fn explore_in_a_browser(store: TestStore) {
     let _ = stop.send(());
 }
 
-/// `document.documentElement.scrollWidth` and `window.innerWidth`: the page may not scroll
-/// sideways (wide tables scroll inside their own box).
-async fn widths(browser: &webdriver::Browser) -> (u64, u64) {
-    let w = browser
-        .eval("return [document.documentElement.scrollWidth, window.innerWidth];")
-        .await;
-    (w[0].as_u64().unwrap(), w[1].as_u64().unwrap())
-}
-
-/// Checks that `page` does not overflow sideways, then screenshots the whole page (the window
-/// made as tall as the document) to `target/screenshots/{name}.png`.
-async fn fits(browser: &webdriver::Browser, name: &str, width: u32, height: u32) {
-    let (scroll, inner) = widths(browser).await;
-    eprintln!("{name}: scrollWidth {scroll}, innerWidth {inner}");
-    assert_eq!(
-        inner,
-        u64::from(width),
-        "{name}: the window is {width} px wide"
-    );
-    assert!(
-        scroll <= inner,
-        "{name}: the page is {scroll} px wide in a {inner} px window"
-    );
-    let tall = browser
-        .eval("return document.documentElement.scrollHeight;")
-        .await
-        .as_u64()
-        .unwrap();
-    browser
-        .viewport(width, tall.max(u64::from(height)) as u32)
-        .await;
-    let (scroll, inner) = widths(browser).await;
-    assert!(
-        scroll <= inner && inner == u64::from(width),
-        "{name}: {scroll} > {inner} at full height"
-    );
-    browser
-        .screenshot(&screenshots().join(format!("{name}.png")))
-        .await;
-    browser.viewport(width, height).await;
-}
-
-/// `/` and `/explore` on both demo datasets with statistics shown, at a phone's width (390
-/// px) and a laptop's (1280 px): nothing scrolls sideways, the first record is on the first
-/// screen, and screenshots land in `target/screenshots/{store}-{page}-{width}.png`.
+/// Every page at a phone's width (390 px) and a laptop's (1280 px): `/`, log-in and sign-up,
+/// `/explore` on both demo datasets with a record open and statistics shown, `/account` with
+/// tokens, the revocation's confirmation, `/device` asking for a code, for approval and
+/// approved, and `/logout`. Nothing scrolls
+/// sideways, the explorer's first record is on the first screen, every text has a contrast of
+/// 4.5:1 at least in the light and the dark scheme, and screenshots land in
+/// `target/screenshots/{store}-{page}-{width}.png` (`-dark` for the dark scheme).
 async fn pages_fit_phone_and_laptop(store: TestStore) {
     let kind = format!("{:?}", store.kind).to_lowercase();
     load_demo(&store).await;
@@ -509,8 +442,39 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
     for (width, height) in [(390, 844), (1280, 800)] {
         let browser = driver.session_sized(width.max(500), height).await;
         browser.viewport(width, height).await;
+        let check = async |name: &str| {
+            for on in [false, true] {
+                dark(&browser, on).await;
+                let low = low_contrast(&browser).await;
+                assert!(low.is_empty(), "{name} at {width} (dark: {on}): {low:#?}");
+            }
+            dark(&browser, true).await;
+            fits(
+                &browser,
+                &format!("{kind}-{name}-{width}-dark"),
+                width,
+                height,
+            )
+            .await;
+            dark(&browser, false).await;
+            fits(&browser, &format!("{kind}-{name}-{width}"), width, height).await;
+        };
         browser.goto(&format!("{site}/")).await;
-        fits(&browser, &format!("{kind}-home-{width}"), width, height).await;
+        // The contrast check can fail: the old grey (#888 on white, 3.54:1) is found.
+        dark(&browser, false).await;
+        browser
+            .eval("const p = document.createElement('p'); p.id = 'probe'; p.style.color = '#888'; p.textContent = 'grey'; document.body.append(p); return true;")
+            .await;
+        let low = low_contrast(&browser).await;
+        assert!(low.iter().any(|l| l.starts_with("p#probe")), "{low:?}");
+        browser
+            .eval("document.getElementById('probe').remove(); return true;")
+            .await;
+        check("home").await;
+        for page in ["login", "signup"] {
+            browser.goto(&format!("{site}/{page}")).await;
+            check(page).await;
+        }
 
         sign_up_for_the_explorer(&browser, &site, &format!("screens-{width}@example.org")).await;
         record_requests(&browser).await;
@@ -531,6 +495,14 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
                 ))
                 .await;
             default_group_is_small(&browser, &site, &token, slug).await;
+            // Long values are cut inside their list: no count passes the list's right edge.
+            let inside = browser
+                .eval(
+                    "const edge = document.querySelector('aside').getBoundingClientRect().right + 0.5; \
+                     return [...document.querySelectorAll('#facets .count')].every((c) => c.getBoundingClientRect().right <= edge);",
+                )
+                .await;
+            assert_eq!(inside, Value::Bool(true), "{slug} at {width}");
             let first_row = browser
                 .eval("return document.querySelector('#records tbody tr').getBoundingClientRect().top + window.scrollY;")
                 .await
@@ -541,6 +513,13 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
                 first_row < f64::from(height),
                 "{slug} at {width}: the first record is {first_row} px down"
             );
+            // A record open beside its row.
+            browser
+                .click("css selector", "#records tbody tr:nth-child(2)")
+                .await;
+            browser
+                .wait_until("document.querySelector('#records tr.record-row #record-fields dd')")
+                .await;
             // Statistics of a number field: departure delays, the spots' longitudes.
             let number = match slug {
                 "flights" => "dep_delay",
@@ -556,15 +535,54 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
             browser
                 .wait_until("document.querySelector('#stats-chart rect') && document.querySelector('#stats-table tbody tr')")
                 .await;
-            fits(
-                &browser,
-                &format!("{kind}-explore-{slug}-{width}"),
-                width,
-                height,
-            )
-            .await;
+            check(&format!("explore-{slug}")).await;
         }
         assert!(every_agg_was_bounded(&browser, top_groups()).await > 0);
+
+        // The account page with a token, and the revocation's confirmation.
+        browser.goto(&format!("{site}/account")).await;
+        browser
+            .type_into("#name", "a notebook on a long-named laptop")
+            .await;
+        browser
+            .click(
+                "css selector",
+                "form[action='/account/tokens'] button[type=submit]",
+            )
+            .await;
+        browser.wait_for("id=\"new-token\"").await;
+        check("account").await;
+        browser.click("css selector", "a.revoke").await;
+        browser.wait_for("Revoke this token?").await;
+        check("account-revoke").await;
+
+        // The device page asking for approval.
+        let asked: Value = reqwest::Client::new()
+            .post(format!("{site}/api/v1/auth/device"))
+            .form(&[
+                ("client", "odqs-cli 1.0"),
+                ("device_name", "build server"),
+                ("scope", "read dataset:flights"),
+            ])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        browser
+            .goto(asked["verification_uri_complete"].as_str().unwrap())
+            .await;
+        browser.wait_for("id=\"approve\"").await;
+        check("device").await;
+        browser.click("css selector", "button#approve").await;
+        browser.wait_for("id=\"result\"").await;
+        check("device-approved").await;
+        browser.goto(&format!("{site}/device")).await;
+        browser.wait_for("id=\"code\"").await;
+        check("device-code").await;
+        browser.goto(&format!("{site}/logout")).await;
+        check("logout").await;
         browser.close().await;
     }
     let _ = stop.send(());

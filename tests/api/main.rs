@@ -7,6 +7,7 @@
 #[macro_use]
 mod helpers;
 
+mod account_page;
 mod browser;
 mod cli;
 mod cluster_run;
@@ -18,6 +19,7 @@ mod device_flow;
 mod docs_page;
 mod docs_paths;
 mod explore;
+mod explore_views;
 mod export;
 mod graphql;
 mod graphql_clients;

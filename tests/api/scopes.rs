@@ -498,6 +498,9 @@ async fn the_account_page_mints_scoped_tokens(store: TestStore) {
             ],
         )
         .await;
+    // POST-redirect-GET: the page the redirect leads to shows the new token once.
+    assert_eq!(minted.status, 303, "{}", minted.body);
+    let minted = browser.get(minted.location()).await;
     assert_eq!(minted.status, 200, "{}", minted.body);
     assert!(
         minted.body.contains("read the dataset towns only"),
@@ -529,6 +532,7 @@ async fn the_account_page_mints_scoped_tokens(store: TestStore) {
             &[("datasets", "all"), ("export", "on"), ("lifetime", "never")],
         )
         .await;
+    let everything = browser.get(everything.location()).await;
     assert!(everything.body.contains("read and export every dataset"));
     let token = token_of(&everything);
     assert_eq!(

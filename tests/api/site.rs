@@ -1,5 +1,6 @@
 //! The site (contract §9) through the real router, on SQLite and PostgreSQL: accounts and
-//! sessions, CSRF protection, login and wrong-code throttling, the token page, and `/device`.
+//! sessions, CSRF protection, login and wrong-code throttling, and `/device` (the token page
+//! is in `account_page.rs`).
 
 use crate::helpers::TestStore;
 use crate::helpers::client;
@@ -17,7 +18,8 @@ fn https_router(store: &TestStore) -> axum::Router {
     ))
 }
 
-async fn start_device(router: &axum::Router) -> (String, String) {
+/// Starts a device request as `odqs-cli 1.0` on `build server`: its device and user codes.
+pub async fn start_device(router: &axum::Router) -> (String, String) {
     let body = post_json(
         router,
         "/api/v1/auth/device",
@@ -269,101 +271,6 @@ async fn wrong_passwords_are_throttled(store: TestStore) {
     assert_eq!(page.status, 303);
 }
 
-async fn account_tokens(store: TestStore) {
-    let router = store.router();
-    let mut browser = Browser::new(router.clone());
-    browser.sign_up("ada@example.org").await;
-    let page = browser
-        .submit("/account", "/account/tokens", &[("name", "laptop scripts")])
-        .await;
-    assert_eq!(page.status, 200);
-    assert_eq!(page.header("cache-control"), Some("no-store"));
-    let marker = "id=\"new-token\" type=\"text\" readonly value=\"";
-    let start = page.body.find(marker).expect("the new token is shown") + marker.len();
-    let secret = page.body[start..start + 48].to_string();
-    assert!(
-        secret.starts_with("odqs_") && secret.len() == 48,
-        "{secret}"
-    );
-    assert!(
-        page.body.contains("data-copy=\"new-token\""),
-        "a copy button"
-    );
-    let row = api_token::Entity::find()
-        .one(&store.store.db)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (row.name.as_str(), row.source.as_str(), row.expires_at),
-        ("laptop scripts", "account", None)
-    );
-    assert_eq!(row.token_hash, odqs::auth::token::hash(&secret));
-
-    // Shown once: the list has its name and last four characters, never the token.
-    let listed = browser.get("/account").await;
-    assert!(!listed.body.contains(&secret));
-    assert!(
-        listed
-            .body
-            .contains("<td data-label=\"Name\">laptop scripts</td>")
-    );
-    assert!(listed.body.contains(&format!("…{}", &secret[44..])));
-    assert!(
-        listed.body.contains("never"),
-        "expiry \"never\" and last used \"never\""
-    );
-
-    // A device token lists its expiry.
-    let (device_code, user_code) = start_device(&router).await;
-    browser.get(&format!("/device?code={user_code}")).await;
-    let approved = browser
-        .submit(
-            &format!("/device?code={user_code}"),
-            "/device",
-            &[("code", &user_code), ("decision", "approve")],
-        )
-        .await;
-    assert_eq!(approved.status, 200, "{}", approved.body);
-    let token = post_json(
-        &router,
-        "/api/v1/auth/token",
-        json!({"grant_type": "device_code", "device_code": device_code}),
-    )
-    .await;
-    assert_eq!(token.status, 200);
-    let listed = browser.get("/account").await;
-    assert!(listed.body.contains("build server"));
-    let tomorrow = (OffsetDateTime::now_utc() + Duration::hours(24))
-        .date()
-        .to_string();
-    assert!(listed.body.contains(&tomorrow), "expiry shown");
-
-    // Revoking: gone from the list; another account cannot revoke it.
-    let mut other = Browser::new(router.clone());
-    other.sign_up("bob@example.org").await;
-    let path = format!("/account/tokens/{}/revoke", row.id);
-    assert_eq!(other.submit("/account", &path, &[]).await.status, 404);
-    let revoked = browser.submit("/account", &path, &[]).await;
-    assert_eq!(revoked.status, 200);
-    assert!(
-        !revoked
-            .body
-            .contains("<td data-label=\"Name\">laptop scripts</td>")
-    );
-    assert!(
-        revoked
-            .body
-            .contains("<td data-label=\"Name\">build server</td>")
-    );
-    let row = api_token::Entity::find_by_id(row.id)
-        .one(&store.store.db)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(row.revoked_at.is_some());
-}
-
 async fn device_page(store: TestStore) {
     let router = store.router();
     let (device_code, user_code) = start_device(&router).await;
@@ -403,11 +310,15 @@ async fn device_page(store: TestStore) {
         "build server",
         "odqs-cli 1.0",
         user_code.as_str(),
-        "同意授權",
-        "拒絕",
+        // Bilingual: the page is English, its Chinese marked as such, the buttons keep
+        // 同意授權 and 拒絕 with their English beside them.
+        "<html lang=\"en\">",
+        "<span lang=\"zh-Hant\">同意授權</span> Approve</button>",
+        "<span lang=\"zh-Hant\">拒絕</span> Refuse</button>",
     ] {
         assert!(confirm.body.contains(shown), "{shown} in the page");
     }
+    assert!(!confirm.body.contains("<html lang=\"zh-Hant\">"));
     assert_eq!(confirm.header("x-frame-options"), Some("DENY"));
     let approved = browser
         .post(
@@ -601,7 +512,6 @@ both_stores!(
     cookies_are_secure_on_https,
     forms_refuse_cross_site_requests,
     wrong_passwords_are_throttled,
-    account_tokens,
     device_page,
     wrong_codes_are_throttled,
     home_page_links_everything,

@@ -8,6 +8,7 @@
 pub mod store;
 pub mod cases;
 pub mod client;
+pub mod explorer;
 pub mod node;
 pub mod py;
 pub mod sources;
