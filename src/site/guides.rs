@@ -41,6 +41,8 @@ struct HomeItem {
     title: String,
     record_count: i64,
     skill_url: String,
+    /// The guide's HTML page.
+    guide_url: String,
     records_url: String,
 }
 
@@ -56,6 +58,7 @@ pub async fn home(State(state): State<AppState>, visitor: Visitor) -> Response {
         .into_iter()
         .map(|d| HomeItem {
             skill_url: format!("{site}/datasets/{}/skill.md", encode(&d.slug)),
+            guide_url: format!("{site}/datasets/{}/skill", encode(&d.slug)),
             records_url: format!("{base_url}/datasets/{}/records", encode(&d.slug)),
             slug: d.slug,
             title: d.title,

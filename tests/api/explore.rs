@@ -471,9 +471,9 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
             .eval("document.getElementById('probe').remove(); return true;")
             .await;
         check("home").await;
-        for page in ["login", "signup"] {
+        for page in ["login", "signup", "catalog", "datasets/flights/skill"] {
             browser.goto(&format!("{site}/{page}")).await;
-            check(page).await;
+            check(&page.replace('/', "-")).await;
         }
 
         sign_up_for_the_explorer(&browser, &site, &format!("screens-{width}@example.org")).await;

@@ -481,6 +481,7 @@ async fn home_page_links_everything(store: TestStore) {
     assert_eq!(home.status, 200);
     let text = client::unescape(&home.body);
     for link in [
+        "href=\"/catalog\"",
         "href=\"/catalog.md\"",
         "href=\"/account\"",
         "href=\"/device\"",
@@ -491,6 +492,7 @@ async fn home_page_links_everything(store: TestStore) {
         "href=\"/explore\"",
         "http://odqs.test/datasets/flights/skill.md",
         "http://odqs.test/datasets/tw-scenic-spots/skill.md",
+        "http://odqs.test/datasets/flights/skill\"",
     ] {
         assert!(text.contains(link), "{link} on the home page");
     }
