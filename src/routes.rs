@@ -43,8 +43,6 @@ pub fn router(state: AppState) -> Router {
             get(|State(state): State<AppState>| openapi::docs_page(state)),
         )
         .route("/assets/{version}/{name}", get(vendored_asset))
-        // A browser asking the site for GraphQL meets the IDE; a client keeps its method.
-        .route("/graphql", get(graphql_moved).post(graphql_moved))
         .nest("/api/v1", api(state.clone()))
         .fallback(not_found)
         .layer(crate::http::compression::layer())
@@ -117,11 +115,6 @@ fn pool_use(db: &sea_orm::DatabaseConnection) -> (u32, u32) {
     };
     let idle = u32::try_from(idle).unwrap_or(u32::MAX);
     (idle, size.saturating_sub(idle))
-}
-
-/// `/graphql` on the site: the endpoint and its IDE are under the API's base path.
-async fn graphql_moved() -> axum::response::Redirect {
-    axum::response::Redirect::permanent("/api/v1/graphql")
 }
 
 /// The read API, nested at `/api/v1`: REST, the GraphQL endpoint, the OpenAPI document and MCP.
@@ -317,7 +310,8 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> axum::response::Res
 /// `GET /assets/{version}/{name}`: a file of a vendored front end (GraphiQL for the IDE, Redoc
 /// for `/docs`), cached for a year: the version is in the path.
 async fn vendored_asset(Path((version, name)): Path<(String, String)>) -> axum::response::Response {
-    let found = graphql::asset(&version, &name).or_else(|| openapi::docs::asset(&version, &name));
+    let found =
+        crate::site::ide::asset(&version, &name).or_else(|| openapi::docs::asset(&version, &name));
     match found {
         Some((media, bytes)) => (
             [

@@ -7,6 +7,7 @@
 //! - `pages`: `/signup`, `/login`, `/logout`.
 //! - `account_page`: `/account`, its tokens with their scopes and lifetimes.
 //! - `device_page`: `/device`.
+//! - `ide`: `/graphql`, the GraphiQL IDE, with a short-lived token for a signed-in person.
 //! - `explore`: `/explore`, the dataset explorer, a GraphQL client with a short-lived token.
 //! - `guides`: `/`, and the handlers of `/catalog.md` and `/datasets/{slug}/skill.md` (the text
 //!   is the guides service's, [`crate::guides`]) and of their HTML pages `/catalog` and
@@ -16,6 +17,7 @@ pub mod account_page;
 pub mod device_page;
 pub mod explore;
 pub mod guides;
+pub mod ide;
 pub mod markdown;
 pub mod pages;
 pub mod visitor;
@@ -36,6 +38,7 @@ pub fn routes() -> Router<AppState> {
         .route("/assets/site.js", get(guides::site_js))
         .route("/assets/explore/{name}", get(explore::module))
         .route("/explore", get(explore::show))
+        .route("/graphql", get(ide::show).post(ide::moved))
         .route("/explore/token", post(explore::renew))
         .route("/signup", get(pages::signup_form).post(pages::signup))
         .route("/login", get(pages::login_form).post(pages::login))

@@ -49,17 +49,21 @@ async fn tokens_ide_and_bodies(store: TestStore) {
         .unwrap();
     assert_eq!(response.status(), 400);
 
-    // GET from a browser serves the IDE, pointed at this endpoint.
-    let ide = router
+    // GET from a browser is sent to the IDE, a page of the site, pointed at this endpoint.
+    let browser = |path: &str| {
+        axum::http::Request::get(path)
+            .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+            .body(axum::body::Body::empty())
+            .unwrap()
+    };
+    let moved = router
         .clone()
-        .oneshot(
-            axum::http::Request::get("/api/v1/graphql")
-                .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
-                .body(axum::body::Body::empty())
-                .unwrap(),
-        )
+        .oneshot(browser("/api/v1/graphql"))
         .await
         .unwrap();
+    assert_eq!(moved.status(), 303);
+    assert_eq!(moved.headers()["location"], "http://odqs.test/graphql");
+    let ide = router.clone().oneshot(browser("/graphql")).await.unwrap();
     assert_eq!(ide.status(), 200);
     let csp = ide.headers()["content-security-policy"]
         .to_str()

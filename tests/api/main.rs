@@ -29,6 +29,7 @@ mod graphql_rules;
 mod graphql_schema_file;
 mod guide_pages;
 mod guides;
+mod ide_page;
 mod import;
 mod indexes;
 mod layering;

@@ -488,7 +488,7 @@ async fn home_page_links_everything(store: TestStore) {
         "href=\"/signup\"",
         "href=\"/docs\"",
         "http://odqs.test/api/v1/openapi.json",
-        "http://odqs.test/api/v1/graphql",
+        "href=\"/graphql\"",
         "href=\"/explore\"",
         "http://odqs.test/datasets/flights/skill.md",
         "http://odqs.test/datasets/tw-scenic-spots/skill.md",
@@ -497,11 +497,25 @@ async fn home_page_links_everything(store: TestStore) {
         assert!(text.contains(link), "{link} on the home page");
     }
     assert!(!home.body.contains("<script"), "no JavaScript needed");
-    // `/graphql` in a browser leads to the IDE, and a client's POST keeps its method.
-    for method in [Method::GET, Method::POST] {
+    // `/graphql` is the IDE for a browser; a client (GET for JSON, POST) goes to the API.
+    let ide = browser
+        .send(client::request(
+            Method::GET,
+            "/graphql",
+            None,
+            &[("accept", "text/html,application/xhtml+xml,*/*;q=0.8")],
+            None,
+        ))
+        .await;
+    assert_eq!(ide.status, 200);
+    assert!(ide.body.contains("id=\"graphiql\""), "{}", ide.body);
+    for (method, accept) in [
+        (Method::GET, "application/json"),
+        (Method::POST, "application/json"),
+    ] {
         let (status, headers, _) = client::exchange(
             &store.router(),
-            client::request(method, "/graphql", None, &[], None),
+            client::request(method, "/graphql", None, &[("accept", accept)], None),
         )
         .await;
         assert_eq!(status, 308);

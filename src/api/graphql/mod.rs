@@ -9,7 +9,8 @@
 //!   is 400, anything that ran is 200. Otherwise (`application/json`, `*/*`, no `Accept`) it is
 //!   `application/json` and 200 for every well-formed request, as older clients expect. An
 //!   `Accept` that allows neither is 406.
-//! - A browser (`GET` whose `Accept` prefers `text/html`) gets the GraphiQL IDE.
+//! - A browser (`GET` whose `Accept` prefers `text/html`) is sent to the GraphiQL IDE, a page
+//!   of the site (`{site_url}/graphql`).
 //! - A body that is not a GraphQL request is 400 with a GraphQL-shaped `errors` list; a body
 //!   over the API's limit is 413 in the contract's shape. Tokens and the rate limit are the
 //!   REST API's (the gate runs before this handler), so a missing or bad token is 401 and a
@@ -23,7 +24,7 @@ use async_graphql_axum::GraphQLBatchRequest;
 use axum::body::Body;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::auth::token::Principal;
@@ -95,7 +96,9 @@ pub async fn endpoint(
     let media = negotiate(request.headers());
     let is_get = request.method() == Method::GET;
     if is_get && (media == Some(Media::Html) || (media.is_none() && accepts_html(&request))) {
-        return Ok(ide(&state));
+        // The IDE is a page of the site, which knows who is signed in.
+        let ide = format!("{}/graphql", state.public_url.trim_end_matches('/'));
+        return Ok(axum::response::Redirect::to(&ide).into_response());
     }
     let principal = principal?;
     let Some(media) = media.filter(|m| *m != Media::Html) else {
@@ -340,77 +343,4 @@ fn is_unavailable(error: &ServerError) -> bool {
         .as_ref()
         .and_then(|e| e.get("code"))
         .is_some_and(|c| *c == async_graphql::Value::from(code))
-}
-
-/// The GraphiQL version vendored in `src/api/graphql/graphiql/` (see its `LICENSES.md`); it is part of
-/// the assets' path, so they can be cached for good.
-pub const GRAPHIQL_VERSION: &str = "3.8.3";
-
-/// The Content-Security-Policy of the IDE page: scripts and styles from this site only (the
-/// page is where people paste tokens); GraphiQL sets some styles inline.
-const IDE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
-    img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
-    base-uri 'none'; form-action 'none'";
-
-/// The GraphiQL IDE, served with its vendored assets, so it works without internet access.
-/// Paste a token into the Headers tab.
-fn ide(state: &AppState) -> Response {
-    let context = minijinja::context! {
-        endpoint => format!("{}/graphql", state.resolver.base_url()),
-        assets => format!("/assets/graphiql-{GRAPHIQL_VERSION}"),
-    };
-    let html = match crate::templates::render("graphiql.html", context) {
-        Ok(html) => html,
-        Err(status) => return status.into_response(),
-    };
-    let mut response = Html(html).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(IDE_CSP),
-    );
-    response
-}
-
-/// The vendored files, by name.
-const ASSETS: [(&str, &str, &[u8]); 6] = [
-    (
-        "graphiql.min.js",
-        "text/javascript",
-        include_bytes!("graphiql/graphiql.min.js"),
-    ),
-    (
-        "graphiql.min.css",
-        "text/css",
-        include_bytes!("graphiql/graphiql.min.css"),
-    ),
-    (
-        "react.production.min.js",
-        "text/javascript",
-        include_bytes!("graphiql/react.production.min.js"),
-    ),
-    (
-        "react-dom.production.min.js",
-        "text/javascript",
-        include_bytes!("graphiql/react-dom.production.min.js"),
-    ),
-    (
-        "init.js",
-        "text/javascript",
-        include_bytes!("graphiql/init.js"),
-    ),
-    ("page.css", "text/css", include_bytes!("graphiql/page.css")),
-];
-
-/// The vendored file `name` of `/assets/{version}/{name}`, if `version` is this GraphiQL's:
-/// (media type, bytes).
-pub fn asset(version: &str, name: &str) -> Option<(&'static str, &'static [u8])> {
-    if version != format!("graphiql-{GRAPHIQL_VERSION}") {
-        return None;
-    }
-    ASSETS
-        .iter()
-        .find(|(file, _, _)| *file == name)
-        .map(|(_, media, bytes)| (*media, *bytes))
 }
