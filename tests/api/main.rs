@@ -7,6 +7,7 @@
 #[macro_use]
 mod helpers;
 
+mod accessibility;
 mod account_page;
 mod browser;
 mod cli;

@@ -23,4 +23,22 @@
     props.schema = null;
   }
   ReactDOM.createRoot(root).render(React.createElement(GraphiQL, props));
+
+  // GraphiQL's editors are CodeMirror boxes whose text areas have no name and whose scrolling
+  // regions take no focus: each gets a name and a place in the tab order as it appears.
+  function label() {
+    root.querySelectorAll("textarea:not([aria-label])").forEach(function (area) {
+      var name = area.readOnly
+        ? "Response"
+        : area.closest(".graphiql-query-editor")
+        ? "GraphQL query"
+        : "Variables or headers (JSON)";
+      area.setAttribute("aria-label", name);
+    });
+    root.querySelectorAll(".CodeMirror-scroll:not([tabindex='0'])").forEach(function (region) {
+      region.setAttribute("tabindex", "0");
+    });
+  }
+  new MutationObserver(label).observe(root, { childList: true, subtree: true });
+  label();
 })();

@@ -251,6 +251,18 @@ impl Browser {
         .await
     }
 
+    /// Runs `script` (a function body that calls `done(answer)`, its last argument) in the page
+    /// and waits for its answer.
+    pub async fn eval_async(&self, script: &str) -> Value {
+        let body = format!("const done = arguments[arguments.length - 1];\n{script}");
+        self.command(
+            reqwest::Method::POST,
+            "/execute/async",
+            Some(json!({"script": body, "args": []})),
+        )
+        .await
+    }
+
     /// Waits (at most 20 s) until `condition` (a JavaScript expression) is true in the page.
     pub async fn wait_until(&self, condition: &str) {
         let deadline = Instant::now() + Duration::from_secs(20);
