@@ -43,6 +43,7 @@ pub fn router(state: AppState) -> Router {
             get(|State(state): State<AppState>| openapi::docs_page(state)),
         )
         .route("/assets/{version}/{name}", get(vendored_asset))
+        .route("/assets/{version}/images/{name}", get(vendored_image))
         .nest("/api/v1", api(state.clone()))
         .fallback(not_found)
         .layer(crate::http::compression::layer())
@@ -310,8 +311,9 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> axum::response::Res
 /// `GET /assets/{version}/{name}`: a file of a vendored front end (GraphiQL for the IDE, Redoc
 /// for `/docs`), cached for a year: the version is in the path.
 async fn vendored_asset(Path((version, name)): Path<(String, String)>) -> axum::response::Response {
-    let found =
-        crate::site::ide::asset(&version, &name).or_else(|| openapi::docs::asset(&version, &name));
+    let found = crate::site::ide::asset(&version, &name)
+        .or_else(|| openapi::docs::asset(&version, &name))
+        .or_else(|| crate::site::explore::leaflet_asset(&version, &name));
     match found {
         Some((media, bytes)) => (
             [
@@ -323,6 +325,11 @@ async fn vendored_asset(Path((version, name)): Path<(String, String)>) -> axum::
             .into_response(),
         None => HttpError(ApiError::NotFound).into_response(),
     }
+}
+
+/// `GET /assets/{version}/images/{name}`: a vendored stylesheet's image (Leaflet's).
+async fn vendored_image(Path((version, name)): Path<(String, String)>) -> axum::response::Response {
+    vendored_asset(Path((version, format!("images/{name}")))).await
 }
 
 async fn not_found() -> HttpError {

@@ -22,7 +22,7 @@ use graphql::MAX_FETCHES;
 
 /// The explorer's script modules, served at `/assets/explore/{name}`: one concept each
 /// (`limits.js` holds every limit the page applies).
-const MODULES: [(&str, &str); 8] = [
+const MODULES: [(&str, &str); 9] = [
     ("main.js", include_str!("explore/main.js")),
     ("limits.js", include_str!("explore/limits.js")),
     ("view.js", include_str!("explore/view.js")),
@@ -31,7 +31,69 @@ const MODULES: [(&str, &str); 8] = [
     ("table.js", include_str!("explore/table.js")),
     ("filters.js", include_str!("explore/filters.js")),
     ("stats.js", include_str!("explore/stats.js")),
+    ("map.js", include_str!("explore/map.js")),
 ];
+
+/// The Leaflet version vendored in `leaflet/` (see its `LICENSES.md`), for the map of a
+/// dataset with a geo pair; part of the assets' path, so they can be cached for good.
+pub const LEAFLET_VERSION: &str = "1.9.4";
+
+/// The explorer's Content-Security-Policy: the site's (`Visitor::finish`), with Leaflet's
+/// stylesheet from the site and OpenStreetMap's tiles as images, on this page only.
+const EXPLORE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+    img-src 'self' https://tile.openstreetmap.org; connect-src 'self'; form-action 'self'; \
+    frame-ancestors 'none'; base-uri 'none'";
+
+/// Leaflet's files, by name.
+const LEAFLET: [(&str, &str, &[u8]); 7] = [
+    (
+        "leaflet.js",
+        "text/javascript",
+        include_bytes!("leaflet/leaflet.js"),
+    ),
+    (
+        "leaflet.css",
+        "text/css",
+        include_bytes!("leaflet/leaflet.css"),
+    ),
+    (
+        "images/layers.png",
+        "image/png",
+        include_bytes!("leaflet/images/layers.png"),
+    ),
+    (
+        "images/layers-2x.png",
+        "image/png",
+        include_bytes!("leaflet/images/layers-2x.png"),
+    ),
+    (
+        "images/marker-icon.png",
+        "image/png",
+        include_bytes!("leaflet/images/marker-icon.png"),
+    ),
+    (
+        "images/marker-icon-2x.png",
+        "image/png",
+        include_bytes!("leaflet/images/marker-icon-2x.png"),
+    ),
+    (
+        "images/marker-shadow.png",
+        "image/png",
+        include_bytes!("leaflet/images/marker-shadow.png"),
+    ),
+];
+
+/// The vendored file `name` of `/assets/{version}/{name}`, if `version` is this Leaflet's:
+/// (media type, bytes).
+pub fn leaflet_asset(version: &str, name: &str) -> Option<(&'static str, &'static [u8])> {
+    if version != format!("leaflet-{LEAFLET_VERSION}") {
+        return None;
+    }
+    LEAFLET
+        .iter()
+        .find(|(file, _, _)| *file == name)
+        .map(|(_, media, bytes)| (*media, *bytes))
+}
 
 /// `GET /explore`: signed-in people only (others go to log in and come back, to the same
 /// view: the query string is kept).
@@ -52,7 +114,7 @@ pub async fn show(
     match account::explorer_token(&state.store, signed_in.user.id).await {
         Ok((secret, model)) => {
             let expires_at = model.expires_at.unwrap_or_else(OffsetDateTime::now_utc);
-            page(
+            let mut response = page(
                 &visitor,
                 StatusCode::OK,
                 "explore.html",
@@ -63,8 +125,14 @@ pub async fn show(
                     expires_at => expires_at.unix_timestamp(),
                     base_url => state.resolver.base_url(),
                     max_fetches => MAX_FETCHES,
+                    leaflet => format!("/assets/leaflet-{LEAFLET_VERSION}"),
                 },
-            )
+            );
+            response.headers_mut().insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(EXPLORE_CSP),
+            );
+            response
         }
         Err(e) => store_failed(e),
     }

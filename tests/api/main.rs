@@ -20,6 +20,7 @@ mod device_flow;
 mod docs_page;
 mod docs_paths;
 mod explore;
+mod explore_map;
 mod explore_views;
 mod export;
 mod graphql;

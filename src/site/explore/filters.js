@@ -15,7 +15,7 @@ export function facetQueries() {
       alias: "f" + i,
       variable: "filters" + i,
       filters: gqlFilters(f.name),
-      text: `f${i}: agg(slug: $slug, groupBy: ${JSON.stringify(f.name)}, q: $q, filters: $filters${i}, limit: ${limit}) {
+      text: `f${i}: agg(slug: $slug, groupBy: ${JSON.stringify(f.name)}, q: $q, bbox: $bbox, filters: $filters${i}, limit: ${limit}) {
            totalGroups groups { key stats { count } } }`,
     };
   });
@@ -64,6 +64,14 @@ const SIGNS = { EQ: "=", GTE: "≥", LTE: "≤" };
 export function renderChips() {
   const chips = $("active-filters");
   chips.replaceChildren();
+  if (state.bbox) {
+    const chip = el("button", `in the map's area (${state.bbox}) ×`, { type: "button", class: "chip", id: "bbox-chip", title: "Remove this condition" });
+    chip.addEventListener("click", () => {
+      state.bbox = null;
+      changed();
+    });
+    chips.append(chip);
+  }
   for (const f of state.filters) {
     const chip = el("button", `${f.field} ${SIGNS[f.op]} ${f.value} ×`, { type: "button", class: "chip", title: "Remove this condition" });
     chip.addEventListener("click", () => {

@@ -20,3 +20,5 @@ export const PERCENTILES = [50, 25, 75, 90, 95, 99];
 export const MAX_DECIMALS = 6;
 // The token is renewed once this share of its lifetime has passed.
 export const RENEW_AT = 0.8;
+// Points the map draws at most: one page of the API's records within its bounds.
+export const MAP_POINTS = 100;

@@ -1,12 +1,13 @@
 // The dataset explorer (/explore): a small GraphQL client, no framework and no build step,
 // in modules named for what they own (limits, view: the state and its URL, api, format,
-// table, filters, stats). It talks to the API only, with the short-lived token the page
+// table, filters, stats, map). It talks to the API only, with the short-lived token the page
 // carries, renewed in the background while the page is open.
 
 import { FACET_VALUES, MAX_COLUMNS, MAX_FACETS, PER_PAGE, TOP_GROUPS } from "./limits.js";
 import { curl, download, exportUrl, gql, keepTokenFresh, recordsUrl } from "./api.js";
 import { $, el, count, status } from "./format.js";
 import { facetQueries, fillRangeControls, renderChips, renderFacets } from "./filters.js";
+import { renderMap } from "./map.js";
 import { fillStatsControls, readControls, runStats } from "./stats.js";
 import { closeRecord, renderColumnPicker, renderRecords, showRecord } from "./table.js";
 import { fromQuery, gqlFilters, hooks, remember, state } from "./view.js";
@@ -48,7 +49,7 @@ async function restore() {
 }
 
 async function pickDataset(slug, search) {
-  Object.assign(state, { slug, fields: [], idField: null, facets: [], columns: [], q: "", filters: [], sort: null, page: 1, lastPage: null, record: null, stats: null });
+  Object.assign(state, { slug, fields: [], idField: null, facets: [], columns: [], q: "", filters: [], geo: null, bbox: null, sort: null, page: 1, lastPage: null, record: null, stats: null });
   state.openFacets.clear();
   state.moreFacets.clear();
   state.decimals.clear();
@@ -56,21 +57,22 @@ async function pickDataset(slug, search) {
   $("record-alone").replaceChildren();
   $("stats").replaceChildren();
   $("views").hidden = !slug;
-  if (!slug) return;
+  if (!slug) return renderMap();
   const data = await gql(
-    `query Fields($slug: String!) { dataset(slug: $slug) { title description idField
+    `query Fields($slug: String!) { dataset(slug: $slug) { title description idField geo { lat lon }
        fields { name type description filter { exact fulltext sort groupBy operators buckets } } } }`,
     { slug },
   );
   if (state.slug !== slug) return;
   state.fields = data.dataset.fields;
   state.idField = data.dataset.idField;
+  state.geo = data.dataset.geo;
   const ranked = await rankKeywords();
   state.facets = ranked.filter((r) => r.groups > 1).slice(0, MAX_FACETS).map((r) => r.field);
   if (WIDE.matches) for (const f of state.facets) state.openFacets.add(f.name);
   state.columns = defaultColumns(ranked);
   const view = fromQuery(search || "", state.fields);
-  Object.assign(state, { q: view.q, filters: view.filters, sort: view.sort, page: view.page, record: view.record, stats: view.stats });
+  Object.assign(state, { q: view.q, filters: view.filters, bbox: state.geo ? view.bbox : null, sort: view.sort, page: view.page, record: view.record, stats: view.stats });
   if (view.columns) state.columns = view.columns;
   $("q").value = state.q;
   const best = ranked.find((r) => r.groups > 1 && r.groups <= TOP_GROUPS) || ranked[0];
@@ -126,15 +128,16 @@ function defaultColumns(ranked) {
 async function refresh() {
   if (!state.slug) return;
   const facets = facetQueries();
-  const query = `query Explore($slug: String!, $q: String, $filters: [FieldFilter!], $page: Int,
+  const query = `query Explore($slug: String!, $q: String, $bbox: String, $filters: [FieldFilter!], $page: Int,
       $perPage: Int, $sort: [SortKey!]${facets.map((f) => `, $${f.variable}: [FieldFilter!]`).join("")}) {
-    records(slug: $slug, q: $q, filters: $filters, page: $page, perPage: $perPage, sort: $sort) {
+    records(slug: $slug, q: $q, bbox: $bbox, filters: $filters, page: $page, perPage: $perPage, sort: $sort) {
       total page perPage records }
     ${facets.map((f) => f.text).join("\n")}
   }`;
   const variables = {
     slug: state.slug,
     q: state.q || null,
+    bbox: state.bbox,
     filters: gqlFilters(),
     page: state.page,
     perPage: PER_PAGE,
@@ -152,7 +155,7 @@ async function refresh() {
   renderApi();
   status("");
   if (state.record !== null) await showRecord();
-  if (state.stats) await runStats();
+  await Promise.all([renderMap(), state.stats ? runStats() : null]);
 }
 
 // The API URL of the page on screen, as curl, and the downloads of every matching record.

@@ -118,9 +118,9 @@ export async function runStats() {
   const sort = s.metric === "count" ? "" : `, sort: {by: ${JSON.stringify(s.metric)}, order: DESC}`;
   status("Loading…");
   const data = await gql(
-    `query Stats($slug: String!, $groupBy: [String!]!, $field: String, $q: String, $filters: [FieldFilter!],
+    `query Stats($slug: String!, $groupBy: [String!]!, $field: String, $q: String, $bbox: String, $filters: [FieldFilter!],
                  $limit: Int, $minCount: Int, $percentiles: [Float!]) {
-       agg(slug: $slug, groupBy: $groupBy, field: $field, q: $q, filters: $filters, limit: $limit,
+       agg(slug: $slug, groupBy: $groupBy, field: $field, q: $q, bbox: $bbox, filters: $filters, limit: $limit,
            minCount: $minCount, percentiles: $percentiles${sort}) {
          totalRecords totalGroups ungroupedRecords
          groups { key keys stats { count sum avg min max percentileValues { label value } } } } }`,
@@ -129,6 +129,7 @@ export async function runStats() {
       groupBy: s.groupBy,
       field: s.field,
       q: state.q || null,
+      bbox: state.bbox,
       filters: gqlFilters(),
       limit: TOP_GROUPS,
       minCount: s.minCount > 1 ? s.minCount : null,

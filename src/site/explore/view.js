@@ -3,7 +3,7 @@
 // and statistics.
 //
 //   ?dataset=flights&q=intl&f.origin=EWR&f.origin=JFK&f.distance[gte]=500&sort=distance<
-//    &cols=_id,carrier,distance&page=2&record=123
+//    &bbox=120.9,24.6,121.8,25.3&cols=_id,carrier,distance&page=2&record=123
 //    &group_by=carrier,time_hour[month]&field=dep_delay&bars=avg&percentile=95&min_count=10
 
 export const state = {
@@ -16,6 +16,8 @@ export const state = {
   moreFacets: new Set(), // facets whose "more" was opened
   q: "",
   filters: [], // [{field, op: "EQ" | "GTE" | "LTE", value}]
+  geo: null, // {lat, lon}: the dataset's geo pair (its number fields), or null
+  bbox: null, // "minLon,minLat,maxLon,maxLat": the area the map put into the view, or null
   sort: null, // {field, order: "ASC" | "DESC"}
   page: 1,
   lastPage: null,
@@ -25,6 +27,8 @@ export const state = {
 };
 
 const OPS = { gte: "GTE", lte: "LTE" };
+// The API's bbox: four numbers (GeoJSON's order).
+const BBOX = /^-?\d+(?:\.\d+)?(?:,-?\d+(?:\.\d+)?){3}$/;
 
 // The URL's query string for the state (empty before a dataset is picked).
 export function toQuery() {
@@ -35,6 +39,7 @@ export function toQuery() {
   for (const f of state.filters) {
     p.append(f.op === "EQ" ? "f." + f.field : `f.${f.field}[${f.op.toLowerCase()}]`, f.value);
   }
+  if (state.bbox) p.set("bbox", state.bbox);
   if (state.sort) p.set("sort", state.sort.field + (state.sort.order === "ASC" ? ">" : "<"));
   p.set("cols", state.columns.join(","));
   if (state.page > 1) p.set("page", String(state.page));
@@ -65,12 +70,13 @@ export function remember(push) {
 export function fromQuery(search, fields) {
   const p = new URLSearchParams(search);
   const known = new Set(fields.map((f) => f.name));
-  const view = { q: p.get("q") || "", filters: [], sort: null, columns: null, page: 1, record: null, stats: null };
+  const view = { q: p.get("q") || "", filters: [], bbox: null, sort: null, columns: null, page: 1, record: null, stats: null };
   for (const [key, value] of p) {
     if (!key.startsWith("f.")) continue;
     const m = /^f\.(.+?)(?:\[(gte|lte)\])?$/.exec(key);
     if (m && known.has(m[1])) view.filters.push({ field: m[1], op: m[2] ? OPS[m[2]] : "EQ", value });
   }
+  if (BBOX.test(p.get("bbox") || "")) view.bbox = p.get("bbox");
   const sort = /^(.+)([<>])$/.exec(p.get("sort") || "");
   if (sort && known.has(sort[1])) view.sort = { field: sort[1], order: sort[2] === ">" ? "ASC" : "DESC" };
   if (p.has("cols")) {
