@@ -366,6 +366,22 @@ async fn cluster_routes_by_slug_behind_haproxy() {
         }
     }
     assert_token_query(&client, &base, &token).await;
+    // The dataset backend checks its servers on its own: wait (bounded) until its checks have
+    // all three up too, seen as slugs answered by three instances.
+    let slugs: Vec<String> = (0..24).map(|i| format!("slug-{i}")).collect();
+    let mut spread = std::collections::BTreeSet::new();
+    while spread.len() < 3 {
+        assert!(
+            started.elapsed() < READY_DEADLINE,
+            "the dataset backend reached only {spread:?}\n{}",
+            stack.logs()
+        );
+        spread.clear();
+        for slug in &slugs {
+            let url = format!("{base}/api/v1/datasets/{slug}/schema.json");
+            spread.insert(instance(&get(&client, &url, Some(&token)).await));
+        }
+    }
 
     // Every request of one slug, whatever follows it, lands on one instance.
     let mut home = std::collections::BTreeMap::new();
