@@ -311,9 +311,12 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> axum::response::Res
 /// `GET /assets/{version}/{name}`: a file of a vendored front end (GraphiQL for the IDE, Redoc
 /// for `/docs`), cached for a year: the version is in the path.
 async fn vendored_asset(Path((version, name)): Path<(String, String)>) -> axum::response::Response {
-    let found = crate::site::ide::asset(&version, &name)
-        .or_else(|| openapi::docs::asset(&version, &name))
-        .or_else(|| crate::site::explore::leaflet_asset(&version, &name));
+    let bundles = [
+        &crate::site::ide::GRAPHIQL,
+        &openapi::docs::REDOC,
+        &crate::site::explore::LEAFLET,
+    ];
+    let found = bundles.iter().find_map(|b| b.file(&version, &name));
     match found {
         Some((media, bytes)) => (
             [

@@ -15,3 +15,4 @@ pub mod request_line;
 pub mod resilience;
 pub mod server;
 pub mod url;
+pub mod vendored;

@@ -17,6 +17,7 @@ use super::pages::{Empty, page, store_failed};
 use super::visitor::{Posted, Visitor, see_other};
 use crate::auth::account;
 use crate::guides::when;
+use crate::http::vendored::Bundle;
 use crate::state::AppState;
 use graphql::MAX_FETCHES;
 
@@ -45,7 +46,7 @@ const EXPLORE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'sel
     frame-ancestors 'none'; base-uri 'none'";
 
 /// Leaflet's files, by name.
-const LEAFLET: [(&str, &str, &[u8]); 7] = [
+const LEAFLET_FILES: &[(&str, &str, &[u8])] = &[
     (
         "leaflet.js",
         "text/javascript",
@@ -83,17 +84,12 @@ const LEAFLET: [(&str, &str, &[u8]); 7] = [
     ),
 ];
 
-/// The vendored file `name` of `/assets/{version}/{name}`, if `version` is this Leaflet's:
-/// (media type, bytes).
-pub fn leaflet_asset(version: &str, name: &str) -> Option<(&'static str, &'static [u8])> {
-    if version != format!("leaflet-{LEAFLET_VERSION}") {
-        return None;
-    }
-    LEAFLET
-        .iter()
-        .find(|(file, _, _)| *file == name)
-        .map(|(_, media, bytes)| (*media, *bytes))
-}
+/// Leaflet, vendored ([`crate::http::vendored`]).
+pub const LEAFLET: Bundle = Bundle {
+    name: "leaflet",
+    version: LEAFLET_VERSION,
+    files: LEAFLET_FILES,
+};
 
 /// `GET /explore`: signed-in people only (others go to log in and come back, to the same
 /// view: the query string is kept).
@@ -125,7 +121,7 @@ pub async fn show(
                     expires_at => expires_at.unix_timestamp(),
                     base_url => state.resolver.base_url(),
                     max_fetches => MAX_FETCHES,
-                    leaflet => format!("/assets/leaflet-{LEAFLET_VERSION}"),
+                    leaflet => LEAFLET.path(),
                 },
             );
             response.headers_mut().insert(

@@ -12,6 +12,7 @@ use minijinja::context;
 use super::pages::{page, store_failed};
 use super::visitor::Visitor;
 use crate::auth::account;
+use crate::http::vendored::Bundle;
 use crate::state::AppState;
 
 /// The GraphiQL version vendored in `graphiql/`; it is part of the assets' path, so they can be
@@ -41,7 +42,7 @@ pub async fn show(State(state): State<AppState>, visitor: Visitor, headers: Head
     };
     let context = context! {
         endpoint => format!("{}/graphql", state.resolver.base_url()),
-        assets => format!("/assets/graphiql-{GRAPHIQL_VERSION}"),
+        assets => GRAPHIQL.path(),
         token,
     };
     let mut response = page(&visitor, StatusCode::OK, "graphiql.html", context);
@@ -67,7 +68,7 @@ fn wants_html(headers: &HeaderMap) -> bool {
 }
 
 /// The vendored files, by name.
-const ASSETS: [(&str, &str, &[u8]); 6] = [
+const FILES: &[(&str, &str, &[u8])] = &[
     (
         "graphiql.min.js",
         "text/javascript",
@@ -96,14 +97,9 @@ const ASSETS: [(&str, &str, &[u8]); 6] = [
     ("page.css", "text/css", include_bytes!("graphiql/page.css")),
 ];
 
-/// The vendored file `name` of `/assets/{version}/{name}`, if `version` is this GraphiQL's:
-/// (media type, bytes).
-pub fn asset(version: &str, name: &str) -> Option<(&'static str, &'static [u8])> {
-    if version != format!("graphiql-{GRAPHIQL_VERSION}") {
-        return None;
-    }
-    ASSETS
-        .iter()
-        .find(|(file, _, _)| *file == name)
-        .map(|(_, media, bytes)| (*media, *bytes))
-}
+/// GraphiQL and React, vendored ([`crate::http::vendored`]).
+pub const GRAPHIQL: Bundle = Bundle {
+    name: "graphiql",
+    version: GRAPHIQL_VERSION,
+    files: FILES,
+};

@@ -5,6 +5,7 @@
 use axum::http::{HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
 
+use crate::http::vendored::Bundle;
 use crate::state::AppState;
 
 /// The Redoc version vendored in `redoc/`; it is part of the assets' path, so they can be cached
@@ -22,7 +23,7 @@ const DOCS_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 
 pub async fn docs_page(state: AppState) -> Response {
     let context = minijinja::context! {
         spec => format!("{}/openapi.json", state.resolver.base_url()),
-        assets => format!("/assets/redoc-{REDOC_VERSION}"),
+        assets => REDOC.path(),
     };
     let html = match crate::templates::render("openapi_docs.html", context) {
         Ok(html) => html,
@@ -39,7 +40,7 @@ pub async fn docs_page(state: AppState) -> Response {
 }
 
 /// The vendored files, by name: (name, media type, bytes).
-const ASSETS: [(&str, &str, &[u8]); 3] = [
+const FILES: &[(&str, &str, &[u8])] = &[
     (
         "redoc.standalone.js",
         "text/javascript",
@@ -53,14 +54,9 @@ const ASSETS: [(&str, &str, &[u8]); 3] = [
     ("page.css", "text/css", include_bytes!("redoc/page.css")),
 ];
 
-/// The vendored file `name` of `/assets/{version}/{name}`, if `version` is this Redoc's:
-/// (media type, bytes).
-pub fn asset(version: &str, name: &str) -> Option<(&'static str, &'static [u8])> {
-    if version != format!("redoc-{REDOC_VERSION}") {
-        return None;
-    }
-    ASSETS
-        .iter()
-        .find(|(file, _, _)| *file == name)
-        .map(|(_, media, bytes)| (*media, *bytes))
-}
+/// Redoc, vendored ([`crate::http::vendored`]).
+pub const REDOC: Bundle = Bundle {
+    name: "redoc",
+    version: REDOC_VERSION,
+    files: FILES,
+};
