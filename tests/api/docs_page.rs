@@ -7,6 +7,7 @@
 //! this test fails, it never skips.
 
 use crate::helpers::client::{Browser as Client, unescape};
+use crate::helpers::explorer::widths;
 use crate::helpers::webdriver::{Driver, screenshots};
 use crate::helpers::{TestStore, serve};
 
@@ -77,10 +78,7 @@ async fn docs_drawn_by_redoc_in_a_browser(store: TestStore) {
             .as_u64()
             .unwrap();
         assert_eq!(drawn as usize, operations, "{kind} at {width} px");
-        let w = browser
-            .eval("return [document.documentElement.scrollWidth, window.innerWidth];")
-            .await;
-        let (scroll, inner) = (w[0].as_u64().unwrap(), w[1].as_u64().unwrap());
+        let (scroll, inner) = widths(&browser).await;
         assert_eq!(inner, u64::from(width));
         assert!(
             scroll <= inner,

@@ -7,7 +7,7 @@
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them); without them
 //! this test fails, it never skips.
 
-use crate::helpers::explorer::sign_up_for_the_explorer;
+use crate::helpers::explorer::{sign_up_for_the_explorer, widths};
 use crate::helpers::webdriver::{Browser, Driver, screenshots};
 use crate::helpers::{TestStore, load_demo, serve};
 
@@ -23,10 +23,7 @@ async fn open_ide(browser: &Browser, site: &str) {
 }
 
 async fn no_sideways_scroll(browser: &Browser, width: u32) {
-    let w = browser
-        .eval("return [document.documentElement.scrollWidth, window.innerWidth];")
-        .await;
-    let (scroll, inner) = (w[0].as_u64().unwrap(), w[1].as_u64().unwrap());
+    let (scroll, inner) = widths(browser).await;
     assert_eq!(inner, u64::from(width));
     assert!(scroll <= inner, "the IDE is {scroll} px wide in {inner} px");
 }
