@@ -1,9 +1,11 @@
 //! The explorer's map in headless Chromium (issue 31): a dataset with a geo pair
 //! (tw-scenic-spots) shows exactly the points the REST API answers for the map's `bbox`, at
 //! most one page of them, and says how many of the total; "Search this area" puts the bounds
-//! into the view, so the table follows and the URL keeps it; a dataset without a pair
-//! (flights) shows no map. Leaflet comes from the binary, and nothing depends on internet
-//! tiles: the points are drawn on a plain background when none load.
+//! into the view, so the table follows and the URL keeps it; "Search near the centre" puts a
+//! circle into the view, nearest first, each row's distance the API's; a point opens its
+//! record; a dataset without a pair (flights) shows no map. Leaflet comes from the binary, and
+//! nothing depends on internet tiles: the points are drawn on a plain background when none
+//! load.
 
 use crate::helpers::explorer::{grouped, rest, sign_up_for_the_explorer};
 use crate::helpers::webdriver::{self, Driver, screenshots, serve};
@@ -31,15 +33,20 @@ async fn drawn(browser: &webdriver::Browser) -> (String, u64, u64, u64) {
     )
 }
 
-/// The markers are the REST API's records for the same box: as many as one page of at most
-/// 100, and the total it counts.
-async fn markers_match_rest(browser: &webdriver::Browser, site: &str, token: &str) -> String {
+/// The markers are the REST API's records for the same box (and the view's `extra`
+/// conditions): as many as one page of at most 100, and the total it counts.
+async fn markers_match_rest(
+    browser: &webdriver::Browser,
+    site: &str,
+    token: &str,
+    extra: &str,
+) -> String {
     let (bbox, markers, shown, total) = drawn(browser).await;
     assert!(!bbox.is_empty(), "the map asked for a box");
     let answer = rest(
         site,
         token,
-        &format!("/datasets/tw-scenic-spots/records?bbox={bbox}&per_page=100&fields=_id"),
+        &format!("/datasets/tw-scenic-spots/records?bbox={bbox}{extra}&per_page=100&fields=_id"),
     )
     .await;
     let page = answer["records"].as_array().unwrap().len() as u64;
@@ -91,7 +98,7 @@ async fn the_map_shows_the_points_of_the_view(store: TestStore) {
             "{MAP_READY} && document.getElementById('map').dataset.bbox"
         ))
         .await;
-    let first = markers_match_rest(&browser, &site, &token).await;
+    let first = markers_match_rest(&browser, &site, &token, "").await;
     let (_, markers, _, total) = drawn(&browser).await;
     assert_eq!(markers, 100, "one full page of {total}");
     assert!(total > 100);
@@ -105,7 +112,7 @@ async fn the_map_shows_the_points_of_the_view(store: TestStore) {
             "{MAP_READY} && document.getElementById('map').dataset.bbox !== '{first}'"
         ))
         .await;
-    let zoomed = markers_match_rest(&browser, &site, &token).await;
+    let zoomed = markers_match_rest(&browser, &site, &token, "").await;
 
     // "Search this area": the bounds become the view's bbox; the table follows, the URL keeps it.
     browser.click("css selector", "#map-search").await;
@@ -153,7 +160,7 @@ async fn the_map_shows_the_points_of_the_view(store: TestStore) {
             .unwrap()
             .contains("bbox=")
     );
-    markers_match_rest(&browser, &site, &token).await;
+    markers_match_rest(&browser, &site, &token, "").await;
     browser
         .screenshot(&screenshots().join(format!("explore-map-{kind}.png")))
         .await;
@@ -169,13 +176,98 @@ async fn the_map_shows_the_points_of_the_view(store: TestStore) {
     let (_, markers, _, shown_total) = drawn(&browser).await;
     assert_eq!(shown_total, in_area);
     assert_eq!(markers, in_area.min(100));
-    markers_match_rest(&browser, &site, &token).await;
+    markers_match_rest(&browser, &site, &token, "").await;
 
     // Removing the condition brings every record back; flights has no geo pair: no map.
     browser.click("css selector", "#bbox-chip").await;
     browser
         .wait_until(&format!("{MAP_READY} && !location.search.includes('bbox=') && document.getElementById('total').textContent === '{}'", grouped(total)))
         .await;
+
+    // "Search near the centre": a circle becomes the view's near condition, nearest first; the
+    // table, its distances and the points are the REST API's for it.
+    browser.click("css selector", "#map-near").await;
+    browser
+        .wait_until(&format!(
+            "{MAP_READY} && document.getElementById('near-chip') && location.search.includes('near=') \
+             && document.getElementById('distance-head')"
+        ))
+        .await;
+    let url = browser.current_url().await;
+    let near = url
+        .split("near=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .replace("%2C", ",");
+    assert!(url.contains("sort=_distance%3E"), "{url}");
+    let nearest = rest(
+        &site,
+        &token,
+        &format!("/datasets/tw-scenic-spots/records?near={near}&sort=_distance>&per_page=20"),
+    )
+    .await;
+    let within = nearest["total"].as_u64().unwrap();
+    assert!(
+        within > 0 && within < total,
+        "{within} of {total} near {near}"
+    );
+    browser
+        .wait_until(&format!(
+            "document.getElementById('total').textContent === '{}'",
+            grouped(within)
+        ))
+        .await;
+    let table = browser
+        .eval(
+            "return [...document.querySelectorAll('#records tbody tr')].map((tr) =>                [tr.dataset.id, tr.children[1].textContent]);",
+        )
+        .await;
+    let table = table.as_array().unwrap();
+    let records = nearest["records"].as_array().unwrap();
+    assert_eq!(table.len(), records.len());
+    for (row, record) in table.iter().zip(records) {
+        assert_eq!(row[0], record["_id"], "nearest first");
+        let metres = record["_distance_m"].as_f64().unwrap();
+        let shown = row[1].as_str().unwrap();
+        let expected = if metres < 1000.0 {
+            format!("{} m", grouped(metres.round() as u64))
+        } else {
+            let km = (metres / 10.0).round() / 100.0;
+            format!("{km} km")
+        };
+        assert_eq!(shown, expected, "{record}");
+    }
+    markers_match_rest(&browser, &site, &token, &format!("&near={near}")).await;
+
+    // A point opens its record.
+    let id = browser
+        .eval(
+            "const p = document.querySelector('#map-canvas path.leaflet-interactive[data-id]');              p.dispatchEvent(new MouseEvent('click', {bubbles: true, clientX: 1, clientY: 1}));              return p.dataset.id;",
+        )
+        .await;
+    let id = id.as_str().unwrap().to_string();
+    browser
+        .wait_until(&format!(
+            "document.getElementById('record-id') && document.getElementById('record-id').textContent === '{id}' \
+             && location.search.includes('record=')"
+        ))
+        .await;
+    assert!(
+        browser.current_url().await.contains("near="),
+        "the point keeps the circle"
+    );
+    browser
+        .screenshot(&screenshots().join(format!("explore-near-{kind}.png")))
+        .await;
+    browser.click("css selector", "#near-chip").await;
+    browser
+        .wait_until(&format!("{MAP_READY} && !location.search.includes('near=') && !document.getElementById('distance-head') \
+             && document.getElementById('total').textContent === '{}'", grouped(total)))
+        .await;
+
     browser
         .click("css selector", "#dataset option[value='flights']")
         .await;

@@ -75,11 +75,12 @@ export async function gql(query, variables) {
 // A query-string component; `'` too, so a URL pastes into single quotes.
 const part = (s) => encodeURIComponent(s).replace(/'/g, "%27");
 
-// The REST conditions of `view`: q, bbox, field=value, field[op]=value.
+// The REST conditions of `view`: q, bbox, near, field=value, field[op]=value.
 function conditions(view) {
   const pairs = [];
   if (view.q) pairs.push(["q", view.q]);
   if (view.bbox) pairs.push(["bbox", view.bbox]);
+  if (view.near) pairs.push(["near", view.near]);
   for (const f of view.filters) {
     pairs.push([f.op === "EQ" ? f.field : `${f.field}[${f.op.toLowerCase()}]`, f.value]);
   }

@@ -4,7 +4,7 @@
 
 import { FACET_MORE, FACET_VALUES } from "./limits.js";
 import { $, el, count, key } from "./format.js";
-import { field, gqlFilters, hooks, state } from "./view.js";
+import { DISTANCE, field, gqlFilters, hooks, state } from "./view.js";
 
 // The facets' agg fields for one GraphQL document, and how to read them from its answer.
 export function facetQueries() {
@@ -15,7 +15,7 @@ export function facetQueries() {
       alias: "f" + i,
       variable: "filters" + i,
       filters: gqlFilters(f.name),
-      text: `f${i}: agg(slug: $slug, groupBy: ${JSON.stringify(f.name)}, q: $q, bbox: $bbox, filters: $filters${i}, limit: ${limit}) {
+      text: `f${i}: agg(slug: $slug, groupBy: ${JSON.stringify(f.name)}, q: $q, bbox: $bbox, near: $near, filters: $filters${i}, limit: ${limit}) {
            totalGroups groups { key stats { count } } }`,
     };
   });
@@ -68,6 +68,16 @@ export function renderChips() {
     const chip = el("button", `in the map's area (${state.bbox}) ×`, { type: "button", class: "chip", id: "bbox-chip", title: "Remove this condition" });
     chip.addEventListener("click", () => {
       state.bbox = null;
+      changed();
+    });
+    chips.append(chip);
+  }
+  if (state.near) {
+    const [lat, lon, radius] = state.near.split(",");
+    const chip = el("button", `within ${radius} of ${lat}, ${lon} ×`, { type: "button", class: "chip", id: "near-chip", title: "Remove this condition" });
+    chip.addEventListener("click", () => {
+      state.near = null;
+      if (state.sort && state.sort.field === DISTANCE) state.sort = null;
       changed();
     });
     chips.append(chip);

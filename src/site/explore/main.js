@@ -10,7 +10,7 @@ import { facetQueries, fillRangeControls, renderChips, renderFacets } from "./fi
 import { renderMap } from "./map.js";
 import { fillStatsControls, readControls, runStats } from "./stats.js";
 import { closeRecord, renderColumnPicker, renderRecords, showRecord } from "./table.js";
-import { fromQuery, gqlFilters, hooks, remember, state } from "./view.js";
+import { DISTANCE, fromQuery, gqlFilters, hooks, remember, state } from "./view.js";
 
 const root = $("explore");
 // The server's limit of dataset fetches in one GraphQL operation (MAX_FETCHES).
@@ -49,7 +49,7 @@ async function restore() {
 }
 
 async function pickDataset(slug, search) {
-  Object.assign(state, { slug, fields: [], idField: null, facets: [], columns: [], q: "", filters: [], geo: null, bbox: null, sort: null, page: 1, lastPage: null, record: null, stats: null });
+  Object.assign(state, { slug, fields: [], idField: null, facets: [], columns: [], q: "", filters: [], geo: null, bbox: null, near: null, sort: null, page: 1, lastPage: null, record: null, stats: null });
   state.openFacets.clear();
   state.moreFacets.clear();
   state.decimals.clear();
@@ -72,7 +72,8 @@ async function pickDataset(slug, search) {
   if (WIDE.matches) for (const f of state.facets) state.openFacets.add(f.name);
   state.columns = defaultColumns(ranked);
   const view = fromQuery(search || "", state.fields);
-  Object.assign(state, { q: view.q, filters: view.filters, bbox: state.geo ? view.bbox : null, sort: view.sort, page: view.page, record: view.record, stats: view.stats });
+  Object.assign(state, { q: view.q, filters: view.filters, bbox: state.geo ? view.bbox : null, near: state.geo ? view.near : null,
+    sort: view.sort && (state.geo || view.sort.field !== DISTANCE) ? view.sort : null, page: view.page, record: view.record, stats: view.stats });
   if (view.columns) state.columns = view.columns;
   $("q").value = state.q;
   const best = ranked.find((r) => r.groups > 1 && r.groups <= TOP_GROUPS) || ranked[0];
@@ -128,9 +129,9 @@ function defaultColumns(ranked) {
 async function refresh() {
   if (!state.slug) return;
   const facets = facetQueries();
-  const query = `query Explore($slug: String!, $q: String, $bbox: String, $filters: [FieldFilter!], $page: Int,
+  const query = `query Explore($slug: String!, $q: String, $bbox: String, $near: String, $filters: [FieldFilter!], $page: Int,
       $perPage: Int, $sort: [SortKey!]${facets.map((f) => `, $${f.variable}: [FieldFilter!]`).join("")}) {
-    records(slug: $slug, q: $q, bbox: $bbox, filters: $filters, page: $page, perPage: $perPage, sort: $sort) {
+    records(slug: $slug, q: $q, bbox: $bbox, near: $near, filters: $filters, page: $page, perPage: $perPage, sort: $sort) {
       total page perPage records }
     ${facets.map((f) => f.text).join("\n")}
   }`;
@@ -138,6 +139,7 @@ async function refresh() {
     slug: state.slug,
     q: state.q || null,
     bbox: state.bbox,
+    near: state.near,
     filters: gqlFilters(),
     page: state.page,
     perPage: PER_PAGE,

@@ -4,12 +4,15 @@
 // total are shown. "Search this area" puts the bounds into the view as its bbox condition, so
 // the table, the facets and the statistics follow and the URL keeps it. Tiles come from
 // OpenStreetMap only when the browser reaches them (one tile is tried first); without them
-// the points are drawn on a plain background.
+// the points are drawn on a plain background. A click on the map (or "Search near the
+// centre") puts a circle around that place into the view as its near condition, nearest
+// first; a click on a point opens its record.
 
 import { MAP_POINTS } from "./limits.js";
 import { gql } from "./api.js";
 import { $, count, el, pick } from "./format.js";
-import { gqlFilters, hooks, state } from "./view.js";
+import { showRecord } from "./table.js";
+import { DISTANCE, gqlFilters, hooks, state } from "./view.js";
 
 const TILES = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";
 const ATTRIBUTION = '© <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors';
@@ -18,6 +21,8 @@ let map = null;
 let points = null; // the layer of the drawn markers
 let shownSlug = null; // the dataset the map was last placed for
 let placedBox = null; // the view's bbox the map was last placed on
+let placedNear = null; // the view's near the map was last placed on
+let circle = null; // the drawn near condition
 let asked = 0; // the latest request for points; the answers of older ones are dropped
 
 const box = () => $("map");
@@ -27,6 +32,7 @@ function ensureMap() {
   map = window.L.map("map-canvas", { zoomSnap: 0.25 });
   points = window.L.layerGroup().addTo(map);
   map.on("moveend", () => drawPoints().catch(hooks.fail));
+  map.on("click", (e) => searchNear(e.latlng));
   const probe = new Image();
   probe.addEventListener("load", () => {
     window.L.tileLayer(TILES, { maxZoom: 19, attribution: ATTRIBUTION }).addTo(map);
@@ -50,6 +56,22 @@ function asBox(bounds) {
 }
 
 const boxText = (b) => b.map((v) => v.toFixed(5)).join(",");
+
+// The near condition's parts: [lat, lon, radius in metres].
+function parseNear(text) {
+  const [lat, lon, radius] = text.split(",");
+  const metres = radius.endsWith("km") ? Number(radius.slice(0, -2)) * 1000 : Number(radius.slice(0, -1));
+  return [Number(lat), Number(lon), metres];
+}
+
+// A radius for a click: a quarter of the map's shorter side, to two significant digits.
+function radiusText() {
+  const b = map.getBounds();
+  const wide = map.distance(b.getSouthWest(), b.getSouthEast());
+  const high = map.distance(b.getSouthWest(), b.getNorthWest());
+  const metres = Math.min(20_000_000, Math.max(1, Number((Math.min(wide, high) / 4).toPrecision(2))));
+  return metres >= 1000 ? `${Number((metres / 1000).toPrecision(2))}km` : `${Math.round(metres)}m`;
+}
 const parseBox = (text) => text.split(",").map(Number);
 
 function intersect(a, b) {
@@ -93,9 +115,14 @@ export async function renderMap() {
   }
   ensureMap();
   map.invalidateSize();
-  if (state.bbox && state.bbox !== placedBox) fitBox(parseBox(state.bbox));
+  if (state.near && state.near !== placedNear) {
+    const [lat, lon, metres] = parseNear(state.near);
+    map.fitBounds(window.L.latLng(lat, lon).toBounds(metres * 2), { animate: false });
+  } else if (state.bbox && state.bbox !== placedBox) fitBox(parseBox(state.bbox));
   else if (shownSlug !== state.slug) await fitExtent();
+  drawCircle();
   placedBox = state.bbox;
+  placedNear = state.near;
   shownSlug = state.slug;
   await drawPoints();
 }
@@ -112,15 +139,16 @@ async function drawPoints() {
   let page = { total: 0, records: [] };
   if (area) {
     const data = await gql(
-      `query MapPoints($slug: String!, $q: String, $filters: [FieldFilter!], $bbox: String, $perPage: Int,
-          $fields: [String!]) {
-         records(slug: $slug, q: $q, filters: $filters, bbox: $bbox, perPage: $perPage, fields: $fields) {
+      `query MapPoints($slug: String!, $q: String, $filters: [FieldFilter!], $bbox: String, $near: String,
+          $perPage: Int, $fields: [String!]) {
+         records(slug: $slug, q: $q, filters: $filters, bbox: $bbox, near: $near, perPage: $perPage, fields: $fields) {
            total records } }`,
       {
         slug: state.slug,
         q: state.q || null,
         filters: gqlFilters(),
         bbox: boxText(area),
+        near: state.near,
         perPage: MAP_POINTS,
         fields: [lat, lon, ...(label ? [label.name] : [])],
       },
@@ -133,10 +161,13 @@ async function drawPoints() {
     const y = pick(record, lat);
     const x = pick(record, lon);
     if (typeof y !== "number" || typeof x !== "number") continue;
-    const marker = window.L.circleMarker([y, x], { radius: 6, weight: 1, fillOpacity: 0.7 });
+    // Its click is its own: the map's click (search near) is not fired under it.
+    const marker = window.L.circleMarker([y, x], { radius: 6, weight: 1, fillOpacity: 0.7, bubblingMouseEvents: false });
     const name = label ? pick(record, label.name) : null;
     marker.bindTooltip(el("span", name === null || name === undefined ? record._id : String(name)));
+    marker.on("click", () => openRecord(String(record._id)));
     points.addLayer(marker);
+    marker.getElement().dataset.id = String(record._id);
   }
   const shown = page.records.length;
   $("map-count").textContent =
@@ -156,4 +187,34 @@ function searchArea() {
   hooks.refresh().catch(hooks.fail);
 }
 
+// The drawn circle of the view's near condition, if any.
+function drawCircle() {
+  if (circle) circle.remove();
+  circle = null;
+  if (!state.near) return;
+  const [lat, lon, metres] = parseNear(state.near);
+  circle = window.L.circle([lat, lon], { radius: metres, weight: 2, fill: false, interactive: false }).addTo(map);
+}
+
+// A click on the map (or "Search near the centre"): a circle around that place becomes the
+// view's near condition, records nearest first.
+function searchNear(at) {
+  if (!map) return;
+  state.near = `${at.lat.toFixed(5)},${at.lng.toFixed(5)},${radiusText()}`;
+  placedNear = state.near;
+  state.sort = { field: DISTANCE, order: "ASC" };
+  state.page = 1;
+  drawCircle();
+  hooks.changed(true);
+  hooks.refresh().catch(hooks.fail);
+}
+
+// A click on a point: its record's panel (above the table when it is not on the page).
+function openRecord(id) {
+  state.record = id;
+  hooks.changed(true);
+  showRecord().catch(hooks.fail);
+}
+
 $("map-search").addEventListener("click", searchArea);
+$("map-near").addEventListener("click", () => map && searchNear(map.getCenter()));

@@ -118,9 +118,9 @@ export async function runStats() {
   const sort = s.metric === "count" ? "" : `, sort: {by: ${JSON.stringify(s.metric)}, order: DESC}`;
   status("Loading…");
   const data = await gql(
-    `query Stats($slug: String!, $groupBy: [String!]!, $field: String, $q: String, $bbox: String, $filters: [FieldFilter!],
-                 $limit: Int, $minCount: Int, $percentiles: [Float!]) {
-       agg(slug: $slug, groupBy: $groupBy, field: $field, q: $q, bbox: $bbox, filters: $filters, limit: $limit,
+    `query Stats($slug: String!, $groupBy: [String!]!, $field: String, $q: String, $bbox: String, $near: String,
+                 $filters: [FieldFilter!], $limit: Int, $minCount: Int, $percentiles: [Float!]) {
+       agg(slug: $slug, groupBy: $groupBy, field: $field, q: $q, bbox: $bbox, near: $near, filters: $filters, limit: $limit,
            minCount: $minCount, percentiles: $percentiles${sort}) {
          totalRecords totalGroups ungroupedRecords
          groups { key keys stats { count sum avg min max percentileValues { label value } } } } }`,
@@ -130,6 +130,7 @@ export async function runStats() {
       field: s.field,
       q: state.q || null,
       bbox: state.bbox,
+      near: state.near,
       filters: gqlFilters(),
       limit: TOP_GROUPS,
       minCount: s.minCount > 1 ? s.minCount : null,

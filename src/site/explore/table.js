@@ -3,7 +3,7 @@
 
 import { gql, recordUrl } from "./api.js";
 import { $, el, count, learn, leaves, pick, show } from "./format.js";
-import { field, hooks, state } from "./view.js";
+import { DISTANCE, DISTANCE_FIELD, field, hooks, state } from "./view.js";
 
 export function renderColumnPicker() {
   const list = $("column-list");
@@ -47,6 +47,17 @@ export function renderRecords(page) {
     }
     head.append(th);
   }
+  // With near, how far each record is from the circle's centre: the API's _distance_m, which
+  // it gives when the records are nearest first (this column's sort).
+  const far = state.near ? el("th", null, { scope: "col", class: "num", id: "distance-head" }) : null;
+  if (far) {
+    const nearest = state.sort && state.sort.field === DISTANCE;
+    const button = el("button", "distance" + (nearest ? " ▲" : ""), { type: "button", title: "Nearest first" });
+    button.addEventListener("click", () => sortBy(DISTANCE, "ASC"));
+    if (nearest) far.setAttribute("aria-sort", "ascending");
+    far.append(button);
+    head.insertBefore(far, head.children[1] || null);
+  }
   $("records").tHead.replaceChildren(head);
   const body = $("records").tBodies[0];
   body.replaceChildren();
@@ -56,6 +67,7 @@ export function renderRecords(page) {
       const text = show(f.name, pick(record, f.name));
       tr.append(el("td", text, f.type === "number" ? { class: "num" } : { title: text }));
     }
+    if (far) tr.insertBefore(el("td", distance(record[DISTANCE_FIELD]), { class: "num" }), tr.children[1] || null);
     const open = () => toggleRecord(record._id).catch(hooks.fail);
     tr.addEventListener("click", open);
     tr.addEventListener("keydown", (e) => {
@@ -71,8 +83,16 @@ export function renderRecords(page) {
   $("next").disabled = page.page >= pages;
 }
 
-function sortBy(name) {
-  if (state.sort && state.sort.field === name) {
+// Metres as a person reads them: 350 m, 2.35 km.
+function distance(m) {
+  if (typeof m !== "number") return "–";
+  return m < 1000 ? `${count.format(Math.round(m))} m` : `${count.format(Math.round(m / 10) / 100)} km`;
+}
+
+function sortBy(name, only) {
+  if (only) {
+    state.sort = { field: name, order: only };
+  } else if (state.sort && state.sort.field === name) {
     state.sort = { field: name, order: state.sort.order === "ASC" ? "DESC" : "ASC" };
   } else {
     state.sort = { field: name, order: "ASC" };

@@ -3,7 +3,7 @@
 // and statistics.
 //
 //   ?dataset=flights&q=intl&f.origin=EWR&f.origin=JFK&f.distance[gte]=500&sort=distance<
-//    &bbox=120.9,24.6,121.8,25.3&cols=_id,carrier,distance&page=2&record=123
+//    &bbox=120.9,24.6,121.8,25.3&near=25.03300,121.56500,2.5km&cols=_id,carrier,distance&page=2&record=123
 //    &group_by=carrier,time_hour[month]&field=dep_delay&bars=avg&percentile=95&min_count=10
 
 export const state = {
@@ -18,6 +18,7 @@ export const state = {
   filters: [], // [{field, op: "EQ" | "GTE" | "LTE", value}]
   geo: null, // {lat, lon}: the dataset's geo pair (its number fields), or null
   bbox: null, // "minLon,minLat,maxLon,maxLat": the area the map put into the view, or null
+  near: null, // "lat,lon,radius": the circle the map put into the view (nearest first), or null
   sort: null, // {field, order: "ASC" | "DESC"}
   page: 1,
   lastPage: null,
@@ -29,6 +30,11 @@ export const state = {
 const OPS = { gte: "GTE", lte: "LTE" };
 // The API's bbox: four numbers (GeoJSON's order).
 const BBOX = /^-?\d+(?:\.\d+)?(?:,-?\d+(?:\.\d+)?){3}$/;
+// The API's near: latitude, longitude and a radius in m or km.
+const NEAR = /^-?\d+(?:\.\d+)?,-?\d+(?:\.\d+)?,\d+(?:\.\d+)?(?:m|km)$/;
+// The sort key of nearest first (with near); records then carry DISTANCE_FIELD.
+export const DISTANCE = "_distance";
+export const DISTANCE_FIELD = "_distance_m";
 
 // The URL's query string for the state (empty before a dataset is picked).
 export function toQuery() {
@@ -40,6 +46,7 @@ export function toQuery() {
     p.append(f.op === "EQ" ? "f." + f.field : `f.${f.field}[${f.op.toLowerCase()}]`, f.value);
   }
   if (state.bbox) p.set("bbox", state.bbox);
+  if (state.near) p.set("near", state.near);
   if (state.sort) p.set("sort", state.sort.field + (state.sort.order === "ASC" ? ">" : "<"));
   p.set("cols", state.columns.join(","));
   if (state.page > 1) p.set("page", String(state.page));
@@ -70,15 +77,16 @@ export function remember(push) {
 export function fromQuery(search, fields) {
   const p = new URLSearchParams(search);
   const known = new Set(fields.map((f) => f.name));
-  const view = { q: p.get("q") || "", filters: [], bbox: null, sort: null, columns: null, page: 1, record: null, stats: null };
+  const view = { q: p.get("q") || "", filters: [], bbox: null, near: null, sort: null, columns: null, page: 1, record: null, stats: null };
   for (const [key, value] of p) {
     if (!key.startsWith("f.")) continue;
     const m = /^f\.(.+?)(?:\[(gte|lte)\])?$/.exec(key);
     if (m && known.has(m[1])) view.filters.push({ field: m[1], op: m[2] ? OPS[m[2]] : "EQ", value });
   }
   if (BBOX.test(p.get("bbox") || "")) view.bbox = p.get("bbox");
+  if (NEAR.test(p.get("near") || "")) view.near = p.get("near");
   const sort = /^(.+)([<>])$/.exec(p.get("sort") || "");
-  if (sort && known.has(sort[1])) view.sort = { field: sort[1], order: sort[2] === ">" ? "ASC" : "DESC" };
+  if (sort && (known.has(sort[1]) || (view.near && sort[1] === DISTANCE))) view.sort = { field: sort[1], order: sort[2] === ">" ? "ASC" : "DESC" };
   if (p.has("cols")) {
     const cols = p.get("cols").split(",").filter((c) => known.has(c));
     if (cols.length) view.columns = cols;
