@@ -110,28 +110,39 @@ impl Bits {
             }
             left -= n;
         }
-        self.words[first.min(self.words.len())..]
-            .iter()
-            .enumerate()
-            .flat_map(move |(i, &word)| {
-                let base = ((first + i) * 64) as u32;
-                let mut rest = word;
-                std::iter::from_fn(move || {
-                    if rest == 0 {
-                        return None;
-                    }
-                    let bit = rest.trailing_zeros();
-                    rest &= rest - 1;
-                    Some(base + bit)
-                })
-            })
-            .skip(left as usize)
+        let first = first.min(self.words.len());
+        set_rows(&self.words[first..], first).skip(left as usize)
+    }
+
+    /// The rows in ascending order within `from..to`, `from` a multiple of 64 (a share of
+    /// the rows for one thread of a parallel scan).
+    pub fn iter_within(&self, from: usize, to: usize) -> impl Iterator<Item = u32> + '_ {
+        debug_assert_eq!(from % 64, 0);
+        let first = (from / 64).min(self.words.len());
+        let last = to.div_ceil(64).clamp(first, self.words.len());
+        set_rows(&self.words[first..last], first).take_while(move |&row| (row as usize) < to)
     }
 
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
         self.words.capacity() * 8
     }
+}
+
+/// The rows of `words`, the set's words from its `first` on, in ascending order.
+fn set_rows(words: &[u64], first: usize) -> impl Iterator<Item = u32> + '_ {
+    words.iter().enumerate().flat_map(move |(i, &word)| {
+        let base = ((first + i) * 64) as u32;
+        let mut rest = word;
+        std::iter::from_fn(move || {
+            if rest == 0 {
+                return None;
+            }
+            let bit = rest.trailing_zeros();
+            rest &= rest - 1;
+            Some(base + bit)
+        })
+    })
 }
 
 // Row lists.
