@@ -2,6 +2,7 @@
 //! read, who the client is, what is logged, how answers are compressed and cached, and how the
 //! contract's errors become HTTP answers; what an operator watches (`/metrics`, request ids).
 
+pub mod accept;
 pub mod access_log;
 pub mod caching;
 pub mod client_addr;

@@ -12,6 +12,7 @@ use minijinja::context;
 use super::pages::{page, store_failed};
 use super::visitor::Visitor;
 use crate::auth::account;
+use crate::http::accept::names_html;
 use crate::http::vendored::Bundle;
 use crate::state::AppState;
 
@@ -30,7 +31,7 @@ const ENDPOINT: &str = "/api/v1/graphql";
 
 /// `GET /graphql`: the IDE for a browser; a client asking for JSON is sent to the API.
 pub async fn show(State(state): State<AppState>, visitor: Visitor, headers: HeaderMap) -> Response {
-    if !wants_html(&headers) {
+    if !names_html(&headers) {
         return Redirect::permanent(ENDPOINT).into_response();
     }
     let token = match &visitor.signed_in {
@@ -56,15 +57,6 @@ pub async fn show(State(state): State<AppState>, visitor: Visitor, headers: Head
 /// `POST /graphql`: a client's request, sent to the API with its method kept.
 pub async fn moved() -> Redirect {
     Redirect::permanent(ENDPOINT)
-}
-
-/// Whether `Accept` names HTML (a browser's navigation does; a GraphQL client does not).
-fn wants_html(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.contains("text/html"))
 }
 
 /// The vendored files, by name.

@@ -1,7 +1,8 @@
 //! An automated accessibility audit of every page, in a real browser: axe-core (pinned in
 //! `tests/api/helpers/node/package.json`, installed from npm) runs in each page at a phone's
 //! width (390 px) and a laptop's (1280 px), signed out and signed in, and no finding may be
-//! serious or critical. The counts of every impact are printed for the record.
+//! serious or critical. The explorer is audited empty, with statistics and with its map. The
+//! counts of every impact are printed for the record.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` and npm (`.ci/run` installs them); without
 //! them this test fails, it never skips.
@@ -39,6 +40,17 @@ const SIGNED_IN: &[(&str, &str)] = &[
     (
         "/explore",
         "document.querySelector(\"#dataset option[value='flights']\")",
+    ),
+    (
+        "/explore?dataset=flights&group_by=carrier&field=dep_delay&bars=avg",
+        "document.getElementById('status').textContent === '' \
+         && document.querySelector('#records tbody tr') && document.querySelector('#stats svg')",
+    ),
+    (
+        "/explore?dataset=tw-scenic-spots&near=24.07,120.54,20km&sort=_distance%3E",
+        "document.getElementById('status').textContent === '' \
+         && document.querySelector('#records tbody tr') && !document.getElementById('map').hidden \
+         && document.getElementById('map').dataset.loading === '0'",
     ),
     ("/account", "document.querySelector('form')"),
 ];

@@ -339,7 +339,7 @@ async fn explore_in_a_browser(store: TestStore) {
             "const row = document.querySelector('#records tbody tr'); \
              return row.nextElementSibling.classList.contains('record-row') \
                && row.nextElementSibling.contains(document.getElementById('record-detail')) \
-               && row.getAttribute('aria-expanded') === 'true';",
+               && row.querySelector('button.row-open').getAttribute('aria-expanded') === 'true';",
         )
         .await;
     assert_eq!(

@@ -28,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::auth::token::Principal;
+use crate::http::accept::names_html;
 use crate::http::error::{ApiError, HttpError};
 use crate::http::limits::MAX_BODY_BYTES;
 use crate::state::AppState;
@@ -95,7 +96,8 @@ pub async fn endpoint(
 ) -> Result<Response, HttpError> {
     let media = negotiate(request.headers());
     let is_get = request.method() == Method::GET;
-    if is_get && (media == Some(Media::Html) || (media.is_none() && accepts_html(&request))) {
+    if is_get && (media == Some(Media::Html) || (media.is_none() && names_html(request.headers())))
+    {
         // The IDE is a page of the site, which knows who is signed in.
         let ide = format!("{}/graphql", state.public_url.trim_end_matches('/'));
         return Ok(axum::response::Redirect::to(&ide).into_response());
@@ -326,14 +328,6 @@ fn is_json(headers: &HeaderMap) -> bool {
 fn has_query(request: &Request) -> bool {
     form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
         .any(|(name, value)| name == "query" && !value.trim().is_empty())
-}
-
-fn accepts_html(request: &Request) -> bool {
-    request
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("text/html"))
 }
 
 fn is_unavailable(error: &ServerError) -> bool {

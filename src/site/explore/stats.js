@@ -191,7 +191,8 @@ function renderStats(agg, s) {
     body.append(tr);
   }
   table.append(body);
-  const wrap = el("div", null, { class: "table-wrap" });
+  // Focusable, so a keyboard can scroll a table wider than the screen.
+  const wrap = el("div", null, { class: "table-wrap", tabindex: "0", "aria-label": "Statistics table" });
   wrap.append(table);
   const api = aggUrl(state, s, TOP_GROUPS);
   const link = el("p", "API: ", { class: "api-line" });

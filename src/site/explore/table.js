@@ -62,17 +62,20 @@ export function renderRecords(page) {
   const body = $("records").tBodies[0];
   body.replaceChildren();
   for (const record of page.records) {
-    const tr = el("tr", null, { "data-id": record._id, tabindex: "0", "aria-expanded": "false" });
+    const tr = el("tr", null, { "data-id": record._id });
     for (const f of cols) {
       const text = show(f.name, pick(record, f.name));
       tr.append(el("td", text, f.type === "number" ? { class: "num" } : { title: text }));
     }
+    // The row opens on a click anywhere; its first cell is the button a keyboard reaches, and
+    // says whether the record is open (a table row may not carry aria-expanded).
+    const first = tr.firstElementChild;
+    if (first) {
+      const button = el("button", first.textContent, { type: "button", class: "row-open", "aria-expanded": "false", "aria-label": "Record " + record._id });
+      first.replaceChildren(button);
+    }
     if (far) tr.insertBefore(el("td", distance(record[DISTANCE_FIELD]), { class: "num" }), tr.children[1] || null);
-    const open = () => toggleRecord(record._id).catch(hooks.fail);
-    tr.addEventListener("click", open);
-    tr.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") open();
-    });
+    tr.addEventListener("click", () => toggleRecord(record._id).catch(hooks.fail));
     body.append(tr);
   }
   const pages = Math.max(1, Math.ceil(page.total / page.perPage));
@@ -87,6 +90,12 @@ export function renderRecords(page) {
 function distance(m) {
   if (typeof m !== "number") return "–";
   return m < 1000 ? `${count.format(Math.round(m))} m` : `${count.format(Math.round(m / 10) / 100)} km`;
+}
+
+// Says on a row's button whether its record's panel is open.
+function expanded(tr, open) {
+  const button = tr.querySelector("button.row-open");
+  if (button) button.setAttribute("aria-expanded", String(open));
 }
 
 function sortBy(name, only) {
@@ -116,7 +125,7 @@ export function closeRecord() {
   state.record = null;
   const panel = document.getElementById("record-detail");
   if (panel) panel.closest(".record-row, #record-alone").replaceChildren();
-  for (const tr of $("records").tBodies[0].rows) tr.setAttribute("aria-expanded", "false");
+  for (const tr of $("records").tBodies[0].rows) expanded(tr, false);
   for (const row of document.querySelectorAll("#records tr.record-row")) row.remove();
 }
 
@@ -132,7 +141,7 @@ export async function showRecord() {
   if (state.record !== id) return;
   for (const row of document.querySelectorAll("#records tr.record-row")) row.remove();
   $("record-alone").replaceChildren();
-  for (const tr of $("records").tBodies[0].rows) tr.setAttribute("aria-expanded", "false");
+  for (const tr of $("records").tBodies[0].rows) expanded(tr, false);
   if (!data.record) {
     $("record-alone").append(el("p", `No record has the id ${id}.`, { class: "error", id: "record-detail" }));
     return;
@@ -140,7 +149,7 @@ export async function showRecord() {
   const panel = recordPanel(id, data.record);
   const row = [...$("records").tBodies[0].rows].find((tr) => tr.dataset.id === id);
   if (row) {
-    row.setAttribute("aria-expanded", "true");
+    expanded(row, true);
     const detail = el("tr", null, { class: "record-row" });
     const cell = el("td", null, { colspan: String(row.cells.length) });
     cell.append(panel);
