@@ -156,7 +156,7 @@ def main():
     site = f"http://127.0.0.1:{port}"
     env = dict(os.environ, DATABASE_URL=f"sqlite://{scratch}/odqs.db",
                ODQS_LISTEN=f"127.0.0.1:{port}", ODQS_API_RATE_LIMIT="100000")
-    server = subprocess.Popen([args.odqs, "serve"], env=env, cwd=scratch,
+    server = subprocess.Popen([os.path.abspath(args.odqs), "serve"], env=env, cwd=scratch,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     chromedriver = subprocess.Popen([CHROMEDRIVER, f"--port={driver_port}"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
