@@ -377,6 +377,7 @@ impl ServeConfig {
                 ))
             })?),
         };
+        let index_dir = index_dir(args.index_dir.as_deref(), &store);
         Ok(ServeConfig {
             read_replicas,
             metrics_listen,
@@ -391,7 +392,7 @@ impl ServeConfig {
             conn_limits: conn_limits(args)?,
             index_memory_bytes: index_budget_bytes(args.index_memory_mb, machine::memory_bytes()),
             index_memory_given: args.index_memory_mb.is_some(),
-            index_dir: index_dir(args.index_dir.as_deref(), &store),
+            index_dir,
             trusted_proxies,
         })
     }

@@ -142,7 +142,7 @@ const LOW_BITS: u32 = 16;
 /// Where a stretch of rows with the same upper bits starts in the list, and those bits.
 /// Laid out as two `u32`s, no padding: an index file holds the stretches as one raw array
 /// ([`super::persist`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct Stretch {
     pub(super) start: u32,

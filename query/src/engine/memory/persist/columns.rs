@@ -22,6 +22,24 @@ pub(super) trait Take: Sized {
     fn take<R: Read>(input: &mut Source<R>, rows: usize) -> io::Result<Self>;
 }
 
+/// The byte before each variant's arrays (a change is a new [`super::FORMAT`]).
+mod tag {
+    pub const CODES_U8: u8 = 1;
+    pub const CODES_U16: u8 = 2;
+    pub const CODES_U32: u8 = 4;
+    pub const NUMBERS_I8: u8 = 1;
+    pub const NUMBERS_I16: u8 = 2;
+    pub const NUMBERS_I32: u8 = 3;
+    pub const NUMBERS_F32: u8 = 4;
+    pub const NUMBERS_F64: u8 = 5;
+    pub const LIST_WIDE: u8 = 0;
+    pub const LIST_SPLIT: u8 = 1;
+    pub const FIELD_NONE: u8 = 0;
+    pub const FIELD_STR: u8 = 1;
+    pub const FIELD_NUM: u8 = 2;
+    pub const FIELD_TEXT: u8 = 3;
+}
+
 fn check(ok: bool, why: &str) -> io::Result<()> {
     if ok { Ok(()) } else { Err(invalid(why)) }
 }
@@ -54,20 +72,28 @@ impl Take for Dict {
 impl Put for Codes {
     fn put<W: Write>(&self, out: &mut Sink<W>) -> io::Result<()> {
         match self {
-            Codes::U8(v) => (out.u8(1)?, out.array(v)?),
-            Codes::U16(v) => (out.u8(2)?, out.array(v)?),
-            Codes::U32(v) => (out.u8(4)?, out.array(v)?),
-        };
-        Ok(())
+            Codes::U8(v) => {
+                out.u8(tag::CODES_U8)?;
+                out.array(v)
+            }
+            Codes::U16(v) => {
+                out.u8(tag::CODES_U16)?;
+                out.array(v)
+            }
+            Codes::U32(v) => {
+                out.u8(tag::CODES_U32)?;
+                out.array(v)
+            }
+        }
     }
 }
 
 impl Take for Codes {
     fn take<R: Read>(input: &mut Source<R>, rows: usize) -> io::Result<Self> {
         let codes = match input.u8()? {
-            1 => Codes::U8(input.array()?),
-            2 => Codes::U16(input.array()?),
-            4 => Codes::U32(input.array()?),
+            tag::CODES_U8 => Codes::U8(input.array()?),
+            tag::CODES_U16 => Codes::U16(input.array()?),
+            tag::CODES_U32 => Codes::U32(input.array()?),
             _ => return Err(invalid("a code type")),
         };
         check(codes.len() == rows, "codes, one a row")?;
@@ -93,11 +119,11 @@ impl Put for RowList {
     fn put<W: Write>(&self, out: &mut Sink<W>) -> io::Result<()> {
         match self {
             RowList::Wide(rows) => {
-                out.u8(0)?;
+                out.u8(tag::LIST_WIDE)?;
                 out.array(rows)
             }
             RowList::Split { low, stretches } => {
-                out.u8(1)?;
+                out.u8(tag::LIST_SPLIT)?;
                 out.array(low)?;
                 out.array(stretches)
             }
@@ -108,8 +134,8 @@ impl Put for RowList {
 impl Take for RowList {
     fn take<R: Read>(input: &mut Source<R>, _rows: usize) -> io::Result<Self> {
         match input.u8()? {
-            0 => Ok(RowList::Wide(input.array()?)),
-            1 => {
+            tag::LIST_WIDE => Ok(RowList::Wide(input.array()?)),
+            tag::LIST_SPLIT => {
                 let low: Vec<u16> = input.array()?;
                 let stretches: Vec<crate::engine::memory::rows::Stretch> = input.array()?;
                 // A lookup finds the last stretch starting at or before `i`: the first must
@@ -224,24 +250,38 @@ impl Take for TextColumn {
 impl Put for Numbers {
     fn put<W: Write>(&self, out: &mut Sink<W>) -> io::Result<()> {
         match self {
-            Numbers::I8(v) => (out.u8(1)?, out.array(v)?),
-            Numbers::I16(v) => (out.u8(2)?, out.array(v)?),
-            Numbers::I32(v) => (out.u8(3)?, out.array(v)?),
-            Numbers::F32(v) => (out.u8(4)?, out.array(v)?),
-            Numbers::F64(v) => (out.u8(5)?, out.array(v)?),
-        };
-        Ok(())
+            Numbers::I8(v) => {
+                out.u8(tag::NUMBERS_I8)?;
+                out.array(v)
+            }
+            Numbers::I16(v) => {
+                out.u8(tag::NUMBERS_I16)?;
+                out.array(v)
+            }
+            Numbers::I32(v) => {
+                out.u8(tag::NUMBERS_I32)?;
+                out.array(v)
+            }
+            Numbers::F32(v) => {
+                out.u8(tag::NUMBERS_F32)?;
+                out.array(v)
+            }
+            Numbers::F64(v) => {
+                out.u8(tag::NUMBERS_F64)?;
+                out.array(v)
+            }
+        }
     }
 }
 
 impl Take for Numbers {
     fn take<R: Read>(input: &mut Source<R>, rows: usize) -> io::Result<Self> {
         let values = match input.u8()? {
-            1 => Numbers::I8(input.array()?),
-            2 => Numbers::I16(input.array()?),
-            3 => Numbers::I32(input.array()?),
-            4 => Numbers::F32(input.array()?),
-            5 => Numbers::F64(input.array()?),
+            tag::NUMBERS_I8 => Numbers::I8(input.array()?),
+            tag::NUMBERS_I16 => Numbers::I16(input.array()?),
+            tag::NUMBERS_I32 => Numbers::I32(input.array()?),
+            tag::NUMBERS_F32 => Numbers::F32(input.array()?),
+            tag::NUMBERS_F64 => Numbers::F64(input.array()?),
             _ => return Err(invalid("a number type")),
         };
         check(values.len() == rows, "numbers, one a row")?;
@@ -268,17 +308,17 @@ impl Take for NumColumn {
 impl Put for FieldIndex {
     fn put<W: Write>(&self, out: &mut Sink<W>) -> io::Result<()> {
         match self {
-            FieldIndex::None => out.u8(0),
+            FieldIndex::None => out.u8(tag::FIELD_NONE),
             FieldIndex::Str(c) => {
-                out.u8(1)?;
+                out.u8(tag::FIELD_STR)?;
                 c.put(out)
             }
             FieldIndex::Num(c) => {
-                out.u8(2)?;
+                out.u8(tag::FIELD_NUM)?;
                 c.put(out)
             }
             FieldIndex::Text(c) => {
-                out.u8(3)?;
+                out.u8(tag::FIELD_TEXT)?;
                 c.put(out)
             }
         }
@@ -288,10 +328,10 @@ impl Put for FieldIndex {
 impl Take for FieldIndex {
     fn take<R: Read>(input: &mut Source<R>, rows: usize) -> io::Result<Self> {
         Ok(match input.u8()? {
-            0 => FieldIndex::None,
-            1 => FieldIndex::Str(StrColumn::take(input, rows)?),
-            2 => FieldIndex::Num(NumColumn::take(input, rows)?),
-            3 => FieldIndex::Text(TextColumn::take(input, rows)?),
+            tag::FIELD_NONE => FieldIndex::None,
+            tag::FIELD_STR => FieldIndex::Str(StrColumn::take(input, rows)?),
+            tag::FIELD_NUM => FieldIndex::Num(NumColumn::take(input, rows)?),
+            tag::FIELD_TEXT => FieldIndex::Text(TextColumn::take(input, rows)?),
             _ => return Err(invalid("a field's kind")),
         })
     }

@@ -244,17 +244,20 @@ impl Files {
             header.version_id,
             std::process::id()
         ));
-        let written = (|| -> io::Result<u64> {
-            let file = BufWriter::with_capacity(BUFFER, File::create(&temp)?);
-            let (file, bytes) = write(index, header, file)?;
-            file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-            std::fs::rename(&temp, self.path(header.version_id))?;
-            Ok(bytes)
-        })();
+        let written = Self::write_file(&temp, &self.path(header.version_id), index, header);
         if written.is_err() {
             let _ = std::fs::remove_file(&temp);
         }
         written
+    }
+
+    /// Writes `index` to `temp`, syncs it and renames it `path`; the bytes written.
+    fn write_file(temp: &Path, path: &Path, index: &MemIndex, header: &Header) -> io::Result<u64> {
+        let file = BufWriter::with_capacity(BUFFER, File::create(temp)?);
+        let (file, bytes) = write(index, header, file)?;
+        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(temp, path)?;
+        Ok(bytes)
     }
 
     /// Deletes the files (and left-over temporary files) of versions not in `keep`: versions

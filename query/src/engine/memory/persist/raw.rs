@@ -15,14 +15,14 @@ use super::super::rows::Stretch;
 /// them without padding): arrays of them are read and written as bytes.
 pub(super) unsafe trait Raw: Copy + Default {
     /// The value as read from its little-endian bytes (the identity on little-endian CPUs).
-    fn from_le(self) -> Self;
+    fn le_native(self) -> Self;
 }
 
 macro_rules! raw_int {
     ($($t:ty),*) => {$(
         // SAFETY: a primitive integer: no padding, every bit pattern valid.
         unsafe impl Raw for $t {
-            fn from_le(self) -> Self {
+            fn le_native(self) -> Self {
                 <$t>::from_le(self)
             }
         }
@@ -32,31 +32,25 @@ raw_int!(u8, u16, u32, u64, i8, i16, i32);
 
 // SAFETY: floats have no padding and every bit pattern is a float (NaNs included).
 unsafe impl Raw for f32 {
-    fn from_le(self) -> Self {
+    fn le_native(self) -> Self {
         f32::from_bits(u32::from_le(self.to_bits()))
     }
 }
 
 // SAFETY: as for f32.
 unsafe impl Raw for f64 {
-    fn from_le(self) -> Self {
+    fn le_native(self) -> Self {
         f64::from_bits(u64::from_le(self.to_bits()))
     }
 }
 
 // SAFETY: `#[repr(C)]` of two u32s: 8 bytes, no padding, any bits valid.
 unsafe impl Raw for Stretch {
-    fn from_le(self) -> Self {
+    fn le_native(self) -> Self {
         Stretch {
             start: u32::from_le(self.start),
             high: u32::from_le(self.high),
         }
-    }
-}
-
-impl Default for Stretch {
-    fn default() -> Self {
-        Stretch { start: 0, high: 0 }
     }
 }
 
@@ -110,7 +104,7 @@ impl<W: Write> Sink<W> {
         if cfg!(target_endian = "little") {
             self.bytes(bytes_of(values))
         } else {
-            let swapped: Vec<T> = values.iter().map(|v| v.from_le()).collect();
+            let swapped: Vec<T> = values.iter().map(|v| v.le_native()).collect();
             self.bytes(bytes_of(&swapped))
         }
     }
@@ -186,7 +180,7 @@ impl<R: Read> Source<R> {
         let mut values = vec![T::default(); size as usize / size_of::<T>().max(1)];
         self.fill(bytes_of_mut(&mut values))?;
         if cfg!(target_endian = "big") {
-            values.iter_mut().for_each(|v| *v = v.from_le());
+            values.iter_mut().for_each(|v| *v = v.le_native());
         }
         Ok(values)
     }
