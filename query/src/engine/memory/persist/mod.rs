@@ -180,7 +180,8 @@ pub enum Found {
     Missing,
     /// A file that is not this version's valid index (deleted): build.
     Refused(io::Error),
-    Index(MemIndex),
+    /// Boxed: the other variants are a word or two.
+    Index(Box<MemIndex>),
 }
 
 /// The directory of index files.
@@ -222,7 +223,7 @@ impl Files {
             .metadata()
             .and_then(|meta| read(BufReader::with_capacity(BUFFER, file), meta.len(), expected));
         match read {
-            Ok(index) => Found::Index(index),
+            Ok(index) => Found::Index(Box::new(index)),
             Err(error) => {
                 let _ = std::fs::remove_file(&path);
                 Found::Refused(error)
@@ -306,7 +307,7 @@ pub async fn load(files: &Arc<Files>, dataset: &Dataset) -> Option<MemIndex> {
         Found::Index(index) => {
             tracing::info!(dataset = %slug, version = header.version_id, rows = index.rows,
                 ms = started.elapsed().as_millis() as u64, "index loaded");
-            Some(index)
+            Some(*index)
         }
     }
 }
