@@ -165,11 +165,20 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         },
         "in-memory index budget"
     );
+    match &config.index_dir {
+        Some(dir) => {
+            tracing::info!(index_dir = %dir.display(), "in-memory indexes are kept in files between runs")
+        }
+        None => {
+            tracing::info!("in-memory indexes are not kept between runs (ODQS_INDEX_DIR is empty)")
+        }
+    }
     let state = AppState::new(store, &config.public_url)
         .with_replicas(replicas)
         .with_rate_limits(config.api_rate_limit, config.address_rate_limit)
         .with_conn_limits(config.conn_limits)
         .with_trusted_proxies(config.trusted_proxies.clone())
+        .with_index_dir(config.index_dir.clone())
         .with_index_policy(IndexPolicy::background(config.index_memory_bytes));
     if let Some(listener) = metrics_listener {
         tracing::info!(listen = %listener.local_addr()?, "metrics are served at /metrics");

@@ -74,6 +74,7 @@ pub struct Shared {
     pub request_ids: Arc<RequestIds>,
     /// The resolver's index policy and read replicas, kept to make it anew.
     index_policy: IndexPolicy,
+    index_dir: Option<std::path::PathBuf>,
     replicas: Vec<(String, DatabaseConnection)>,
 }
 
@@ -118,6 +119,7 @@ impl AppState {
             metrics: Arc::default(),
             request_ids: Arc::default(),
             index_policy: IndexPolicy::default(),
+            index_dir: None,
             replicas: Vec::new(),
         }))
     }
@@ -140,6 +142,13 @@ impl AppState {
         self.with_new_resolver()
     }
 
+    /// The same state keeping in-memory indexes in files in `dir` between runs
+    /// (`ODQS_INDEX_DIR`); `None`: not kept.
+    pub fn with_index_dir(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.shared_mut().index_dir = dir;
+        self.with_new_resolver()
+    }
+
     /// The same state reading records from `replicas` (name, connection) as well as the
     /// primary (`ODQS_READ_DATABASE_URL`).
     pub fn with_replicas(mut self, replicas: Vec<(String, DatabaseConnection)>) -> Self {
@@ -155,6 +164,7 @@ impl AppState {
             &self.public_url,
             self.store.catalog.clone(),
         )
+        .with_index_dir(self.index_dir.clone())
         .with_index_policy(self.index_policy)
         .with_replicas(self.replicas.clone());
         let resolver = Arc::new(resolver);

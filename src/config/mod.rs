@@ -180,6 +180,12 @@ pub struct ServeArgs {
     /// can be read).
     #[arg(long, env = "ODQS_INDEX_MEMORY_MB")]
     pub index_memory_mb: Option<u64>,
+    /// A directory where each dataset's in-memory index is kept in a file once built, so the
+    /// next start loads it instead of building it from the store. Empty turns this off.
+    /// Default: `indexes` beside an SQLite store's file (`data/indexes` for
+    /// `sqlite://data/odqs.db`), `data/indexes` for PostgreSQL.
+    #[arg(long, env = "ODQS_INDEX_DIR")]
+    pub index_dir: Option<String>,
     /// Reverse proxies whose `X-Forwarded-For` is believed: comma-separated addresses or CIDR
     /// ranges (`10.0.0.0/8,::1`). Empty (the default): the header is ignored and the TCP peer is
     /// the client every per-address limit counts.
@@ -323,6 +329,8 @@ pub struct ServeConfig {
     pub index_memory_bytes: u64,
     /// Whether that budget was given (`ODQS_INDEX_MEMORY_MB`) rather than read off the machine.
     pub index_memory_given: bool,
+    /// Where in-memory indexes are kept between runs (`ODQS_INDEX_DIR`); `None`: not kept.
+    pub index_dir: Option<PathBuf>,
     /// Whose `X-Forwarded-For` is believed.
     pub trusted_proxies: TrustedProxies,
     /// Read replicas of the PostgreSQL store (`ODQS_READ_DATABASE_URL`).
@@ -369,6 +377,7 @@ impl ServeConfig {
                 ))
             })?),
         };
+        let index_dir = index_dir(args.index_dir.as_deref(), &store);
         Ok(ServeConfig {
             read_replicas,
             metrics_listen,
@@ -383,8 +392,27 @@ impl ServeConfig {
             conn_limits: conn_limits(args)?,
             index_memory_bytes: index_budget_bytes(args.index_memory_mb, machine::memory_bytes()),
             index_memory_given: args.index_memory_mb.is_some(),
+            index_dir,
             trusted_proxies,
         })
+    }
+}
+
+/// Where a PostgreSQL store's indexes are kept unless `ODQS_INDEX_DIR` says.
+pub const DEFAULT_INDEX_DIR: &str = "data/indexes";
+
+/// `ODQS_INDEX_DIR`: as given (empty: `None`, not kept), else `indexes` beside an SQLite
+/// store's file, else [`DEFAULT_INDEX_DIR`].
+pub fn index_dir(given: Option<&str>, store: &StoreUrl) -> Option<PathBuf> {
+    match (given, store) {
+        (Some(dir), _) if dir.trim().is_empty() => None,
+        (Some(dir), _) => Some(PathBuf::from(dir)),
+        (None, StoreUrl::Sqlite(file)) => Some(
+            file.parent()
+                .unwrap_or(std::path::Path::new(""))
+                .join("indexes"),
+        ),
+        (None, StoreUrl::Postgres(_)) => Some(PathBuf::from(DEFAULT_INDEX_DIR)),
     }
 }
 

@@ -190,3 +190,28 @@ fn the_index_budget_follows_the_machine_unless_given() {
     assert_eq!(given.index_memory_bytes, 64 * MIB);
     assert!(given.index_memory_given);
 }
+
+#[test]
+fn the_index_dir_sits_beside_the_store_unless_given() {
+    let config = |args: &[&str]| {
+        let cli = Cli::try_parse_from([&["odqs"][..], args].concat()).unwrap();
+        ServeConfig::from_args(&cli.serve).unwrap().index_dir
+    };
+    assert_eq!(
+        config(&["--database-url", "sqlite://data/odqs.db"]),
+        Some(PathBuf::from("data/indexes"))
+    );
+    assert_eq!(
+        config(&["--database-url", "sqlite:///srv/odqs/store.db"]),
+        Some(PathBuf::from("/srv/odqs/indexes"))
+    );
+    assert_eq!(
+        config(&["--database-url", "postgres://u@h/db"]),
+        Some(PathBuf::from(DEFAULT_INDEX_DIR))
+    );
+    assert_eq!(
+        config(&["--index-dir", "/var/cache/odqs"]),
+        Some(PathBuf::from("/var/cache/odqs"))
+    );
+    assert_eq!(config(&["--index-dir", ""]), None, "empty turns it off");
+}

@@ -83,6 +83,7 @@ pub struct Metrics {
     pub rate_limited: Counter,
     index_bytes: Family<DatasetLabels, Gauge>,
     index_build_seconds: Family<DatasetLabels, Gauge<f64, AtomicU64>>,
+    index_loaded: Family<DatasetLabels, Gauge>,
     reads: Family<StoreLabels, Counter>,
     pool: Family<PoolLabels, Gauge>,
     replicas_up: Gauge,
@@ -131,8 +132,14 @@ impl Default for Metrics {
         let index_build_seconds = Family::<DatasetLabels, Gauge<f64, AtomicU64>>::default();
         registry.register(
             "index_build_seconds",
-            "How long the dataset's in-memory index took to build",
+            "How long the dataset's in-memory index took to be ready: built from the store, or loaded from its file",
             index_build_seconds.clone(),
+        );
+        let index_loaded = Family::<DatasetLabels, Gauge>::default();
+        registry.register(
+            "index_loaded",
+            "1 when the dataset's in-memory index was loaded from its file (ODQS_INDEX_DIR), 0 when built from the store",
+            index_loaded.clone(),
         );
         let reads = Family::<StoreLabels, Counter>::default();
         registry.register(
@@ -160,6 +167,7 @@ impl Default for Metrics {
             rate_limited,
             index_bytes,
             index_build_seconds,
+            index_loaded,
             reads,
             pool,
             replicas_up,
@@ -170,8 +178,8 @@ impl Default for Metrics {
 /// What is read from the state when the figures are scraped.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// Per dataset slug: index bytes and build seconds.
-    pub indexes: Vec<(String, u64, f64)>,
+    /// Per dataset: index bytes, seconds to be ready, whether loaded from its file.
+    pub indexes: Vec<query::memory::Held>,
     /// Reads answered by the index, replicas, the primary.
     pub reads: [(&'static str, u64); 3],
     /// Per store (`primary`, `replica1`…): connections idle and in use.
@@ -199,12 +207,18 @@ impl Metrics {
     pub fn encode(&self, now: Snapshot) -> String {
         self.index_bytes.clear();
         self.index_build_seconds.clear();
-        for (dataset, bytes, seconds) in now.indexes {
-            let labels = DatasetLabels { dataset };
+        self.index_loaded.clear();
+        for held in now.indexes {
+            let labels = DatasetLabels { dataset: held.slug };
             self.index_bytes
                 .get_or_create(&labels)
-                .set(i64::try_from(bytes).unwrap_or(i64::MAX));
-            self.index_build_seconds.get_or_create(&labels).set(seconds);
+                .set(i64::try_from(held.bytes).unwrap_or(i64::MAX));
+            self.index_build_seconds
+                .get_or_create(&labels)
+                .set(held.seconds);
+            self.index_loaded
+                .get_or_create(&labels)
+                .set(i64::from(held.loaded));
         }
         for (store, n) in now.reads {
             // The counts are kept where the reads happen; the counter follows them.

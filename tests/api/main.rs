@@ -33,6 +33,7 @@ mod guide_pages;
 mod guides;
 mod ide_page;
 mod import;
+mod index_files;
 mod indexes;
 mod layering;
 mod mcp;

@@ -60,6 +60,8 @@ pub struct Resolver {
     reads: Arc<Replicas>,
     /// Answers the in-memory index gave (for the operator's figures).
     index_answers: std::sync::atomic::AtomicU64,
+    /// Where in-memory indexes are kept between runs (`ODQS_INDEX_DIR`); `None`: not kept.
+    index_dir: Option<std::path::PathBuf>,
 }
 
 /// The body cache that goes with `policy`: none when indexes are off, so a store-only
@@ -104,6 +106,7 @@ impl Resolver {
             cursor_key: tokio::sync::OnceCell::new(),
             reads: Arc::new(Replicas::new(db.clone(), Vec::new())),
             index_answers: Default::default(),
+            index_dir: None,
             db,
         }
     }
@@ -128,9 +131,19 @@ impl Resolver {
     /// The same resolver with in-memory indexes under `policy`, and record bodies kept within
     /// [`bodies::BODY_SHARE`] of its budget.
     pub fn with_index_policy(mut self, policy: memory::IndexPolicy) -> Self {
-        self.memory = Arc::new(memory::Memory::new(policy, self.direct.clone()));
+        self.memory = Arc::new(
+            memory::Memory::new(policy, self.direct.clone()).with_files(self.index_dir.clone()),
+        );
         self.bodies = body_cache(policy);
         self
+    }
+
+    /// The same resolver keeping its in-memory indexes in files in `dir` between runs
+    /// ([`memory::persist`]); `None`: built from the store after every start.
+    pub fn with_index_dir(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.index_dir = dir;
+        let policy = self.memory.policy();
+        self.with_index_policy(policy)
     }
 
     /// The in-memory index of `dataset`'s live version, when it is built (see
@@ -160,6 +173,8 @@ impl Resolver {
         let datasets = entity::dataset::Entity::find().all(&self.db).await?;
         let live: std::collections::HashSet<i64> = datasets.iter().map(|d| d.id).collect();
         self.memory.retain(&live);
+        self.memory
+            .prune_files(datasets.iter().map(|d| d.version_id).collect());
         for meta in datasets {
             let schema = self.schema(&meta).await?;
             let dataset = Dataset { meta, schema };
@@ -173,8 +188,8 @@ impl Resolver {
         Ok(())
     }
 
-    /// Each in-memory index held: slug, bytes, build seconds.
-    pub fn index_report(&self) -> Vec<(String, u64, f64)> {
+    /// Each in-memory index held: slug, bytes, seconds to be ready, loaded from its file.
+    pub fn index_report(&self) -> Vec<memory::Held> {
         self.memory.report()
     }
 

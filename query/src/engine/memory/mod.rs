@@ -11,13 +11,16 @@
 //!
 //! - [`column`]: dictionary-encoded strings, numbers in value order, per-value row lists.
 //! - [`rows`]: sets of rows: the bits a filter matches, row lists in 2 bytes a row.
-//! - [`build`]: reading a version from the store.
+//! - [`build`]: reading a version from the store; [`persist`]: the index in a file beside the
+//!   store, loaded instead of a build after a restart.
 //! - [`select`]: filters and the order of a page; [`stats`]: grouped statistics, integer
 //!   columns by per-group histograms; [`relevance`]: pages by BM25 score.
 
 pub mod build;
 pub mod column;
+pub mod persist;
 pub mod places;
+mod policy;
 pub mod relevance;
 pub mod rows;
 pub mod select;
@@ -27,7 +30,7 @@ pub mod walk;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::engine::store::replicas::Reader;
 use tokio::sync::OnceCell;
@@ -37,66 +40,7 @@ use column::{Dict, IdColumn, NumColumn, StrColumn, TextColumn};
 use crate::dataset::Dataset;
 use crate::engine::store::direct::DirectSqlite;
 
-/// An index used this recently is not let go to make room for another: two datasets that do not
-/// fit together are then not rebuilt in turn at every request; the later one is answered by
-/// the store until the other has been idle this long.
-pub const EVICT_IDLE: Duration = Duration::from_secs(60);
-
-/// The memory indexes may take unless configured.
-pub const DEFAULT_BUDGET_BYTES: u64 = 1024 * 1024 * 1024;
-
-/// How much memory indexes may take, and whether a request waits for its dataset's index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IndexPolicy {
-    /// Bytes all indexes together may take; 0 turns them off.
-    pub budget_bytes: u64,
-    /// Wait for a version's index on its first request instead of answering from the store
-    /// while it is built in the background. Tests use it to know which path answers.
-    pub wait: bool,
-    /// An index used within this long is not let go to make room ([`EVICT_IDLE`]).
-    pub evict_idle: Duration,
-}
-
-impl IndexPolicy {
-    /// No indexes: every request is answered by the store.
-    pub const OFF: IndexPolicy = IndexPolicy {
-        budget_bytes: 0,
-        wait: false,
-        evict_idle: EVICT_IDLE,
-    };
-
-    /// Indexes within `budget_bytes`, built in the background.
-    pub fn background(budget_bytes: u64) -> Self {
-        IndexPolicy {
-            budget_bytes,
-            wait: false,
-            evict_idle: EVICT_IDLE,
-        }
-    }
-
-    /// Indexes within `budget_bytes`, a request waiting for its version's.
-    pub fn waiting(budget_bytes: u64) -> Self {
-        IndexPolicy {
-            budget_bytes,
-            wait: true,
-            evict_idle: EVICT_IDLE,
-        }
-    }
-
-    /// The same policy letting indexes idle for `idle` go to make room (tests: at once).
-    pub fn evicting_after(self, idle: Duration) -> Self {
-        IndexPolicy {
-            evict_idle: idle,
-            ..self
-        }
-    }
-}
-
-impl Default for IndexPolicy {
-    fn default() -> Self {
-        IndexPolicy::background(DEFAULT_BUDGET_BYTES)
-    }
-}
+pub use policy::{DEFAULT_BUDGET_BYTES, EVICT_IDLE, IndexPolicy};
 
 /// One field's column in an index.
 #[derive(Debug)]
@@ -132,7 +76,23 @@ impl MemIndex {
         rows: u32,
         id: IdColumn,
         fields: Vec<FieldIndex>,
+        mut texts: Dict,
+    ) -> Self {
+        // Exact, as an index read from its file is: both are measured alike.
+        texts.text.shrink_to_fit();
+        texts.ends.shrink_to_fit();
+        let text_lengths = relevance::text_lengths(&fields, &texts);
+        Self::assemble(version_id, rows, id, fields, texts, text_lengths)
+    }
+
+    /// Assembles an index whose text lengths are known (read from its file), and measures it.
+    pub fn assemble(
+        version_id: i64,
+        rows: u32,
+        id: IdColumn,
+        fields: Vec<FieldIndex>,
         texts: Dict,
+        text_lengths: Vec<u64>,
     ) -> Self {
         let bytes = id.bytes()
             + texts.bytes()
@@ -145,7 +105,6 @@ impl MemIndex {
                     FieldIndex::Text(c) => c.bytes(),
                 })
                 .sum::<usize>();
-        let text_lengths = relevance::text_lengths(&fields, &texts);
         MemIndex {
             version_id,
             rows,
@@ -177,6 +136,19 @@ struct Slot {
     /// The dataset's slug and how long its build took (ms), for the operator's figures.
     slug: String,
     build_ms: AtomicU64,
+    /// Whether the index was loaded from its file rather than built from the store.
+    loaded: AtomicBool,
+}
+
+/// An index held, as the operator's figures show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Held {
+    pub slug: String,
+    pub bytes: u64,
+    /// How long it took to be ready: built from the store, or loaded from its file.
+    pub seconds: f64,
+    /// Loaded from its file ([`persist`]), not built.
+    pub loaded: bool,
 }
 
 /// The indexes of a process, one slot per dataset.
@@ -191,6 +163,8 @@ pub struct Memory {
     building: tokio::sync::Mutex<()>,
     /// On an SQLite file: builds read it directly.
     direct: Option<Arc<DirectSqlite>>,
+    /// Where indexes are kept between runs (`ODQS_INDEX_DIR`); `None`: not kept.
+    files: Option<Arc<persist::Files>>,
 }
 
 #[derive(Debug, Default)]
@@ -230,6 +204,29 @@ impl Memory {
             state: Mutex::default(),
             building: tokio::sync::Mutex::new(()),
             direct,
+            files: None,
+        }
+    }
+
+    /// The same indexes kept in files in `dir` between runs ([`persist`]); `None`: not kept.
+    pub fn with_files(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.files = dir.map(|dir| Arc::new(persist::Files::new(dir)));
+        self
+    }
+
+    /// Deletes the index files of versions other than `live` (no longer the live version of
+    /// any dataset): on a blocking thread, not waited for.
+    pub fn prune_files(&self, live: HashSet<i64>) {
+        if let Some(files) = self.files.clone() {
+            tokio::task::spawn_blocking(move || {
+                let deleted = files.prune(&live);
+                if deleted > 0 {
+                    tracing::info!(
+                        files = deleted,
+                        "index files of versions no longer live deleted"
+                    );
+                }
+            });
         }
     }
 
@@ -391,19 +388,21 @@ impl Memory {
         state.beyond.retain(|id, _| live.contains(id));
     }
 
-    /// Each index held: the dataset's slug, its bytes and how long it took to build (s).
-    pub fn report(&self) -> Vec<(String, u64, f64)> {
+    /// Each index held, by slug.
+    pub fn report(&self) -> Vec<Held> {
         let state = self.state.lock().expect("memory lock");
-        let mut held: Vec<(String, u64, f64)> = state
+        let mut held: Vec<Held> = state
             .slots
             .values()
             .filter(|slot| slot_bytes(slot) > 0)
-            .map(|slot| {
-                let ms = slot.build_ms.load(Ordering::Relaxed);
-                (slot.slug.clone(), slot_bytes(slot), ms as f64 / 1000.0)
+            .map(|slot| Held {
+                slug: slot.slug.clone(),
+                bytes: slot_bytes(slot),
+                seconds: slot.build_ms.load(Ordering::Relaxed) as f64 / 1000.0,
+                loaded: slot.loaded.load(Ordering::Relaxed),
             })
             .collect();
-        held.sort_by(|a, b| a.0.cmp(&b.0));
+        held.sort_by(|a, b| a.slug.cmp(&b.slug));
         held
     }
 
@@ -444,6 +443,7 @@ impl Memory {
             last_used: AtomicU64::new(self.now_ms()),
             slug: dataset.meta.slug.clone(),
             build_ms: AtomicU64::new(0),
+            loaded: AtomicBool::new(false),
         });
         if let Some(old) = state.slots.insert(dataset.meta.id, slot.clone()) {
             state.used -= slot_bytes(&old);
@@ -473,19 +473,17 @@ impl Memory {
         }
         let _one_at_a_time = self.building.lock().await;
         let started = Instant::now();
-        let direct = self.direct.as_ref();
-        let built = db
-            .run(|db| {
-                let schema = &dataset.schema;
-                async move { build::build(&db, direct, schema, rows).await }
-            })
-            .await;
-        let index = match built {
-            Ok(index) => index,
-            Err(error) => {
-                tracing::warn!(dataset = %slug, %error, "in-memory index not built; the store answers");
-                return None;
-            }
+        let loaded = match &self.files {
+            Some(files) => persist::load(files, &dataset).await,
+            None => None,
+        };
+        let from_file = loaded.is_some();
+        let index = match loaded {
+            Some(index) => index,
+            None => match self.build_from_store(&db, &dataset, rows).await {
+                Some(index) => index,
+                None => return None,
+            },
         };
         let bytes = index.bytes as u64;
         release_scratch();
@@ -504,6 +502,7 @@ impl Memory {
         }
         state.used += bytes;
         slot.accounted.store(bytes, Ordering::SeqCst);
+        slot.loaded.store(from_file, Ordering::Relaxed);
         slot.build_ms
             .store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
         tracing::info!(
@@ -512,9 +511,44 @@ impl Memory {
             rows = index.rows,
             mib = format!("{:.1}", bytes as f64 / 1048576.0),
             ms = started.elapsed().as_millis() as u64,
+            from = if from_file { "file" } else { "store" },
             "index ready"
         );
-        Some(Arc::new(index))
+        let index = Arc::new(index);
+        if let (Some(files), false) = (&self.files, from_file) {
+            persist::save_in_background(files, &dataset, index.clone());
+        }
+        Some(index)
+    }
+
+    /// Reads `dataset`'s live version from the store into an index (logged `index built`);
+    /// `None` on a store error (logged: the store answers instead).
+    async fn build_from_store(
+        &self,
+        db: &Reader,
+        dataset: &Dataset,
+        rows: u64,
+    ) -> Option<MemIndex> {
+        let started = Instant::now();
+        let direct = self.direct.as_ref();
+        let built = db
+            .run(|db| {
+                let schema = &dataset.schema;
+                async move { build::build(&db, direct, schema, rows).await }
+            })
+            .await;
+        let slug = &dataset.meta.slug;
+        match built {
+            Ok(index) => {
+                tracing::info!(dataset = %slug, version = dataset.schema.version_id,
+                    rows = index.rows, ms = started.elapsed().as_millis() as u64, "index built");
+                Some(index)
+            }
+            Err(error) => {
+                tracing::warn!(dataset = %slug, %error, "in-memory index not built; the store answers");
+                None
+            }
+        }
     }
 }
 

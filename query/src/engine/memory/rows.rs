@@ -16,7 +16,7 @@ use std::ops::Range;
 /// Rows `0..len` as bits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bits {
-    words: Vec<u64>,
+    pub(super) words: Vec<u64>,
 }
 
 impl Bits {
@@ -151,10 +151,13 @@ fn set_rows(words: &[u64], first: usize) -> impl Iterator<Item = u32> + '_ {
 const LOW_BITS: u32 = 16;
 
 /// Where a stretch of rows with the same upper bits starts in the list, and those bits.
-#[derive(Clone, Copy, Debug)]
+/// Laid out as two `u32`s, no padding: an index file holds the stretches as one raw array
+/// ([`super::persist`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Stretch {
-    start: u32,
-    high: u32,
+    pub(super) start: u32,
+    pub(super) high: u32,
 }
 
 /// A sequence of rows, held split into lower bits and stretches where that is smaller.

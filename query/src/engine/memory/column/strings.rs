@@ -20,8 +20,8 @@ use super::*;
 /// Distinct strings in byte order, in one buffer.
 #[derive(Debug, Default)]
 pub struct Dict {
-    pub(super) text: String,
-    pub(super) ends: Vec<u32>,
+    pub(in crate::engine::memory) text: String,
+    pub(in crate::engine::memory) ends: Vec<u32>,
 }
 
 impl Dict {
@@ -295,16 +295,16 @@ impl Codes {
 /// bit set instead ([`Self::dense`]); its count is kept.
 #[derive(Debug, Default)]
 pub struct Postings {
-    pub(super) starts: Vec<u32>,
-    pub(super) rows: RowList,
+    pub(in crate::engine::memory) starts: Vec<u32>,
+    pub(in crate::engine::memory) rows: RowList,
     /// Rows per code, when some codes' rows are left out (empty otherwise).
-    pub(super) sizes: Vec<u32>,
+    pub(in crate::engine::memory) sizes: Vec<u32>,
     /// The rows of frequent codes as bit sets, by code, instead of row lists: a filter on
     /// `carrier=UA` (58,665 flights) intersects 5,263 words instead of setting 58,665 bits, and
     /// `q=boeing` unions the sets of its frequent plane models. A code qualifies when it holds
     /// at least 1/[`DENSE_SHARE`] of the rows, so a column keeps at most that many sets, each
     /// no larger than the row list it replaces.
-    pub(super) dense: Vec<(u32, Bits)>,
+    pub(in crate::engine::memory) dense: Vec<(u32, Bits)>,
 }
 
 /// See [`Postings::dense`].
@@ -443,9 +443,9 @@ impl StrColumn {
 #[derive(Debug, Default)]
 pub struct IdColumn {
     /// Row `r`'s id is `ids.get(r)`.
-    pub(super) ids: Dict,
+    pub(in crate::engine::memory) ids: Dict,
     /// The rows in byte order of their ids.
-    pub(super) sorted: RowList,
+    pub(in crate::engine::memory) sorted: RowList,
 }
 
 impl IdColumn {
