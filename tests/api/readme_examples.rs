@@ -178,6 +178,18 @@ const NOT_RUN: &[(&str, &str)] = &[
         "DATABASE_URL='postgres://odqs:secret@ep-x.neon.tech/",
         "a hosted PostgreSQL of the reader's own; tests/api/tls.rs checks sslrootcert=system",
     ),
+    (
+        "apt-get install -y chromium chromium-driver",
+        "installs the browser; .ci/run installs it before the tests",
+    ),
+    (
+        "cargo build --bin odqs",
+        "builds the debug binary the screenshot script drives; the snippets run the binary under test",
+    ),
+    (
+        "python3 docs/screenshots/shoot.py",
+        "takes the site's pictures in Chromium (a minute); run by hand (docs/screenshots/README.md); the browser tests check the same pages",
+    ),
 ];
 
 /// The reason `line` is not run, if it is one of [`NOT_RUN`].
