@@ -58,6 +58,17 @@ async fn markers_match_rest(
     bbox
 }
 
+/// The value of `name` in the page's `url`, its commas as the API writes them.
+fn url_param(url: &str, name: &str) -> String {
+    url.split(&format!("{name}="))
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .replace("%2C", ",")
+}
+
 async fn the_map_shows_the_points_of_the_view(store: TestStore) {
     let kind = format!("{:?}", store.kind).to_lowercase();
     load_demo(&store).await;
@@ -120,14 +131,7 @@ async fn the_map_shows_the_points_of_the_view(store: TestStore) {
         .wait_until(&format!("{MAP_READY} && document.getElementById('bbox-chip') && location.search.includes('bbox=')"))
         .await;
     let url = browser.current_url().await;
-    let bbox = url
-        .split("bbox=")
-        .nth(1)
-        .unwrap()
-        .split('&')
-        .next()
-        .unwrap()
-        .replace("%2C", ",");
+    let bbox = url_param(&url, "bbox");
     let matched = rest(
         &site,
         &token,
@@ -194,14 +198,7 @@ async fn the_map_shows_the_points_of_the_view(store: TestStore) {
         ))
         .await;
     let url = browser.current_url().await;
-    let near = url
-        .split("near=")
-        .nth(1)
-        .unwrap()
-        .split('&')
-        .next()
-        .unwrap()
-        .replace("%2C", ",");
+    let near = url_param(&url, "near");
     assert!(url.contains("sort=_distance%3E"), "{url}");
     let nearest = rest(
         &site,
