@@ -192,6 +192,15 @@ async fn run_mix(
         report::mb(import.peak_rss_kb),
         import.summary
     ));
+    // Its progress lines (a line every 10 s, and each phase) kept for reading after the run.
+    let _ = std::fs::copy(
+        dir.join("import-flights.log"),
+        out_dir.join(format!(
+            "import-flights-{}-{}.log",
+            args.store.name(),
+            reference.len()
+        )),
+    );
     let store_bytes = store.bytes().await;
     let demo = root.join("demo");
     odqs::import(
@@ -204,7 +213,7 @@ async fn run_mix(
     )
     .context("import the demo's scenic spots")?;
     let token = odqs::token(&bin, &store.url)?;
-    let mut server = odqs::Server::start(&bin, &store.url, dir, args.index_memory_mb)?;
+    let mut server = odqs::Server::start(&bin, &store.url, dir, args.index_memory_mb, "serve.log")?;
     step(&format!(
         "odqs serve: pid {}, http://{}, log {}",
         server.pid(),
@@ -335,7 +344,20 @@ async fn run_mix(
         "odqs serve peak RSS after the mix: {}",
         report::mb(report.peak_rss_kb)
     ));
+    if index_ready == Some(true) {
+        // The restart below reads the index back only once its file is complete.
+        step("waiting for the log line `index file written … flights`");
+        if server
+            .wait_for_line("index file written", "flights", INDEX_FILE_WAIT)
+            .is_none()
+        {
+            eprintln!(
+                "bench: WARNING: no `index file written` line for flights; restarting anyway"
+            );
+        }
+    }
     server.stop();
+    report.restart = Some(restart(args, &bin, &store.url, dir, &token).await?);
     store.drop_scratch().await;
 
     // The yardstick: the same bytes from memory through a minimal axum server.
@@ -392,6 +414,55 @@ async fn run_mix(
     }
 
     Ok(report)
+}
+
+/// How long to wait for the flights index's file before the restart.
+const INDEX_FILE_WAIT: Duration = Duration::from_secs(600);
+
+/// `odqs serve` again on the same store and index directory: how soon it answers a page of
+/// flights (from the store while the index is read or built), and how soon the index is ready.
+async fn restart(
+    args: &Args,
+    bin: &std::path::Path,
+    url: &str,
+    dir: &std::path::Path,
+    token: &str,
+) -> Result<report::Restart> {
+    let mut server = odqs::Server::start(bin, url, dir, args.index_memory_mb, "serve-again.log")?;
+    let client = Client::new(server.addr, Some(format!("Bearer {token}")));
+    let path = "/api/v1/datasets/flights/records?per_page=1";
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let first_answer = loop {
+        server.check_alive()?;
+        match client.get(path).await {
+            Ok(answer) if answer.status == 200 => break server.uptime(),
+            _ if std::time::Instant::now() > deadline => {
+                anyhow::bail!("the restarted odqs serve did not answer {path} within 60 s")
+            }
+            _ => tokio::time::sleep(Duration::from_millis(5)).await,
+        }
+    };
+    let mut restart = report::Restart {
+        first_answer,
+        ..Default::default()
+    };
+    if args.index_memory_mb != Some(0) {
+        let waited = server.wait_for_index("flights", Duration::from_secs(args.index_wait_seconds));
+        if let Some((after, line)) = waited {
+            restart.index_ready = Some(after);
+            restart.from = odqs::log_text(&line, "from");
+        }
+    }
+    restart.peak_rss_kb = odqs::peak_rss_kb(server.pid());
+    step(&format!(
+        "started again: first answer {:.0} ms after start, index ready {:?} from {:?}, peak RSS {}",
+        first_answer.as_secs_f64() * 1e3,
+        restart.index_ready,
+        restart.from,
+        report::mb(restart.peak_rss_kb)
+    ));
+    server.stop();
+    Ok(restart)
 }
 
 /// One progress line on standard error.

@@ -229,19 +229,23 @@ pub struct Server {
     pub addr: SocketAddr,
     pub log_path: PathBuf,
     started: Instant,
-    /// Lines of its output that mention `index ready`.
+    /// Lines of its output about an index (`index ready`, `index file written`, …).
     index_lines: mpsc::Receiver<String>,
+    /// Those lines received so far, with when they came after start.
+    seen: Vec<(Duration, String)>,
 }
 
 impl Server {
+    /// `odqs serve` on `database_url`, its output in `dir/{log_name}`.
     pub fn start(
         bin: &Path,
         database_url: &str,
         dir: &Path,
         index_memory_mb: Option<u64>,
+        log_name: &str,
     ) -> Result<Self> {
         let addr = free_addr()?;
-        let log_path = dir.join("serve.log");
+        let log_path = dir.join(log_name);
         let mut command = odqs(bin, database_url);
         if let Some(mb) = index_memory_mb {
             command.env("ODQS_INDEX_MEMORY_MB", mb.to_string());
@@ -252,6 +256,9 @@ impl Server {
             .env("ODQS_PUBLIC_URL", format!("http://{addr}"))
             .env("ODQS_API_RATE_LIMIT", "0")
             .env("ODQS_DEMO_DATA", "false")
+            // In the scratch directory for either store (PostgreSQL's default is `data/indexes`
+            // under the working directory).
+            .env("ODQS_INDEX_DIR", dir.join("indexes"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -276,7 +283,7 @@ impl Server {
                     if let Ok(mut log) = log.lock() {
                         let _ = writeln!(log, "{line}");
                     }
-                    if line.contains("index ready") {
+                    if line.contains("index ") {
                         let _ = tx.send(strip_ansi(&line));
                     }
                 }
@@ -288,6 +295,7 @@ impl Server {
             log_path,
             started: Instant::now(),
             index_lines,
+            seen: Vec::new(),
         })
     }
 
@@ -307,19 +315,35 @@ impl Server {
     }
 
     /// Waits for a line with `index ready` that names `slug`; how long after start it came,
-    /// and the line (it carries the index's `mib` and build `ms`).
+    /// and the line (it carries the index's `mib`, its `ms` and where it came `from`).
     pub fn wait_for_index(&mut self, slug: &str, limit: Duration) -> Option<(Duration, String)> {
+        self.wait_for_line("index ready", slug, limit)
+    }
+
+    /// Waits for a line holding `needle` that names `slug` (lines that came earlier count);
+    /// how long after start it came, and the line.
+    pub fn wait_for_line(
+        &mut self,
+        needle: &str,
+        slug: &str,
+        limit: Duration,
+    ) -> Option<(Duration, String)> {
         let deadline = Instant::now() + limit;
+        let mut checked = 0;
         loop {
+            if let Some(found) = self.seen[checked..]
+                .iter()
+                .find(|(_, line)| line.contains(needle) && names_slug(line, slug))
+            {
+                return Some(found.clone());
+            }
+            checked = self.seen.len();
             let left = deadline.saturating_duration_since(Instant::now());
             match self
                 .index_lines
                 .recv_timeout(left.min(Duration::from_millis(500)))
             {
-                Ok(line) if names_slug(&line, slug) => {
-                    return Some((self.started.elapsed(), line));
-                }
-                Ok(_) => {}
+                Ok(line) => self.seen.push((self.started.elapsed(), line)),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if Instant::now() >= deadline || self.check_alive().is_err() {
                         return None;
@@ -328,6 +352,11 @@ impl Server {
                 Err(mpsc::RecvTimeoutError::Disconnected) => return None,
             }
         }
+    }
+
+    /// How long since the process was started.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
     }
 
     pub fn stop(&mut self) {
@@ -385,4 +414,14 @@ pub fn log_number(line: &str, key: &str) -> Option<f64> {
         serde_json::Value::String(s) => s.parse().ok(),
         _ => None,
     }
+}
+
+/// A text field of a JSON log line (`"from":"file"`).
+pub fn log_text(line: &str, key: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    let field = value
+        .get("fields")
+        .and_then(|f| f.get(key))
+        .or_else(|| value.get(key))?;
+    field.as_str().map(str::to_string)
 }

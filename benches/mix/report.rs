@@ -100,6 +100,20 @@ pub struct Report {
     /// Cursor paging, and whether the store answered it (`--index-memory-mb 0`).
     pub cursors: Vec<crate::cursors::Measured>,
     pub store_path: bool,
+    /// `odqs serve` started again on the same store after the mix.
+    pub restart: Option<Restart>,
+}
+
+/// A second `odqs serve` on the same store and index directory, measured from its start.
+#[derive(Clone, Debug, Default)]
+pub struct Restart {
+    /// The first answer 200 to a page of flights (from the store while the index is read).
+    pub first_answer: Duration,
+    /// Its `index ready` line for flights, and where the index came `from` (`file`, `store`).
+    pub index_ready: Option<Duration>,
+    pub from: Option<String>,
+    /// VmHWM once the index is ready.
+    pub peak_rss_kb: Option<u64>,
 }
 
 fn side_index(side: Side) -> usize {
@@ -180,6 +194,7 @@ impl Report {
             finding: Vec::new(),
             cursors: Vec::new(),
             store_path: false,
+            restart: None,
         }
     }
 
@@ -413,6 +428,16 @@ impl Report {
                 "- the first `skill.md` of flights (its facts from {from}, rendered): {ms:.1} ms (issue 14: facts from the index < 50 ms)\n"
             ));
         }
+        if let Some(r) = &self.restart {
+            out.push_str(&format!(
+                "- `odqs serve` started again on the same store: first answer {:.0} ms after start, flights' index ready {} (from {}), peak RSS then {}\n",
+                r.first_answer.as_secs_f64() * 1e3,
+                r.index_ready
+                    .map_or("– (no `index ready` line)".into(), |d| format!("{:.1} s after start", d.as_secs_f64())),
+                r.from.as_deref().unwrap_or("–"),
+                mb(r.peak_rss_kb)
+            ));
+        }
         let wrong: Vec<String> = self
             .rows
             .iter()
@@ -435,23 +460,67 @@ impl Report {
 }
 
 /// flights×N targets.
-const SCALED_IMPORT_LIMIT: f64 = 60.0;
-const SCALED_FILE_FACTOR: f64 = 2.5;
-const SCALED_INDEX_MIB: f64 = 400.0;
-const SCALED_INDEX_MS: f64 = 15_000.0;
-const SCALED_F_MS: f64 = 30.0;
-const SCALED_LATENCY_FACTOR: f64 = 2.0;
-const SCALED_RSS_MB: f64 = 700.0;
+/// The targets of a scaled run: issue 13's at ×10, issue 30's at ×100.
+struct Targets {
+    issue: u32,
+    import_s: f64,
+    file_factor: f64,
+    index_mib: f64,
+    /// The build from the store (×10); at ×100 the target is the restart's index instead.
+    index_ms: Option<f64>,
+    /// After a restart: the first answer, and the index ready (read from its file).
+    first_answer_ms: Option<f64>,
+    ready_s: Option<f64>,
+    f_ms: f64,
+    latency_factor: f64,
+    /// The queries held to `latency_ms` and `latency_factor` (all of them when `None`).
+    latency_ms: Option<(f64, &'static [&'static str])>,
+    rss_mb: f64,
+}
+
+const X10: Targets = Targets {
+    issue: 13,
+    import_s: 60.0,
+    file_factor: 2.5,
+    index_mib: 400.0,
+    index_ms: Some(15_000.0),
+    first_answer_ms: None,
+    ready_s: None,
+    f_ms: 30.0,
+    latency_factor: 2.0,
+    latency_ms: None,
+    rss_mb: 700.0,
+};
+
+const X100: Targets = Targets {
+    issue: 30,
+    import_s: 180.0,
+    file_factor: 2.0,
+    index_mib: 3072.0,
+    index_ms: None,
+    first_answer_ms: Some(1000.0),
+    ready_s: Some(10.0),
+    f_ms: 30.0,
+    latency_factor: 2.0,
+    latency_ms: Some((5.0, &["a", "c", "h"])),
+    rss_mb: 4000.0,
+};
+
+fn targets(scale: u32) -> &'static Targets {
+    if scale >= 100 { &X100 } else { &X10 }
+}
 
 fn opt(v: Option<f64>, unit: &str) -> String {
     v.map_or("–".into(), |v| format!("{v:.1} {unit}"))
 }
 
-/// The 1× and N× runs side by side, each figure of issue 13's targets marked met or not.
+/// The 1× and N× runs side by side, each figure of the scale's targets ([`targets`]) marked
+/// met or not.
 pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
+    let t = targets(scale);
     let mut out = format!(
-        "### flights ×1 and ×{scale} on {} (one connection, p50 in ms)\n\n| | ×1 | ×{scale} | ×{scale} ÷ ×1 | target at ×{scale} |\n|---|---:|---:|---:|---|\n",
-        one.store
+        "### flights ×1 and ×{scale} on {} (one connection, p50 in ms; targets of issue {})\n\n| | ×1 | ×{scale} | ×{scale} ÷ ×1 | target at ×{scale} |\n|---|---:|---:|---:|---|\n",
+        one.store, t.issue
     );
     let mut row = |what: &str, a: Option<f64>, b: Option<f64>, unit: &str, target: String| {
         let ratio = match (a, b) {
@@ -464,7 +533,8 @@ pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
             opt(b, unit)
         ));
     };
-    // The import and file targets are the embedded store's: issue 13 sets none for PostgreSQL.
+    // The import and file targets are the embedded store's (issue 30 holds PostgreSQL's to 2×
+    // SQLite's, which takes both runs: see the closing note).
     let sqlite_target = |target: String| {
         if one.store == "sqlite" {
             target
@@ -478,8 +548,9 @@ pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
         Some(many.import.seconds),
         "s",
         sqlite_target(format!(
-            "≤ {SCALED_IMPORT_LIMIT:.0} s: {}",
-            met(many.import.seconds <= SCALED_IMPORT_LIMIT)
+            "≤ {:.0} s: {}",
+            t.import_s,
+            met(many.import.seconds <= t.import_s)
         )),
     );
     let file_factor = match (many.store_bytes, many.csv_bytes) {
@@ -492,10 +563,11 @@ pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
         many.store_bytes.map(|b| b as f64 / 1e6),
         "MB",
         sqlite_target(format!(
-            "≤ {SCALED_FILE_FACTOR}× the CSV ({}): {}",
+            "≤ {}× the CSV ({}): {}",
+            t.file_factor,
             many.csv_bytes
                 .map_or("–".into(), |c| format!("{} MB", c / 1_000_000)),
-            file_factor.map_or("–", |f| met(f <= SCALED_FILE_FACTOR))
+            file_factor.map_or("–", |f| met(f <= t.file_factor))
         )),
     );
     row(
@@ -504,8 +576,9 @@ pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
         many.index_mib,
         "MiB",
         format!(
-            "≤ {SCALED_INDEX_MIB:.0} MiB: {}",
-            many.index_mib.map_or("–", |m| met(m <= SCALED_INDEX_MIB))
+            "≤ {:.0} MiB: {}",
+            t.index_mib,
+            many.index_mib.map_or("–", |m| met(m <= t.index_mib))
         ),
     );
     row(
@@ -513,10 +586,58 @@ pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
         one.index_ms,
         many.index_ms,
         "ms",
-        format!(
-            "≤ {SCALED_INDEX_MS:.0} ms: {}",
-            many.index_ms.map_or("–", |m| met(m <= SCALED_INDEX_MS))
+        match t.index_ms {
+            Some(limit) => format!(
+                "≤ {limit:.0} ms: {}",
+                many.index_ms.map_or("–", |m| met(m <= limit))
+            ),
+            None => "– (the restart's index below)".into(),
+        },
+    );
+    let first = |r: &Report| {
+        r.restart
+            .as_ref()
+            .map(|r| r.first_answer.as_secs_f64() * 1e3)
+    };
+    row(
+        "after a restart: first answer",
+        first(one),
+        first(many),
+        "ms",
+        t.first_answer_ms.map_or("–".into(), |limit| {
+            format!(
+                "≤ {limit:.0} ms: {}",
+                first(many).map_or("–", |m| met(m <= limit))
+            )
+        }),
+    );
+    let ready = |r: &Report| {
+        r.restart
+            .as_ref()
+            .and_then(|r| r.index_ready)
+            .map(|d| d.as_secs_f64())
+    };
+    let from = |r: &Report| {
+        r.restart
+            .as_ref()
+            .and_then(|r| r.from.clone())
+            .unwrap_or_else(|| "–".into())
+    };
+    row(
+        &format!(
+            "after a restart: index ready (from {} / {})",
+            from(one),
+            from(many)
         ),
+        ready(one),
+        ready(many),
+        "s",
+        t.ready_s.map_or("–".into(), |limit| {
+            format!(
+                "≤ {limit:.0} s: {}",
+                ready(many).map_or("–", |m| met(m <= limit))
+            )
+        }),
     );
     let rss = |r: &Report| r.peak_rss_kb.map(|kb| kb as f64 * 1024.0 / 1e6);
     row(
@@ -532,8 +653,9 @@ pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
         rss(many),
         "MB",
         format!(
-            "≤ {SCALED_RSS_MB:.0} MB: {}",
-            rss(many).map_or("–", |m| met(m <= SCALED_RSS_MB))
+            "≤ {:.0} MB: {}",
+            t.rss_mb,
+            rss(many).map_or("–", |m| met(m <= t.rss_mb))
         ),
     );
     for r in &one.rows {
@@ -543,19 +665,31 @@ pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
                 .map(|d| d.as_secs_f64() * 1e3)
         };
         let (a, b) = (p50(one), p50(many));
+        let held = t
+            .latency_ms
+            .is_none_or(|(_, names)| names.contains(&r.name));
         let target = if r.name == "f" {
             format!(
-                "≤ {SCALED_F_MS:.0} ms: {}",
-                b.map_or("–", |b| met(b <= SCALED_F_MS))
+                "≤ {:.0} ms: {}",
+                t.f_ms,
+                b.map_or("–", |b| met(b <= t.f_ms))
+            )
+        } else if held {
+            let limit = t.latency_ms.map(|(ms, _)| ms);
+            let ok = match (a, b) {
+                (Some(a), Some(b)) => {
+                    Some(b <= a * t.latency_factor && limit.is_none_or(|l| b <= l))
+                }
+                _ => None,
+            };
+            format!(
+                "{}≤ {:.0}× ×1: {}",
+                limit.map_or(String::new(), |l| format!("≤ {l:.0} ms and ")),
+                t.latency_factor,
+                ok.map_or("–", met)
             )
         } else {
-            format!(
-                "≤ {SCALED_LATENCY_FACTOR:.0}× ×1: {}",
-                match (a, b) {
-                    (Some(a), Some(b)) => met(b <= a * SCALED_LATENCY_FACTOR),
-                    _ => "–",
-                }
-            )
+            "–".into()
         };
         row(&format!("{} p50, 1 connection", r.name), a, b, "ms", target);
     }

@@ -29,6 +29,9 @@ pub struct Stderr {
     total_bytes: Option<u64>,
     terminal: bool,
     last: Mutex<Option<Instant>>,
+    /// When the import began: a log's lines say how long it has run, so a reader sees where a
+    /// long import spends its time (loading, then building indexes).
+    started: Instant,
 }
 
 impl Stderr {
@@ -38,6 +41,7 @@ impl Stderr {
             total_bytes,
             terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
             last: Mutex::new(None),
+            started: Instant::now(),
         }
     }
 }
@@ -69,7 +73,12 @@ impl Progress for Stderr {
         if self.terminal {
             let _ = write!(err, "\r\x1b[K{}: {records} records{percent}", self.label);
         } else {
-            let _ = writeln!(err, "{}: {records} records{percent}", self.label);
+            let _ = writeln!(
+                err,
+                "{}: {records} records{percent} after {:.0} s",
+                self.label,
+                self.started.elapsed().as_secs_f64()
+            );
         }
         let _ = err.flush();
     }
@@ -79,7 +88,16 @@ impl Progress for Stderr {
         if self.terminal {
             let _ = write!(err, "\r\x1b[K");
         }
-        let _ = writeln!(err, "{}: {phase}", self.label);
+        if self.terminal {
+            let _ = writeln!(err, "{}: {phase}", self.label);
+        } else {
+            let _ = writeln!(
+                err,
+                "{}: {phase} (after {:.0} s)",
+                self.label,
+                self.started.elapsed().as_secs_f64()
+            );
+        }
         *self.last.lock().expect("progress lock") = None;
     }
 }
