@@ -11,7 +11,7 @@
 //! the in-memory routers are asked everything again, answering from the record bodies they
 //! kept.
 
-use crate::helpers::cases::{REQUESTS, encode, load};
+use crate::helpers::cases::{ID_FIELD_REQUESTS, REQUESTS, encode, load};
 use crate::helpers::{Kind, TestStore, get_with};
 use query::memory::IndexPolicy;
 use serde_json::Value;
@@ -93,7 +93,7 @@ async fn sqlite_and_postgres_answer_alike() {
 
     let (mut ok, mut non_empty) = (0, 0);
     let mut record_keys = 0;
-    for &(raw, want_status, want_code) in REQUESTS {
+    for &(raw, want_status, want_code) in REQUESTS.iter().chain(ID_FIELD_REQUESTS) {
         let path = format!("/api/v1{}", encode(raw));
         let mut a = get_with(&sqlite_router, &path, Some(&sqlite_token), &[]).await;
         strip_timestamps(raw, &mut a.body);
@@ -172,7 +172,7 @@ async fn sqlite_and_postgres_answer_alike() {
     }
     // Asked again, the in-memory routers answer from the record bodies they kept (the body
     // cache, which only they have): the same answers as the store path's, key order included.
-    for &(raw, _, _) in REQUESTS {
+    for &(raw, _, _) in REQUESTS.iter().chain(ID_FIELD_REQUESTS) {
         let path = format!("/api/v1{}", encode(raw));
         let mut want = get_with(&sqlite_store_router, &path, Some(&sqlite_token), &[]).await;
         strip_timestamps(raw, &mut want.body);
@@ -191,7 +191,7 @@ async fn sqlite_and_postgres_answer_alike() {
             );
         }
     }
-    let total = REQUESTS.len();
+    let total = REQUESTS.len() + ID_FIELD_REQUESTS.len();
     assert!(total >= 60, "{total} requests");
     assert!(
         ok * 10 >= total * 6,

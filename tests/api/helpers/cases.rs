@@ -971,3 +971,54 @@ pub async fn load(store: &TestStore) -> (axum::Router, String) {
         .unwrap_or_else(|e| panic!("{:?}: importing the mini dataset failed: {e}", store.kind));
     (store.router(), api_token(store).await)
 }
+
+/// Conditions, sorts and groups on a keyword id field, which the in-memory index answers with
+/// `_id` (`FieldIndex::Id`): equality, negation, ranges and prefixes in byte order, presence,
+/// sorts both ways and as a second key, and grouping by it (which the store answers). In the
+/// form of [`REQUESTS`]; `parity.rs` sends both lists.
+pub const ID_FIELD_REQUESTS: &[(&str, u16, &str)] = &[
+    (
+        "/datasets/flights/records?id=17&id=9&id=100000&id=x",
+        200,
+        "",
+    ),
+    ("/datasets/flights/records?id[ne]=1&per_page=3", 200, ""),
+    (
+        "/datasets/flights/records?id[gte]=99&id[lt]=991&sort=id>&per_page=30",
+        200,
+        "",
+    ),
+    ("/datasets/flights/records?id[prefix]=123&sort=id", 200, ""),
+    ("/datasets/flights/records?id[exists]=false", 200, ""),
+    (
+        "/datasets/flights/records?id[exists]=true&per_page=1",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/records?sort=id<&page=40&per_page=25",
+        200,
+        "",
+    ),
+    (
+        "/datasets/flights/records?origin=EWR&sort=id,dep_delay<&per_page=9",
+        200,
+        "",
+    ),
+    ("/datasets/flights/agg?group_by=id&limit=5", 200, ""),
+    (
+        "/datasets/mini.set~1/records?code[in]=d1,c3,zz&sort=code>",
+        200,
+        "",
+    ),
+    (
+        "/datasets/mini.set~1/records?code[nin]=c1&code[gt]=c2",
+        200,
+        "",
+    ),
+    (
+        "/datasets/tw-scenic-spots/records?sort=ID<&per_page=4",
+        200,
+        "",
+    ),
+];

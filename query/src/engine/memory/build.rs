@@ -24,8 +24,8 @@ const CHUNK: i64 = 5_000;
 /// enough to decide whether to try within a budget (the text dictionary is not counted). Per
 /// row: `_id` about 16 bytes (text, end, sorted position), a number 6 (a 1–2 byte value and a
 /// 2-byte row in value order, with room for wider ones), a keyword or text 4 (a narrow code
-/// and a 2-byte row).
-pub fn estimate(schema: &DatasetSchema, rows: u64) -> u64 {
+/// and a 2-byte row; a keyword id field nothing: `_id` answers for it).
+pub fn estimate(schema: &DatasetSchema, id_field: Option<&str>, rows: u64) -> u64 {
     let per_row: u64 = 16
         + schema
             .fields
@@ -34,6 +34,7 @@ pub fn estimate(schema: &DatasetSchema, rows: u64) -> u64 {
             .map(|f| match f.field_type {
                 FieldType::Number => 6,
                 FieldType::Json => 0,
+                FieldType::Keyword if id_field == Some(f.name.as_str()) => 0,
                 _ => 4,
             })
             .sum::<u64>();
@@ -42,11 +43,13 @@ pub fn estimate(schema: &DatasetSchema, rows: u64) -> u64 {
 
 /// Reads version `schema.version_id` (`rows` records) into an index: from the SQLite file on a
 /// blocking thread when `direct` reads it (values borrowed, not copied, and no hand-off per
-/// row), else (PostgreSQL, or when that read fails) through the pool.
+/// row), else (PostgreSQL, or when that read fails) through the pool. A keyword `id_field` is
+/// read only to check that each row's value is its `_id` ([`FieldIndex::Id`]).
 pub async fn build(
     db: &DatabaseConnection,
     direct: Option<&Arc<DirectSqlite>>,
     schema: &DatasetSchema,
+    id_field: Option<&str>,
     rows: u64,
 ) -> Result<MemIndex, DbErr> {
     let (texts, text_codes) = read_texts(db, schema).await?;
@@ -58,10 +61,15 @@ pub async fn build(
         .filter_map(|(i, f)| Some((i, f.column.clone()?, f.field_type)))
         .filter(|(_, _, t)| *t != FieldType::Json)
         .collect();
+    let id_position = schema
+        .fields
+        .iter()
+        .position(|f| f.field_type == FieldType::Keyword && id_field == Some(f.name.as_str()));
     let fresh = |rows: u64| {
         Collect::new(
             schema.fields.len(),
             &planned,
+            id_position,
             rows,
             texts.len(),
             &text_codes,
@@ -313,6 +321,11 @@ enum Pending {
     Str(StrBuilder),
     Num(NumBuilder),
     Text(Codes),
+    /// The keyword id field, held by `_id`: only whether some row's value was not its `_id`
+    /// (an import never writes that; such a version is answered by the store).
+    Id {
+        differs: bool,
+    },
 }
 
 /// The columns being collected, row by row in file order.
@@ -332,6 +345,7 @@ impl Collect {
     fn new(
         fields: usize,
         planned: &[(usize, String, FieldType)],
+        id_position: Option<usize>,
         rows: u64,
         texts: usize,
         text_codes: &Arc<TextCodes>,
@@ -342,7 +356,8 @@ impl Collect {
             planned: planned.iter().map(|(i, _, t)| (*i, *t)).collect(),
             pending: planned
                 .iter()
-                .map(|(_, _, field_type)| match field_type {
+                .map(|(i, _, field_type)| match field_type {
+                    _ if Some(*i) == id_position => Pending::Id { differs: false },
                     FieldType::Number => Pending::Num(NumBuilder::with_capacity(rows)),
                     FieldType::Text => Pending::Text(Codes::with_capacity(texts, rows)),
                     _ => Pending::Str(StrBuilder::with_capacity(rows)),
@@ -382,8 +397,18 @@ impl Collect {
     }
 
     fn string(&mut self, k: usize, value: Option<&str>) {
-        if let Pending::Str(b) = &mut self.pending[k] {
-            b.push(value);
+        match &mut self.pending[k] {
+            Pending::Str(b) => b.push(value),
+            Pending::Id { differs } => {
+                // This row's `_id` was pushed before its fields.
+                let id = self
+                    .ids
+                    .len()
+                    .checked_sub(1)
+                    .map(|r| self.ids.get(r as u32));
+                *differs |= value.is_none() || value != id;
+            }
+            _ => {}
         }
     }
 
@@ -403,6 +428,7 @@ impl Collect {
                 (Pending::Str(a), Pending::Str(b)) => a.append(b),
                 (Pending::Num(a), Pending::Num(b)) => a.append(b),
                 (Pending::Text(a), Pending::Text(b)) => a.append(&b, |code| code),
+                (Pending::Id { differs: a }, Pending::Id { differs: b }) => *a |= b,
                 _ => return Err("parts collected different columns".into()),
             }
         }
@@ -480,6 +506,12 @@ impl Collect {
                 Pending::Text(codes) => {
                     let postings = Postings::new(&codes, &code_counts(&codes, texts.len()));
                     FieldIndex::Text(TextColumn { codes, postings })
+                }
+                Pending::Id { differs: false } => FieldIndex::Id,
+                Pending::Id { differs: true } => {
+                    return Err(DbErr::Custom(format!(
+                        "the id field of version {version_id} does not hold every record's _id"
+                    )));
                 }
             };
         }

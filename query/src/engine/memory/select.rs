@@ -205,6 +205,7 @@ impl MemIndex {
         match column {
             Column::Id => mark(&|_| true),
             Column::Field(i) => match &self.fields[i] {
+                FieldIndex::Id => mark(&|_| true),
                 FieldIndex::Str(c) => mark(&|r| c.codes.get(r) != MISSING),
                 FieldIndex::Num(c) => mark(&|r| !c.values.get(r).is_nan()),
                 FieldIndex::Text(c) => mark(&|r| c.codes.get(r) != MISSING),

@@ -68,6 +68,7 @@ impl MemIndex {
             Column::Field(i) => match &self.fields[i] {
                 FieldIndex::Str(c) => Some(Key::Str(c)),
                 FieldIndex::Num(c) => Some(Key::Num(c)),
+                FieldIndex::Id => Some(Key::Id(&self.id)),
                 _ => None,
             },
         }

@@ -38,6 +38,7 @@ mod tag {
     pub const FIELD_STR: u8 = 1;
     pub const FIELD_NUM: u8 = 2;
     pub const FIELD_TEXT: u8 = 3;
+    pub const FIELD_ID: u8 = 4;
 }
 
 fn check(ok: bool, why: &str) -> io::Result<()> {
@@ -309,6 +310,7 @@ impl Put for FieldIndex {
     fn put<W: Write>(&self, out: &mut Sink<W>) -> io::Result<()> {
         match self {
             FieldIndex::None => out.u8(tag::FIELD_NONE),
+            FieldIndex::Id => out.u8(tag::FIELD_ID),
             FieldIndex::Str(c) => {
                 out.u8(tag::FIELD_STR)?;
                 c.put(out)
@@ -329,6 +331,7 @@ impl Take for FieldIndex {
     fn take<R: Read>(input: &mut Source<R>, rows: usize) -> io::Result<Self> {
         Ok(match input.u8()? {
             tag::FIELD_NONE => FieldIndex::None,
+            tag::FIELD_ID => FieldIndex::Id,
             tag::FIELD_STR => FieldIndex::Str(StrColumn::take(input, rows)?),
             tag::FIELD_NUM => FieldIndex::Num(NumColumn::take(input, rows)?),
             tag::FIELD_TEXT => FieldIndex::Text(TextColumn::take(input, rows)?),

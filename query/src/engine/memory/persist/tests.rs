@@ -139,7 +139,7 @@ fn number_columns_of_every_type() {
     assert!(matches!(round_trip(&b.finish().values, 1), Numbers::I8(_)));
 }
 
-/// A small index: `_id`, a keyword, a number, a text and a JSON field.
+/// A small index: `_id`, a keyword, a number, a text, a JSON field and the id field.
 fn index(version_id: i64) -> MemIndex {
     let texts = dict(&["hello world", "hi"]);
     let codes = Codes::new(vec![0, 1, 0], 2);
@@ -152,6 +152,7 @@ fn index(version_id: i64) -> MemIndex {
             codes,
         }),
         FieldIndex::None,
+        FieldIndex::Id,
     ];
     let id = IdColumn::new(dict(&["r1", "r2", "r3"])).unwrap();
     MemIndex::new(version_id, 3, id, fields, texts)
