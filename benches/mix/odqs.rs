@@ -402,14 +402,18 @@ impl Drop for Server {
     }
 }
 
+/// A field of a JSON log line, under `fields` or at the top.
+fn log_field(line: &str, key: &str) -> Option<serde_json::Value> {
+    let mut value: serde_json::Value = serde_json::from_str(line).ok()?;
+    match value.get_mut("fields").and_then(|f| f.get_mut(key)) {
+        Some(field) => Some(field.take()),
+        None => value.get_mut(key).map(serde_json::Value::take),
+    }
+}
+
 /// A number field of a JSON log line (`"mib":"967.0"` or `"ms":47000`).
 pub fn log_number(line: &str, key: &str) -> Option<f64> {
-    let value: serde_json::Value = serde_json::from_str(line).ok()?;
-    let field = value
-        .get("fields")
-        .and_then(|f| f.get(key))
-        .or_else(|| value.get(key))?;
-    match field {
+    match log_field(line, key)? {
         serde_json::Value::Number(n) => n.as_f64(),
         serde_json::Value::String(s) => s.parse().ok(),
         _ => None,
@@ -418,10 +422,8 @@ pub fn log_number(line: &str, key: &str) -> Option<f64> {
 
 /// A text field of a JSON log line (`"from":"file"`).
 pub fn log_text(line: &str, key: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(line).ok()?;
-    let field = value
-        .get("fields")
-        .and_then(|f| f.get(key))
-        .or_else(|| value.get(key))?;
-    field.as_str().map(str::to_string)
+    match log_field(line, key)? {
+        serde_json::Value::String(s) => Some(s),
+        _ => None,
+    }
 }

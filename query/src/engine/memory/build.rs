@@ -406,7 +406,7 @@ impl Collect {
                     .len()
                     .checked_sub(1)
                     .map(|r| self.ids.get(r as u32));
-                *differs |= value.is_none() || value != id;
+                *differs |= value != id;
             }
             _ => {}
         }
