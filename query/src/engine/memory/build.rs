@@ -10,7 +10,7 @@ use entity::record::{records_table, text_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr};
 
 use super::column::{
-    Codes, Dict, IdColumn, MISSING, NumBuilder, Postings, StrBuilder, TextColumn, code_counts,
+    Codes, Dict, IdColumn, Ids, MISSING, NumBuilder, Postings, StrBuilder, TextColumn, code_counts,
 };
 use super::{FieldIndex, MemIndex};
 use crate::dataset::schema::DatasetSchema;
@@ -44,7 +44,8 @@ pub fn estimate(schema: &DatasetSchema, id_field: Option<&str>, rows: u64) -> u6
 /// Reads version `schema.version_id` (`rows` records) into an index: from the SQLite file on a
 /// blocking thread when `direct` reads it (values borrowed, not copied, and no hand-off per
 /// row), else (PostgreSQL, or when that read fails) through the pool. A keyword `id_field` is
-/// read only to check that each row's value is its `_id` ([`FieldIndex::Id`]).
+/// held by `_id` ([`FieldIndex::Id`]): not read at all when its column is `_id` (as imports
+/// now store it), else read only to check that each row's value is its `_id`.
 pub async fn build(
     db: &DatabaseConnection,
     direct: Option<&Arc<DirectSqlite>>,
@@ -59,8 +60,12 @@ pub async fn build(
         .iter()
         .enumerate()
         .filter_map(|(i, f)| Some((i, f.column.clone()?, f.field_type)))
-        .filter(|(_, _, t)| *t != FieldType::Json)
+        .filter(|(_, column, t)| *t != FieldType::Json && column != ID_COLUMN)
         .collect();
+    let stored_as_id = schema
+        .fields
+        .iter()
+        .position(|f| f.column.as_deref() == Some(ID_COLUMN));
     let id_position = schema
         .fields
         .iter()
@@ -100,8 +105,11 @@ pub async fn build(
         Some(collect) => collect,
         None => read_pool(db, schema, &planned, fresh(rows)).await?,
     };
-    collect.finish(schema.version_id, texts)
+    collect.finish(schema.version_id, texts, stored_as_id)
 }
+
+/// The records table's `_id` column, which a keyword id field may name as its own.
+const ID_COLUMN: &str = "_id";
 
 /// Versions of at least this many rows are read from the SQLite file by two threads at once,
 /// each a half of the positions: reading and collecting is most of a build, and until the build ends that version's requests go to the store
@@ -335,7 +343,7 @@ struct Collect {
     /// (schema field index, type) of each column read after `pos` and `_id`.
     planned: Vec<(usize, FieldType)>,
     pending: Vec<Pending>,
-    ids: Dict,
+    ids: Ids,
     text_codes: Arc<TextCodes>,
     /// The last position read.
     read: i64,
@@ -363,7 +371,7 @@ impl Collect {
                     _ => Pending::Str(StrBuilder::with_capacity(rows)),
                 })
                 .collect(),
-            ids: Dict::default(),
+            ids: Ids::default(),
             text_codes: text_codes.clone(),
             read: 0,
         }
@@ -406,7 +414,7 @@ impl Collect {
                     .len()
                     .checked_sub(1)
                     .map(|r| self.ids.get(r as u32));
-                *differs |= value != id;
+                *differs |= value != id.as_deref();
             }
             _ => {}
         }
@@ -496,9 +504,18 @@ impl Collect {
         Ok(())
     }
 
-    /// The index of what was read.
-    fn finish(self, version_id: i64, texts: Dict) -> Result<MemIndex, DbErr> {
+    /// The index of what was read; the field `stored_as_id`, whose column is `_id`, is held by
+    /// `_id`.
+    fn finish(
+        self,
+        version_id: i64,
+        texts: Dict,
+        stored_as_id: Option<usize>,
+    ) -> Result<MemIndex, DbErr> {
         let mut fields: Vec<FieldIndex> = (0..self.fields).map(|_| FieldIndex::None).collect();
+        if let Some(i) = stored_as_id {
+            fields[i] = FieldIndex::Id;
+        }
         for ((i, _), pending) in self.planned.iter().zip(self.pending) {
             fields[*i] = match pending {
                 Pending::Str(b) => FieldIndex::Str(b.finish()),

@@ -7,7 +7,9 @@
 //!   number column's value order) runs through the rows in ascending stretches, so neighbours
 //!   mostly share their upper 16 bits: each row keeps its lower 16 bits, and each stretch of
 //!   equal upper bits keeps where it starts. A list without such stretches (`_id`'s order, a
-//!   permutation) stays 4 bytes a row.
+//!   permutation) stays 4 bytes a row. A list of consecutive rows (the value order of a
+//!   number that only grows through the file, like a year in time-ordered data) is its first
+//!   row and its length: nothing a row.
 
 use std::ops::Range;
 
@@ -41,6 +43,24 @@ impl Bits {
         for &low in lows {
             block[usize::from(low >> 6)] |= 1 << (low & 63);
         }
+    }
+
+    /// Adds the rows `range`, a word at a time.
+    pub fn insert_range(&mut self, range: Range<u32>) {
+        let (start, end) = (range.start as usize, range.end as usize);
+        if start >= end {
+            return;
+        }
+        let (first, last) = (start / 64, (end - 1) / 64);
+        let from = |bit: usize| u64::MAX << (bit % 64);
+        let upto = |bit: usize| u64::MAX >> (63 - (bit - 1) % 64);
+        if first == last {
+            self.words[first] |= from(start) & upto(end);
+            return;
+        }
+        self.words[first] |= from(start);
+        self.words[first + 1..last].fill(u64::MAX);
+        self.words[last] |= upto(end);
     }
 
     /// Whether `row` is in the set.
@@ -170,6 +190,8 @@ pub enum RowList {
         low: Vec<u16>,
         stretches: Vec<Stretch>,
     },
+    /// The rows `first..first + len`, in order.
+    Run { first: u32, len: u32 },
 }
 
 impl Default for RowList {
@@ -181,6 +203,18 @@ impl Default for RowList {
 impl RowList {
     /// `rows` in whichever form takes fewer bytes.
     pub fn new(rows: Vec<u32>) -> Self {
+        if let Some(&first) = rows.first()
+            && u32::try_from(rows.len()).is_ok_and(|len| first.checked_add(len).is_some())
+            && rows
+                .iter()
+                .zip(first..)
+                .all(|(&row, expected)| row == expected)
+        {
+            return RowList::Run {
+                first,
+                len: rows.len() as u32,
+            };
+        }
         let mut stretches: Vec<Stretch> = Vec::new();
         for (i, &row) in rows.iter().enumerate() {
             let high = row >> LOW_BITS;
@@ -209,6 +243,7 @@ impl RowList {
         match self {
             RowList::Wide(rows) => rows.len(),
             RowList::Split { low, .. } => low.len(),
+            RowList::Run { len, .. } => *len as usize,
         }
     }
 
@@ -225,6 +260,10 @@ impl RowList {
             RowList::Split { low, stretches } => {
                 let s = stretches.partition_point(|s| s.start as usize <= i) - 1;
                 (stretches[s].high << LOW_BITS) | u32::from(low[i])
+            }
+            RowList::Run { first, len } => {
+                assert!(i < *len as usize, "row {i} of a run of {len}");
+                first + i as u32
             }
         }
     }
@@ -271,6 +310,7 @@ impl RowList {
             RowList::Split { low, stretches } => {
                 low.capacity() * 2 + stretches.capacity() * size_of::<Stretch>()
             }
+            RowList::Run { .. } => 0,
         }
     }
 }
@@ -307,6 +347,9 @@ impl<'a> Rows<'a> {
     pub fn iter(&self) -> RowIter<'a> {
         match self.list {
             RowList::Wide(rows) => RowIter::Wide(rows[self.range.clone()].iter().copied()),
+            RowList::Run { first, .. } => {
+                RowIter::Run(first + self.range.start as u32..first + self.range.end as u32)
+            }
             RowList::Split { low, stretches } => {
                 let next = self.range.start;
                 // The stretch holding `next`; with an empty range, any valid one.
@@ -335,6 +378,9 @@ impl<'a> Rows<'a> {
             RowList::Wide(rows) => rows[self.range.clone()]
                 .iter()
                 .for_each(|&row| bits.insert(row)),
+            RowList::Run { first, .. } => {
+                bits.insert_range(first + self.range.start as u32..first + self.range.end as u32)
+            }
             RowList::Split { low, stretches } => {
                 let first = stretches
                     .partition_point(|s| s.start as usize <= self.range.start)
@@ -365,6 +411,7 @@ impl<'a> Rows<'a> {
 /// The rows of a [`Rows`], in order.
 pub enum RowIter<'a> {
     Wide(std::iter::Copied<std::slice::Iter<'a, u32>>),
+    Run(Range<u32>),
     Split {
         low: &'a [u16],
         stretches: &'a [Stretch],
@@ -385,6 +432,7 @@ impl Iterator for RowIter<'_> {
     fn next(&mut self) -> Option<u32> {
         match self {
             RowIter::Wide(rows) => rows.next(),
+            RowIter::Run(rows) => rows.next(),
             RowIter::Split {
                 low,
                 stretches,
@@ -414,6 +462,7 @@ impl Iterator for RowIter<'_> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = match self {
             RowIter::Wide(rows) => rows.len(),
+            RowIter::Run(rows) => rows.len(),
             RowIter::Split { next, end, .. } => end.saturating_sub(*next),
         };
         (n, Some(n))
@@ -469,20 +518,28 @@ mod tests {
         let permutation: Vec<u32> = (0..1_000_000u64)
             .map(|r| (r * 48_271 % 1_000_000) as u32)
             .collect();
-        for (rows, split) in [
-            (ascending, true),
-            (runs, true),
-            (permutation, false),
-            (vec![], true),
-            (vec![70_000, 5, u32::MAX - 1], false),
+        let form = |list: &RowList| match list {
+            RowList::Wide(_) => "wide",
+            RowList::Split { .. } => "split",
+            RowList::Run { .. } => "run",
+        };
+        for (rows, want) in [
+            (ascending, "split"),
+            (runs, "split"),
+            (permutation, "wide"),
+            (vec![], "split"),
+            (vec![70_000, 5, u32::MAX - 1], "wide"),
+            ((0..300_000).collect(), "run"),
+            ((65_530..200_003).collect(), "run"),
+            (vec![7], "run"),
+            (vec![u32::MAX - 1, u32::MAX], "wide"),
         ] {
             let list = RowList::new(rows.clone());
-            assert_eq!(
-                matches!(list, RowList::Split { .. }),
-                split,
-                "{:?}",
-                &rows[..rows.len().min(5)]
-            );
+            let split = want == "split";
+            assert_eq!(form(&list), want, "{:?}", &rows[..rows.len().min(5)]);
+            if want == "run" {
+                assert_eq!(list.bytes(), 0);
+            }
             assert_eq!(list.len(), rows.len());
             assert_eq!(list.all().to_vec(), rows);
             assert_eq!(list.first(), rows.first().copied());

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::ops::Deref;
 
 use super::column::{MISSING, StrColumn};
 use super::rows::Bits;
@@ -298,8 +299,12 @@ impl MemIndex {
 
 /// The positions in `0..n` of a list in byte order (`text` of a position) whose values lie in
 /// `range`.
-fn text_range<'t>(range: &Range, n: usize, text: impl Fn(u32) -> &'t str) -> std::ops::Range<u32> {
-    let first = |pred: &dyn Fn(&str) -> bool| partition(n, |i| pred(text(i)));
+fn text_range<T: Deref<Target = str>>(
+    range: &Range,
+    n: usize,
+    text: impl Fn(u32) -> T,
+) -> std::ops::Range<u32> {
+    let first = |pred: &dyn Fn(&str) -> bool| partition(n, |i| pred(&text(i)));
     let low = match &range.lower {
         Some((RangeValue::Str(b), true)) => first(&|v| v < b.as_str()),
         Some((RangeValue::Str(b), false)) => first(&|v| v <= b.as_str()),
@@ -314,11 +319,15 @@ fn text_range<'t>(range: &Range, n: usize, text: impl Fn(u32) -> &'t str) -> std
 }
 
 /// The positions in `0..n` of a list in byte order whose values start with `prefix`.
-fn prefix_range<'t>(prefix: &str, n: usize, text: impl Fn(u32) -> &'t str) -> std::ops::Range<u32> {
-    let low = partition(n, |i| text(i) < prefix);
+fn prefix_range<T: Deref<Target = str>>(
+    prefix: &str,
+    n: usize,
+    text: impl Fn(u32) -> T,
+) -> std::ops::Range<u32> {
+    let low = partition(n, |i| &*text(i) < prefix);
     let high = partition(n, |i| {
         let v = text(i);
-        v < prefix || v.starts_with(prefix)
+        &*v < prefix || v.starts_with(prefix)
     });
     low..high.max(low)
 }

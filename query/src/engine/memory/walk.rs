@@ -42,7 +42,7 @@ impl Key<'_> {
     pub(super) fn compare(self, a: u32, b: u32, descending: bool) -> Ordering {
         let ordered = |x: Ordering| if descending { x.reverse() } else { x };
         match self {
-            Key::Id(c) => ordered(c.get(a).cmp(c.get(b))),
+            Key::Id(c) => ordered(c.compare(a, b)),
             Key::Str(c) => {
                 let (x, y) = (c.codes.get(a as usize), c.codes.get(b as usize));
                 match (x == MISSING, y == MISSING) {
@@ -149,8 +149,7 @@ impl MemIndex {
                     let sorted = c.sorted();
                     let n = sorted.len();
                     let at = after.map(|r| {
-                        let id = c.get(r);
-                        partition(n, |i| c.get(sorted.get(i as usize)) < id) as usize
+                        partition(n, |i| c.compare(sorted.get(i as usize), r).is_lt()) as usize
                     });
                     let mut go = |i: usize| walk.run(1, std::iter::once(sorted.get(i)));
                     if descending {

@@ -7,15 +7,15 @@
 use super::rows::Bits;
 use super::rows::{RowList, Rows};
 
+mod ids;
 mod numbers;
 mod strings;
 #[cfg(test)]
 mod tests;
 
+pub use ids::{IdColumn, IdText, Ids};
 pub use numbers::{NumBuilder, NumColumn, Numbers};
-pub use strings::{
-    Code, Codes, Dict, IdColumn, Postings, StrBuilder, StrColumn, TextColumn, code_counts,
-};
+pub use strings::{Code, Codes, Dict, Postings, StrBuilder, StrColumn, TextColumn, code_counts};
 
 /// The code of a row that has no value.
 pub const MISSING: u32 = u32::MAX;

@@ -437,57 +437,6 @@ impl StrColumn {
     }
 }
 
-/// `_id`: unique texts kept in file order, with the rows in byte order of their ids. A
-/// dictionary would add each row's code and each code's row list, and building one would
-/// hash every id.
-#[derive(Debug, Default)]
-pub struct IdColumn {
-    /// Row `r`'s id is `ids.get(r)`.
-    pub(in crate::engine::memory) ids: Dict,
-    /// The rows in byte order of their ids.
-    pub(in crate::engine::memory) sorted: RowList,
-}
-
-impl IdColumn {
-    /// The column of `ids`, one per row in file order; `None` when two rows share one (an
-    /// import never publishes that).
-    pub fn new(mut ids: Dict) -> Option<Self> {
-        ids.text.shrink_to_fit();
-        ids.ends.shrink_to_fit();
-        let mut sorted: Vec<u32> = (0..ids.len() as u32).collect();
-        sorted.sort_unstable_by(|&a, &b| ids.get(a).cmp(ids.get(b)));
-        if sorted.windows(2).any(|w| ids.get(w[0]) == ids.get(w[1])) {
-            return None;
-        }
-        Some(IdColumn {
-            ids,
-            sorted: RowList::new(sorted),
-        })
-    }
-
-    /// The id of `row`.
-    pub fn get(&self, row: u32) -> &str {
-        self.ids.get(row)
-    }
-
-    /// The row whose id is `id`.
-    pub fn find(&self, id: &str) -> Option<u32> {
-        let i = self.sorted.partition_point(|r| self.get(r) < id);
-        let row = (i < self.sorted.len()).then(|| self.sorted.get(i))?;
-        (self.get(row) == id).then_some(row)
-    }
-
-    /// The rows in byte order of their ids.
-    pub fn sorted(&self) -> &RowList {
-        &self.sorted
-    }
-
-    /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
-        self.ids.bytes() + self.sorted.bytes()
-    }
-}
-
 /// Collects a string column row by row, then sorts its dictionary.
 #[derive(Default)]
 pub struct StrBuilder {

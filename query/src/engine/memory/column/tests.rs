@@ -47,7 +47,7 @@ fn frequent_values_are_bit_sets_and_others_row_lists() {
 
 #[test]
 fn ids_are_found_and_sorted_by_bytes() {
-    let mut ids = Dict::default();
+    let mut ids = Ids::default();
     for id in ["b", "B", "10", "2", "a"] {
         ids.push(id);
     }
@@ -56,7 +56,7 @@ fn ids_are_found_and_sorted_by_bytes() {
     assert_eq!(column.find("2"), Some(3));
     assert_eq!(column.find("1"), None);
     assert_eq!(column.find("c"), None);
-    let mut twice = Dict::default();
+    let mut twice = Ids::default();
     for id in ["x", "y", "x"] {
         twice.push(id);
     }

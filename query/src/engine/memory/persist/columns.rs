@@ -8,7 +8,7 @@ use std::io::{self, Read, Write};
 use super::raw::{Sink, Source, invalid};
 use crate::engine::memory::FieldIndex;
 use crate::engine::memory::column::{
-    Codes, Dict, IdColumn, NumColumn, Numbers, Postings, StrColumn, TextColumn,
+    Codes, Dict, IdColumn, Ids, NumColumn, Numbers, Postings, StrColumn, TextColumn,
 };
 use crate::engine::memory::rows::{Bits, RowList};
 
@@ -34,11 +34,14 @@ mod tag {
     pub const NUMBERS_F64: u8 = 5;
     pub const LIST_WIDE: u8 = 0;
     pub const LIST_SPLIT: u8 = 1;
+    pub const LIST_RUN: u8 = 2;
     pub const FIELD_NONE: u8 = 0;
     pub const FIELD_STR: u8 = 1;
     pub const FIELD_NUM: u8 = 2;
     pub const FIELD_TEXT: u8 = 3;
     pub const FIELD_ID: u8 = 4;
+    pub const IDS_TEXTS: u8 = 0;
+    pub const IDS_NUMBERS: u8 = 1;
 }
 
 fn check(ok: bool, why: &str) -> io::Result<()> {
@@ -128,6 +131,11 @@ impl Put for RowList {
                 out.array(low)?;
                 out.array(stretches)
             }
+            RowList::Run { first, len } => {
+                out.u8(tag::LIST_RUN)?;
+                out.u64(u64::from(*first))?;
+                out.u64(u64::from(*len))
+            }
         }
     }
 }
@@ -151,6 +159,16 @@ impl Take for RowList {
                     "a row list's stretches",
                 )?;
                 Ok(RowList::Split { low, stretches })
+            }
+            tag::LIST_RUN => {
+                let first = u32::try_from(input.u64()?);
+                let len = u32::try_from(input.u64()?);
+                match (first, len) {
+                    (Ok(first), Ok(len)) if first.checked_add(len).is_some() => {
+                        Ok(RowList::Run { first, len })
+                    }
+                    _ => Err(invalid("a run of rows beyond the rows")),
+                }
             }
             _ => Err(invalid("a row list's form")),
         }
@@ -218,14 +236,27 @@ impl Take for StrColumn {
 
 impl Put for IdColumn {
     fn put<W: Write>(&self, out: &mut Sink<W>) -> io::Result<()> {
-        self.ids.put(out)?;
+        match &self.ids {
+            Ids::Numbers(numbers) => {
+                out.u8(tag::IDS_NUMBERS)?;
+                out.array(numbers)?;
+            }
+            Ids::Texts(texts) => {
+                out.u8(tag::IDS_TEXTS)?;
+                texts.put(out)?;
+            }
+        }
         self.sorted.put(out)
     }
 }
 
 impl Take for IdColumn {
     fn take<R: Read>(input: &mut Source<R>, rows: usize) -> io::Result<Self> {
-        let ids = Dict::take(input, rows)?;
+        let ids = match input.u8()? {
+            tag::IDS_NUMBERS => Ids::Numbers(input.array()?),
+            tag::IDS_TEXTS => Ids::Texts(Dict::take(input, rows)?),
+            _ => return Err(invalid("an unknown kind of ids")),
+        };
         let sorted = RowList::take(input, rows)?;
         check(ids.len() == rows && sorted.len() == rows, "ids, one a row")?;
         Ok(IdColumn { ids, sorted })

@@ -44,7 +44,7 @@ pub const MAGIC: &[u8; 8] = b"ODQSIDX\0";
 /// The layout of the file; a change to any structure's arrays bumps it, and files of another
 /// format are refused (and rebuilt). 2: a keyword id field is held by `_id` alone
 /// ([`FieldIndex::Id`]).
-pub const FORMAT: u64 = 2;
+pub const FORMAT: u64 = 3;
 
 /// The name of a version's file ends so.
 const SUFFIX: &str = ".idx";

@@ -6,8 +6,8 @@ use super::columns::{Put, Take};
 use super::raw::{Sink, Source};
 use super::*;
 use crate::engine::memory::column::{
-    Codes, MISSING, NumBuilder, NumColumn, Numbers, Postings, StrBuilder, StrColumn, TextColumn,
-    code_counts,
+    Codes, IdColumn, Ids, MISSING, NumBuilder, NumColumn, Numbers, Postings, StrBuilder, StrColumn,
+    TextColumn, code_counts,
 };
 use crate::engine::memory::rows::{Bits, RowList};
 
@@ -33,6 +33,12 @@ fn dict(values: &[&str]) -> Dict {
     let mut d = Dict::default();
     values.iter().for_each(|v| d.push(v));
     d
+}
+
+fn id_list(values: &[&str]) -> Ids {
+    let mut ids = Ids::default();
+    values.iter().for_each(|v| ids.push(v));
+    ids
 }
 
 #[test]
@@ -96,10 +102,17 @@ fn string_columns_with_lists_and_bit_sets() {
 
 #[test]
 fn ids_and_text_columns() {
-    let ids = IdColumn::new(dict(&["b", "B", "10", "2", "a"])).unwrap();
+    let ids = IdColumn::new(id_list(&["b", "B", "10", "2", "a"])).unwrap();
     let back = round_trip(&ids, 5);
     assert_eq!(back.sorted().all().to_vec(), ids.sorted().all().to_vec());
     assert_eq!(back.find("2"), Some(3));
+    let numbers = IdColumn::new(id_list(&["5", "10", "0", "7"])).unwrap();
+    assert!(matches!(numbers.ids, Ids::Numbers(_)));
+    let back = round_trip(&numbers, 4);
+    assert!(matches!(back.ids, Ids::Numbers(_)));
+    assert_eq!(back.sorted().all().to_vec(), [2, 1, 0, 3]);
+    assert_eq!(back.find("7"), Some(3));
+    assert_eq!(back.bytes(), numbers.bytes());
     let codes = Codes::new(vec![1, 0, MISSING, 1], 2);
     let counts = code_counts(&codes, 2);
     let text = TextColumn {
@@ -154,7 +167,7 @@ fn index(version_id: i64) -> MemIndex {
         FieldIndex::None,
         FieldIndex::Id,
     ];
-    let id = IdColumn::new(dict(&["r1", "r2", "r3"])).unwrap();
+    let id = IdColumn::new(id_list(&["r1", "r2", "r3"])).unwrap();
     MemIndex::new(version_id, 3, id, fields, texts)
 }
 
