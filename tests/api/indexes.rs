@@ -114,6 +114,9 @@ async fn queries_use_indexes(store: TestStore) {
             .unwrap()
     };
     let (carrier, delay, dest) = (column("carrier"), column("delay"), column("dest_name"));
+    // The keyword id field is stored once, as `_id`, whose unique index answers it.
+    let code = column("code");
+    assert_eq!(code, "_id");
     let t = entity::record::records_table(dataset.version_id);
     let text = entity::record::text_table(dataset.version_id);
     let (tid, like) = match store.kind {
@@ -151,6 +154,9 @@ async fn queries_use_indexes(store: TestStore) {
         ),
         format!("SELECT pos FROM \"{t}\" WHERE \"{delay}\" = 5"),
         format!("SELECT doc FROM \"{t}\" WHERE \"_id\" = 'C00042'"),
+        format!(
+            "SELECT pos FROM \"{t}\" WHERE \"{code}\" >= 'C00042' ORDER BY \"{code}\" LIMIT 20"
+        ),
         format!("SELECT doc FROM \"{t}\" WHERE pos = 42"),
         format!("SELECT {tid} FROM \"{text}\" WHERE {like}"),
         format!("SELECT {tid} FROM \"{text}\" WHERE {chinese}"),
@@ -229,6 +235,9 @@ async fn without_column_indexes_the_store_answers_alike(store: TestStore) {
         "q[dest_name]=denver&sort=delay>",
         "delay[gte]=100&sort=carrier,delay&per_page=100",
         "_ids=C00042,C00007",
+        "code=C00042",
+        "code[prefix]=C0004&sort=code>&per_page=5",
+        "code[gte]=C02990&sort=delay,code",
     ] {
         let mut answers = Vec::new();
         for slug in ["with", "without"] {

@@ -48,8 +48,16 @@ pub struct PlannedField {
     pub path: Vec<String>,
     pub field_type: FieldType,
     pub description: Option<String>,
-    /// The typed column in `records_v{N}`, if the type has one.
+    /// The typed column in `records_v{N}`, if the type has one. A keyword id field's is
+    /// `_id`, which holds the same texts: a column of its own would store each id twice.
     pub column: Option<String>,
+}
+
+impl PlannedField {
+    /// Whether the field has a typed column besides `_id`.
+    pub fn has_own_column(&self) -> bool {
+        self.column.as_deref().is_some_and(|column| column != ID)
+    }
 }
 
 /// How to turn source records into rows: the fields in order, with their columns.
@@ -163,6 +171,7 @@ impl Plan {
         };
         for (position, field) in fields.iter_mut().enumerate() {
             field.column = match field.field_type {
+                FieldType::Keyword if id == IdSource::Field(position) => Some(ID.to_string()),
                 t if t.is_exact() => Some(entity::record::value_column(position)),
                 FieldType::Text => Some(entity::record::text_column(position)),
                 _ => None,
@@ -171,9 +180,9 @@ impl Plan {
         Ok(Plan { fields, id })
     }
 
-    /// The fields that have a column, in column order.
+    /// The fields that have a typed column of their own, in column order.
     pub fn columns(&self) -> impl Iterator<Item = &PlannedField> {
-        self.fields.iter().filter(|f| f.column.is_some())
+        self.fields.iter().filter(|f| f.has_own_column())
     }
 
     /// Converts one source record; the error says which field and why.
@@ -223,7 +232,7 @@ impl Plan {
             if let Some(value) = replacement {
                 set_path(&mut object, &field.path, value);
             }
-            if field.column.is_some() {
+            if field.has_own_column() {
                 cells.push(cell);
             }
         }
