@@ -299,21 +299,8 @@ impl Resolver {
         field: &Field,
     ) -> Result<Vec<ValueCount>, ApiError> {
         if let Some(FieldIndex::Num(column)) = index.map(|i| &i.fields[position]) {
-            let mut best: Option<(f64, u64)> = None;
-            let mut run: Option<(f64, u64)> = None;
-            for row in column.order.all().iter() {
-                let value = column.values.get(row as usize);
-                run = match run {
-                    Some((v, n)) if v == value => Some((v, n + 1)),
-                    _ => Some((value, 1)),
-                };
-                if let Some((v, n)) = run
-                    && best.is_none_or(|(_, most)| n > most)
-                {
-                    best = Some((v, n));
-                }
-            }
-            return Ok(best
+            return Ok(column
+                .mode()
                 .map(|(v, count)| ValueCount {
                     value: json_number(v),
                     count,

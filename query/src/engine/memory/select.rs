@@ -193,23 +193,37 @@ impl MemIndex {
         }
     }
 
-    /// Rows that have a value in `column`.
+    /// Rows that have a value in `column`, from the lists that hold them (a number's value
+    /// order, a keyword's rows by value) rather than row by row: a word at a time where every
+    /// row has one.
     fn present_rows(&self, column: Column) -> Bits {
         let mut bits = Bits::new(self.rows as usize);
-        let mut mark = |present: &dyn Fn(usize) -> bool| {
-            for row in 0..self.rows as usize {
-                if present(row) {
-                    bits.insert(row as u32);
-                }
-            }
-        };
+        let all = 0..self.rows;
         match column {
-            Column::Id => mark(&|_| true),
+            Column::Id => bits.insert_range(all),
             Column::Field(i) => match &self.fields[i] {
-                FieldIndex::Id => mark(&|_| true),
-                FieldIndex::Str(c) => mark(&|r| c.codes.get(r) != MISSING),
-                FieldIndex::Num(c) => mark(&|r| !c.values.get(r).is_nan()),
-                FieldIndex::Text(c) => mark(&|r| c.codes.get(r) != MISSING),
+                FieldIndex::Id => bits.insert_range(all),
+                FieldIndex::Num(c) if c.order.len() == self.rows as usize => bits.insert_range(all),
+                FieldIndex::Num(c) => c.order.all().insert_into(&mut bits),
+                FieldIndex::Str(c) => {
+                    let codes = 0..c.dict.len() as u32;
+                    let held: u64 = codes
+                        .clone()
+                        .map(|code| u64::from(c.postings.len(code)))
+                        .sum();
+                    if held == u64::from(self.rows) {
+                        bits.insert_range(all);
+                    } else {
+                        codes.for_each(|code| c.postings.add_to(code, &mut bits));
+                    }
+                }
+                FieldIndex::Text(c) => {
+                    for row in all {
+                        if c.codes.get(row as usize) != MISSING {
+                            bits.insert(row);
+                        }
+                    }
+                }
                 FieldIndex::None => {}
             },
         }

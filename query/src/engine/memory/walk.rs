@@ -296,6 +296,23 @@ impl Walk<'_, '_> {
 
 /// The runs of equal values in a number column's order; each run is in file order. A run's
 /// far end is found by galloping, so long runs of small integers cost a few look-ups each.
+impl NumColumn {
+    /// The value most rows hold and how many hold it (the smallest such value on a tie), run
+    /// by run of equal values, each run's end found by a galloping search: a column of few
+    /// distinct values costs a few searches, not a pass over its rows.
+    pub fn mode(&self) -> Option<(f64, u64)> {
+        let mut best: Option<(f64, u64)> = None;
+        for run in (EqualRuns { column: self }).forward_from(0) {
+            let count = run.len() as u64;
+            if best.is_none_or(|(_, most)| count > most) {
+                let row = run.first().expect("a run holds a row");
+                best = Some((self.values.get(row as usize), count));
+            }
+        }
+        best
+    }
+}
+
 struct EqualRuns<'a> {
     column: &'a NumColumn,
 }

@@ -231,3 +231,21 @@ fn postings_keep_frequent_codes_as_bit_sets() {
         .collect();
     assert_eq!(bits.iter().collect::<Vec<_>>(), expected);
 }
+
+#[test]
+fn a_number_mode_is_the_most_held_value_the_smallest_on_a_tie() {
+    let nan = f64::NAN;
+    for (values, mode) in [
+        (vec![3.0, 1.0, 3.0, nan, 1.0, 2.0], Some((1.0, 2))),
+        (vec![5.0, nan, 5.0, 5.0, -1.0], Some((5.0, 3))),
+        (vec![nan, nan], None),
+        (vec![], None),
+        (
+            (0..1000).map(|i| f64::from(i % 7)).collect(),
+            Some((0.0, 143)),
+        ),
+        ((0..5000).map(f64::from).collect(), Some((0.0, 1))),
+    ] {
+        assert_eq!(NumColumn::new(values.clone()).mode(), mode, "{values:?}");
+    }
+}
