@@ -25,6 +25,9 @@ pub fn doc_select(backend: sea_orm::DatabaseBackend) -> &'static str {
     }
 }
 
+/// The record identifier's column; a keyword id field's column too, as it holds the same texts.
+pub const ID_COLUMN: &str = "_id";
+
 /// Name of the records table of a version.
 pub fn records_table(version_id: i64) -> String {
     format!("records_v{version_id}")

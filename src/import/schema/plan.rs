@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use entity::FieldType;
+use entity::record::ID_COLUMN;
 use serde_json::{Map, Value};
 
 use super::values::{is_iso_date, parse_bool, parse_number};
@@ -56,7 +57,9 @@ pub struct PlannedField {
 impl PlannedField {
     /// Whether the field has a typed column besides `_id`.
     pub fn has_own_column(&self) -> bool {
-        self.column.as_deref().is_some_and(|column| column != ID)
+        self.column
+            .as_deref()
+            .is_some_and(|column| column != ID_COLUMN)
     }
 }
 
@@ -171,7 +174,9 @@ impl Plan {
         };
         for (position, field) in fields.iter_mut().enumerate() {
             field.column = match field.field_type {
-                FieldType::Keyword if id == IdSource::Field(position) => Some(ID.to_string()),
+                FieldType::Keyword if id == IdSource::Field(position) => {
+                    Some(ID_COLUMN.to_string())
+                }
                 t if t.is_exact() => Some(entity::record::value_column(position)),
                 FieldType::Text => Some(entity::record::text_column(position)),
                 _ => None,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use entity::FieldType;
-use entity::record::{records_table, text_table};
+use entity::record::{ID_COLUMN, records_table, text_table};
 use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr};
 
 use super::column::{
@@ -108,9 +108,6 @@ pub async fn build(
     };
     collect.finish(schema.version_id, texts, stored_as_id)
 }
-
-/// The records table's `_id` column, which a keyword id field may name as its own.
-const ID_COLUMN: &str = "_id";
 
 /// Versions of at least this many rows are read from the SQLite file by two threads at once,
 /// each a half of the positions: reading and collecting is most of a build, and until the build ends that version's requests go to the store
