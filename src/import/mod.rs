@@ -417,7 +417,7 @@ impl RecordColumns {
 }
 
 /// SQL that finds the first duplicated `_id` of a loaded records table with two of its record
-/// positions. Run before the unique index is built, so the error can name the records.
+/// positions. Run when the unique index fails to build, so the error can name the records.
 fn duplicate_id_sql(version_id: i64) -> String {
     let table = entity::record::records_table(version_id);
     format!(
