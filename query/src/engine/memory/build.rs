@@ -23,9 +23,9 @@ const CHUNK: i64 = 5_000;
 /// Bytes an index of `rows` rows of `schema` is expected to take, before reading anything:
 /// enough to decide whether to try within a budget (the text dictionary is not counted). Per
 /// row: `_id` at most about 16 bytes (text, end, sorted position; 8 for plain numbers), a
-/// number 6 (a 1–2 byte value and a
-/// 2-byte row in value order, with room for wider ones), a keyword or text 4 (a narrow code
-/// and a 2-byte row; a keyword id field nothing: `_id` answers for it).
+/// number 6 (a 1–2 byte value and a 2-byte row in value order, with room for wider ones), a
+/// keyword or text 4 (a narrow code and a 2-byte row; a keyword id field nothing: `_id`
+/// answers for it).
 pub fn estimate(schema: &DatasetSchema, id_field: Option<&str>, rows: u64) -> u64 {
     let per_row: u64 = 16
         + schema

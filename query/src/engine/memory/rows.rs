@@ -347,9 +347,7 @@ impl<'a> Rows<'a> {
     pub fn iter(&self) -> RowIter<'a> {
         match self.list {
             RowList::Wide(rows) => RowIter::Wide(rows[self.range.clone()].iter().copied()),
-            RowList::Run { first, .. } => {
-                RowIter::Run(first + self.range.start as u32..first + self.range.end as u32)
-            }
+            RowList::Run { first, .. } => RowIter::Run(self.run_rows(*first)),
             RowList::Split { low, stretches } => {
                 let next = self.range.start;
                 // The stretch holding `next`; with an empty range, any valid one.
@@ -378,9 +376,7 @@ impl<'a> Rows<'a> {
             RowList::Wide(rows) => rows[self.range.clone()]
                 .iter()
                 .for_each(|&row| bits.insert(row)),
-            RowList::Run { first, .. } => {
-                bits.insert_range(first + self.range.start as u32..first + self.range.end as u32)
-            }
+            RowList::Run { first, .. } => bits.insert_range(self.run_rows(*first)),
             RowList::Split { low, stretches } => {
                 let first = stretches
                     .partition_point(|s| s.start as usize <= self.range.start)
@@ -400,6 +396,11 @@ impl<'a> Rows<'a> {
                 }
             }
         }
+    }
+
+    /// This part's rows of a run starting at row `first`.
+    fn run_rows(&self, first: u32) -> Range<u32> {
+        first + self.range.start as u32..first + self.range.end as u32
     }
 
     /// The rows, copied.

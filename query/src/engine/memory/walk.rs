@@ -294,8 +294,6 @@ impl Walk<'_, '_> {
     }
 }
 
-/// The runs of equal values in a number column's order; each run is in file order. A run's
-/// far end is found by galloping, so long runs of small integers cost a few look-ups each.
 impl NumColumn {
     /// The value most rows hold and how many hold it (the smallest such value on a tie), run
     /// by run of equal values, each run's end found by a galloping search: a column of few
@@ -313,6 +311,8 @@ impl NumColumn {
     }
 }
 
+/// The runs of equal values in a number column's order; each run is in file order. A run's
+/// far end is found by galloping, so long runs of small integers cost a few look-ups each.
 struct EqualRuns<'a> {
     column: &'a NumColumn,
 }
