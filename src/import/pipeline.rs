@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::reader::{self, Format, Source};
+use super::schema::csv_rows::CsvRows;
 use super::schema::plan::{Cell, Plan, Row};
 use super::{ImportError, Progress};
 
@@ -44,37 +45,17 @@ pub fn start(
     let handle = tokio::task::spawn_blocking(move || {
         let consumed = Arc::new(AtomicU64::new(0));
         let input = source.open(gzip, Arc::clone(&consumed))?;
-        let mut dictionary: HashMap<String, i64> = HashMap::new();
-        let mut next_text_id = 1;
+        let mut dictionary = Dictionary::default();
         let mut batch = Batch::default();
         let mut batch_bytes = 0;
         let mut count = 0u64;
         let mut loader_gone = false;
-        reader::read_records(input, format, max_record_bytes, |record| {
+        let mut take = |row: Row| {
             count += 1;
-            let mut row = plan
-                .convert(record.number as i64, record.object)
-                .map_err(|message| ImportError::Malformed {
-                    location: record.location,
-                    message,
-                })?;
+            let mut row = row;
             for cell in &mut row.cells {
                 if let Cell::Text(text) = cell {
-                    let lower = text.to_lowercase();
-                    let id = match dictionary.get(&lower) {
-                        Some(&id) => id,
-                        None => {
-                            if dictionary.len() >= DICTIONARY_CAP {
-                                dictionary.clear();
-                            }
-                            let id = next_text_id;
-                            next_text_id += 1;
-                            dictionary.insert(lower.clone(), id);
-                            batch.texts.push((id, lower));
-                            id
-                        }
-                    };
-                    *cell = Cell::TextId(id);
+                    *cell = Cell::TextId(dictionary.id(text, &mut batch.texts));
                 }
             }
             batch_bytes += row.doc.len();
@@ -88,7 +69,30 @@ pub fn start(
                 }
             }
             Ok(())
-        })
+        };
+        let malformed = |location, message| ImportError::Malformed { location, message };
+        let flat = match format {
+            Format::Csv => {
+                reader::csv_headers(source.open(gzip, Arc::default())?, max_record_bytes)
+                    .ok()
+                    .and_then(|names| CsvRows::new(&plan, &names))
+            }
+            _ => None,
+        };
+        match flat {
+            Some(mut rows) => reader::read_csv_cells(input, max_record_bytes, |record| {
+                let row = rows
+                    .convert(record.number as i64, record.cells)
+                    .map_err(|message| malformed(record.location, message))?;
+                take(row)
+            }),
+            None => reader::read_records(input, format, max_record_bytes, |record| {
+                let row = plan
+                    .convert(record.number as i64, record.object)
+                    .map_err(|message| malformed(record.location, message))?;
+                take(row)
+            }),
+        }
         .or_else(|e| if loader_gone { Ok(()) } else { Err(e) })?;
         if !batch.rows.is_empty() {
             let _ = sender.blocking_send(batch);
@@ -97,4 +101,51 @@ pub fn start(
         Ok(count)
     });
     (handle, receiver)
+}
+
+/// The text values seen so far and their ids, so that a value repeated (a carrier's name on
+/// every flight) is one entry of the version's text table. Values are looked up as read first:
+/// most repeat with the same case, and then need no lower-casing.
+struct Dictionary {
+    /// Lower-cased value → id.
+    lower: HashMap<String, i64, foldhash::fast::RandomState>,
+    /// Value as read → id.
+    read: HashMap<String, i64, foldhash::fast::RandomState>,
+    next: i64,
+}
+
+impl Default for Dictionary {
+    fn default() -> Self {
+        Dictionary {
+            lower: HashMap::default(),
+            read: HashMap::default(),
+            next: 1,
+        }
+    }
+}
+
+impl Dictionary {
+    /// The id of `text`'s lower-cased value; a new one is added to `texts`.
+    fn id(&mut self, text: &str, texts: &mut Vec<(i64, String)>) -> i64 {
+        if let Some(&id) = self.read.get(text) {
+            return id;
+        }
+        if self.read.len() >= DICTIONARY_CAP || self.lower.len() >= DICTIONARY_CAP {
+            self.read.clear();
+            self.lower.clear();
+        }
+        let lower = text.to_lowercase();
+        let id = match self.lower.get(&lower) {
+            Some(&id) => id,
+            None => {
+                let id = self.next;
+                self.next += 1;
+                self.lower.insert(lower.clone(), id);
+                texts.push((id, lower));
+                id
+            }
+        };
+        self.read.insert(text.to_string(), id);
+        id
+    }
 }

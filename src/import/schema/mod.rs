@@ -3,6 +3,7 @@
 //! each source record into a typed row; [`values`] reads numbers, booleans and dates from text
 //! the same way for both.
 
+pub mod csv_rows;
 pub mod geo;
 pub mod infer;
 pub mod plan;

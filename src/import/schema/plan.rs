@@ -299,54 +299,54 @@ fn set_path(object: &mut Map<String, Value>, path: &[String], value: Value) {
 /// Coerces a value to a field type: the cell for its column, and the value to write back into
 /// the record when the record should show the typed value (a CSV `"42"` becomes `42`).
 fn coerce(value: &Value, field_type: FieldType) -> Result<(Cell, Option<Value>), String> {
-    let text = |s: &str| -> Cell {
-        if s.is_empty() {
-            Cell::Null
-        } else {
-            Cell::Str(s.to_string())
-        }
+    if let Value::String(s) = value {
+        return coerce_text(s, field_type);
+    }
+    let as_text = |text: String| match field_type {
+        FieldType::Text => Cell::Text(text),
+        _ => Cell::Str(text),
     };
+    match (field_type, value) {
+        (FieldType::Number, Value::Number(n)) => {
+            Ok((Cell::Num(n.as_f64().unwrap_or(f64::NAN)), None))
+        }
+        (FieldType::Number, other) => Err(format!("expects a number, got {}", kind(other))),
+        (FieldType::Boolean, Value::Bool(b)) => Ok((Cell::Str(b.to_string()), None)),
+        (FieldType::Boolean, other) => Err(format!("expects true or false, got {}", kind(other))),
+        (FieldType::Date, other) => Err(format!("expects an ISO 8601 date, got {}", kind(other))),
+        (FieldType::Keyword | FieldType::Text, Value::Number(n)) => {
+            Ok((as_text(n.to_string()), None))
+        }
+        (FieldType::Keyword | FieldType::Text, Value::Bool(b)) => {
+            Ok((as_text(b.to_string()), None))
+        }
+        (FieldType::Keyword, other) => Err(format!("expects a single value, got {}", kind(other))),
+        (FieldType::Text, other) => Err(format!("expects text, got {}", kind(other))),
+        (FieldType::Json, _) => Ok((Cell::Null, None)),
+    }
+}
+
+/// [`coerce`] for a value written as text (every CSV cell, and JSON strings).
+pub(super) fn coerce_text(s: &str, field_type: FieldType) -> Result<(Cell, Option<Value>), String> {
     match field_type {
-        FieldType::Number => match value {
-            Value::Number(n) => Ok((Cell::Num(n.as_f64().unwrap_or(f64::NAN)), None)),
-            Value::String(s) if s.trim().is_empty() => Ok((Cell::Null, None)),
-            Value::String(s) => match parse_number(s) {
-                Some(n) => Ok((
-                    Cell::Num(n.as_f64().unwrap_or(f64::NAN)),
-                    Some(Value::Number(n)),
-                )),
-                None => Err(format!("expects a number, got {s:?}")),
-            },
-            other => Err(format!("expects a number, got {}", kind(other))),
+        FieldType::Number if s.trim().is_empty() => Ok((Cell::Null, None)),
+        FieldType::Number => match parse_number(s) {
+            Some(n) => Ok((
+                Cell::Num(n.as_f64().unwrap_or(f64::NAN)),
+                Some(Value::Number(n)),
+            )),
+            None => Err(format!("expects a number, got {s:?}")),
         },
-        FieldType::Boolean => match value {
-            Value::Bool(b) => Ok((Cell::Str(b.to_string()), None)),
-            Value::String(s) => match parse_bool(s) {
-                Some(b) => Ok((Cell::Str(b.to_string()), Some(Value::Bool(b)))),
-                None if s.is_empty() => Ok((Cell::Null, None)),
-                None => Err(format!("expects true or false, got {s:?}")),
-            },
-            other => Err(format!("expects true or false, got {}", kind(other))),
+        FieldType::Boolean => match parse_bool(s) {
+            Some(b) => Ok((Cell::Str(b.to_string()), Some(Value::Bool(b)))),
+            None if s.is_empty() => Ok((Cell::Null, None)),
+            None => Err(format!("expects true or false, got {s:?}")),
         },
-        FieldType::Date => match value {
-            Value::String(s) if s.is_empty() => Ok((Cell::Null, None)),
-            Value::String(s) if is_iso_date(s) => Ok((Cell::Str(s.clone()), None)),
-            Value::String(s) => Err(format!("expects an ISO 8601 date, got {s:?}")),
-            other => Err(format!("expects an ISO 8601 date, got {}", kind(other))),
-        },
-        FieldType::Keyword => match value {
-            Value::String(s) => Ok((text(s), None)),
-            Value::Number(n) => Ok((Cell::Str(n.to_string()), None)),
-            Value::Bool(b) => Ok((Cell::Str(b.to_string()), None)),
-            other => Err(format!("expects a single value, got {}", kind(other))),
-        },
-        FieldType::Text => match value {
-            Value::String(s) if s.is_empty() => Ok((Cell::Null, None)),
-            Value::String(s) => Ok((Cell::Text(s.clone()), None)),
-            Value::Number(n) => Ok((Cell::Text(n.to_string()), None)),
-            Value::Bool(b) => Ok((Cell::Text(b.to_string()), None)),
-            other => Err(format!("expects text, got {}", kind(other))),
-        },
+        _ if s.is_empty() => Ok((Cell::Null, None)),
+        FieldType::Date if is_iso_date(s) => Ok((Cell::Str(s.to_string()), None)),
+        FieldType::Date => Err(format!("expects an ISO 8601 date, got {s:?}")),
+        FieldType::Keyword => Ok((Cell::Str(s.to_string()), None)),
+        FieldType::Text => Ok((Cell::Text(s.to_string()), None)),
         FieldType::Json => Ok((Cell::Null, None)),
     }
 }
