@@ -335,6 +335,7 @@ async fn load(
         gzip,
         request.max_record_bytes,
         plan.clone(),
+        store.backend() == DatabaseBackend::Sqlite,
         progress.clone(),
     );
     let loaded = match store.backend() {

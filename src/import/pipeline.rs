@@ -32,13 +32,15 @@ pub struct Batch {
     pub texts: Vec<(i64, String)>,
 }
 
-/// Starts the reader thread; it returns how many records it read.
+/// Starts the reader thread; it returns how many records it read. With `pack`, a flat CSV
+/// file's rows come packed for SQLite ([`CsvRows::new`]).
 pub fn start(
     source: Source,
     format: Format,
     gzip: bool,
     max_record_bytes: u64,
     plan: Plan,
+    pack: bool,
     progress: Arc<dyn Progress>,
 ) -> (JoinHandle<Result<u64, ImportError>>, mpsc::Receiver<Batch>) {
     let (sender, receiver) = mpsc::channel(CHANNEL_BATCHES);
@@ -75,7 +77,7 @@ pub fn start(
             Format::Csv => {
                 reader::csv_headers(source.open(gzip, Arc::default())?, max_record_bytes)
                     .ok()
-                    .and_then(|names| CsvRows::new(&plan, &names))
+                    .and_then(|names| CsvRows::new(&plan, &names, pack))
             }
             _ => None,
         };

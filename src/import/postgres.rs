@@ -72,6 +72,7 @@ pub async fn load(
     while let Some(batch) = batches.recv().await {
         buffer.clear();
         for row in &batch.rows {
+            debug_assert!(!row.packed, "PostgreSQL stores bodies as JSONB objects");
             write!(buffer, "{}", row.pos).expect("writing to a Vec cannot fail");
             buffer.push(b'\t');
             escape(&mut buffer, &row.id);

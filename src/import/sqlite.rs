@@ -11,7 +11,6 @@ use std::path::Path;
 
 use entity::FieldType;
 use entity::record::{column_index, records_table, text_table};
-use query::packed::Layout;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Statement};
 use sqlx::SqlitePool;
 use tokio::sync::mpsc;
@@ -75,17 +74,16 @@ fn load_blocking(
     let mut insert_text = conn.prepare(&format!(
         "INSERT INTO \"{texts}\" (rowid, value) VALUES (?1, ?2)"
     ))?;
-    let layout = Layout::new(plan.fields.iter().map(|f| f.name.as_str()));
+    let layout = plan.layout();
     let mut count = 0u64;
     let mut since_commit = 0;
     while let Some(batch) = batches.blocking_recv() {
         for row in &batch.rows {
             insert.raw_bind_parameter(1, row.pos)?;
             insert.raw_bind_parameter(2, row.id.as_str())?;
-            match layout.pack(&row.doc) {
-                Some(packed) => insert.raw_bind_parameter(3, packed.as_str())?,
-                None => insert.raw_bind_parameter(3, row.doc.as_str())?,
-            }
+            // A body the reader packed already is stored as it is.
+            let packed = (!row.packed).then(|| layout.pack(&row.doc)).flatten();
+            insert.raw_bind_parameter(3, packed.as_deref().unwrap_or(&row.doc))?;
             for (i, cell) in row.cells.iter().enumerate() {
                 bind(&mut insert, i + 4, cell)?;
             }

@@ -40,6 +40,16 @@ impl Layout {
         Layout { keys, keys_len }
     }
 
+    /// The place of a top-level key in packed bodies (`_id` is 0).
+    pub fn place(&self, key: &str) -> Option<usize> {
+        self.keys.iter().position(|k| k == key)
+    }
+
+    /// How many places a packed body has.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
     /// Whether a stored body is packed.
     pub fn is_packed(stored: &str) -> bool {
         stored.starts_with('[')

@@ -267,7 +267,7 @@ pub(super) enum Stored {
 
 impl Stored {
     /// A body SQLite holds as text, unpacked ([`crate::dataset::packed`]).
-    fn text(schema: &DatasetSchema, stored: String) -> Result<Stored, ApiError> {
+    pub(super) fn text(schema: &DatasetSchema, stored: String) -> Result<Stored, ApiError> {
         if !Layout::is_packed(&stored) {
             return Ok(Stored::Text(stored));
         }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use entity::FieldType;
 use entity::record::ID_COLUMN;
+use query::packed::Layout;
 use serde_json::{Map, Value};
 
 use super::values::{is_iso_date, parse_bool, parse_number};
@@ -88,8 +89,10 @@ pub enum Cell {
 pub struct Row {
     pub pos: i64,
     pub id: String,
-    /// The record as JSON text, `_id` first.
+    /// The record as JSON text, `_id` first; or, when [`Row::packed`], its body as SQLite
+    /// stores it (`query::packed`).
     pub doc: String,
+    pub packed: bool,
     /// One cell per planned field that has a column, in field order.
     pub cells: Vec<Cell>,
 }
@@ -185,6 +188,11 @@ impl Plan {
         Ok(Plan { fields, id })
     }
 
+    /// How SQLite packs this plan's record bodies ([`Layout`]).
+    pub fn layout(&self) -> Layout {
+        Layout::new(self.fields.iter().map(|f| f.name.as_str()))
+    }
+
     /// The fields that have a typed column of their own, in column order.
     pub fn columns(&self) -> impl Iterator<Item = &PlannedField> {
         self.fields.iter().filter(|f| f.has_own_column())
@@ -254,6 +262,7 @@ impl Plan {
             pos,
             id,
             doc: Value::Object(object).to_string(),
+            packed: false,
             cells,
         })
     }
