@@ -233,9 +233,6 @@ mod tests {
         }
         let long = format!("read {}", "dataset:x ".repeat(200));
         assert_eq!(Scope::parse(&long).unwrap_err().code(), "invalid_scope");
-        assert_eq!(
-            Scope::from_stored("garbage").allows(Need::Read, None),
-            false
-        );
+        assert!(!Scope::from_stored("garbage").allows(Need::Read, None));
     }
 }

@@ -46,7 +46,7 @@ impl Layout {
     }
 
     /// How many places a packed body has.
-    pub fn len(&self) -> usize {
+    pub fn places(&self) -> usize {
         self.keys.len()
     }
 

@@ -105,7 +105,7 @@ impl CsvRows {
             cells,
             shown: vec![None; names.len()],
             places,
-            place_count: layout.len(),
+            place_count: layout.places(),
             missing: Vec::new(),
         })
     }
