@@ -14,6 +14,7 @@ use super::column::{
 };
 use super::{FieldIndex, MemIndex};
 use crate::dataset::schema::DatasetSchema;
+use crate::engine::store::copy::{self, CopyLine};
 use crate::engine::store::direct::DirectSqlite;
 use crate::engine::store::sql::Sql;
 
@@ -209,95 +210,16 @@ async fn read_pool(
 }
 
 /// Reads the rows from PostgreSQL as one `COPY … TO STDOUT` in text format (chunked
-/// statements decode each row into a result map first, which made builds slow). Lines are cut from the stream whatever its message boundaries.
+/// statements decode each row into a result map first, which made builds slow).
 async fn read_copy(
     pool: &sqlx::PgPool,
     version_id: i64,
     planned: &[(usize, String, FieldType)],
     mut collect: Collect,
 ) -> Result<Collect, String> {
-    use futures_util::StreamExt;
-    let sql = format!(
-        "COPY ({} ORDER BY \"pos\") TO STDOUT",
-        select_columns(version_id, planned)
-    );
-    let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
-    let mut stream = conn.copy_out_raw(&sql).await.map_err(|e| e.to_string())?;
-    let mut pending: Vec<u8> = Vec::new();
-    let mut line = CopyLine::default();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| e.to_string())?;
-        pending.extend_from_slice(&chunk);
-        let mut start = 0;
-        while let Some(end) = memchr(b'\n', &pending[start..]) {
-            line.split(&pending[start..start + end])?;
-            collect.push_copy(&line)?;
-            start += end + 1;
-        }
-        pending.drain(..start);
-    }
-    if !pending.is_empty() {
-        return Err("COPY ended inside a row".into());
-    }
+    let select = format!("{} ORDER BY \"pos\"", select_columns(version_id, planned));
+    copy::each_row(pool, &select, |line| collect.push_copy(line)).await?;
     Ok(collect)
-}
-
-fn memchr(byte: u8, bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == byte)
-}
-
-/// One row of `COPY … TO STDOUT` (text format), its fields unescaped: `\N` is NULL, and a
-/// backslash escapes a tab, a line break and itself (PostgreSQL writes no other escapes).
-#[derive(Default)]
-struct CopyLine {
-    text: String,
-    /// Each field's range in `text`, or `None` for NULL.
-    fields: Vec<Option<(usize, usize)>>,
-}
-
-impl CopyLine {
-    fn split(&mut self, bytes: &[u8]) -> Result<(), String> {
-        self.fields.clear();
-        let mut raw = std::mem::take(&mut self.text).into_bytes();
-        raw.clear();
-        for field in bytes.split(|&b| b == b'\t') {
-            if field == b"\\N" {
-                self.fields.push(None);
-                continue;
-            }
-            let start = raw.len();
-            let mut escaped = false;
-            for &b in field {
-                if escaped {
-                    raw.push(match b {
-                        b't' => b'\t',
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b'b' => 0x08,
-                        b'f' => 0x0c,
-                        b'v' => 0x0b,
-                        other => other,
-                    });
-                    escaped = false;
-                } else if b == b'\\' {
-                    escaped = true;
-                } else {
-                    raw.push(b);
-                }
-            }
-            self.fields.push(Some((start, raw.len())));
-        }
-        self.text = String::from_utf8(raw).map_err(|e| e.to_string())?;
-        Ok(())
-    }
-
-    fn get(&self, i: usize) -> Result<Option<&str>, String> {
-        match self.fields.get(i) {
-            Some(Some((start, end))) => Ok(Some(&self.text[*start..*end])),
-            Some(None) => Ok(None),
-            None => Err(format!("a COPY row has no field {i}")),
-        }
-    }
 }
 
 /// The chunk statement for [`DirectSqlite::scan`]: rows after position `?1`, at most `?2`, up
@@ -571,29 +493,4 @@ async fn read_texts(
         dict.push(&value);
     }
     Ok((dict, codes))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn copy_lines_are_unescaped_and_keep_nulls() {
-        let mut line = CopyLine::default();
-        line.split(b"7\ta\\tb\\\\c\\nd\t\\N\t\t2.5\t\xe5\x8f\xb0\\\\N")
-            .unwrap();
-        assert_eq!(line.get(0).unwrap(), Some("7"));
-        assert_eq!(line.get(1).unwrap(), Some("a\tb\\c\nd"));
-        assert_eq!(line.get(2).unwrap(), None);
-        assert_eq!(line.get(3).unwrap(), Some(""));
-        assert_eq!(line.get(4).unwrap(), Some("2.5"));
-        // An escaped backslash before N is the text `\N`, not NULL.
-        assert_eq!(line.get(5).unwrap(), Some("台\\N"));
-        assert!(line.get(6).is_err());
-        // The buffers are reused: a shorter second line leaves nothing of the first.
-        line.split(b"8\tx").unwrap();
-        assert_eq!(line.get(1).unwrap(), Some("x"));
-        assert!(line.get(2).is_err());
-        assert!(line.split(b"\xff").is_err());
-    }
 }

@@ -3,6 +3,7 @@
 //! fold of an agg's grouped rows ([`fold`]), and the read replicas that take reads of records
 //! off a PostgreSQL primary ([`replicas`]).
 
+pub mod copy;
 pub mod direct;
 pub mod fold;
 pub mod replicas;

@@ -1,0 +1,117 @@
+//! PostgreSQL's `COPY … TO STDOUT` in text format: a whole read as one stream, with no
+//! statement or result map per row (the index build reads every row this way, and the content
+//! hash every body).
+
+use futures_util::StreamExt;
+
+/// Runs `COPY (<select>) TO STDOUT` and hands each row to `each`, its fields unescaped. Lines
+/// are cut from the stream whatever its message boundaries; the first error stops the read.
+pub(crate) async fn each_row(
+    pool: &sqlx::PgPool,
+    select: &str,
+    mut each: impl FnMut(&CopyLine) -> Result<(), String>,
+) -> Result<(), String> {
+    let sql = format!("COPY ({select}) TO STDOUT");
+    let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
+    let mut stream = conn.copy_out_raw(&sql).await.map_err(|e| e.to_string())?;
+    let mut pending: Vec<u8> = Vec::new();
+    let mut line = CopyLine::default();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| e.to_string())?;
+        pending.extend_from_slice(&chunk);
+        let mut start = 0;
+        while let Some(end) = memchr(b'\n', &pending[start..]) {
+            line.split(&pending[start..start + end])?;
+            each(&line)?;
+            start += end + 1;
+        }
+        pending.drain(..start);
+    }
+    if !pending.is_empty() {
+        return Err("COPY ended inside a row".into());
+    }
+    Ok(())
+}
+
+fn memchr(byte: u8, bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == byte)
+}
+
+/// One row of `COPY … TO STDOUT` (text format), its fields unescaped: `\N` is NULL, and a
+/// backslash escapes a tab, a line break and itself (PostgreSQL writes no other escapes).
+#[derive(Default)]
+pub(crate) struct CopyLine {
+    text: String,
+    /// Each field's range in `text`, or `None` for NULL.
+    fields: Vec<Option<(usize, usize)>>,
+}
+
+impl CopyLine {
+    pub(crate) fn split(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.fields.clear();
+        let mut raw = std::mem::take(&mut self.text).into_bytes();
+        raw.clear();
+        for field in bytes.split(|&b| b == b'\t') {
+            if field == b"\\N" {
+                self.fields.push(None);
+                continue;
+            }
+            let start = raw.len();
+            let mut escaped = false;
+            for &b in field {
+                if escaped {
+                    raw.push(match b {
+                        b't' => b'\t',
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b'b' => 0x08,
+                        b'f' => 0x0c,
+                        b'v' => 0x0b,
+                        other => other,
+                    });
+                    escaped = false;
+                } else if b == b'\\' {
+                    escaped = true;
+                } else {
+                    raw.push(b);
+                }
+            }
+            self.fields.push(Some((start, raw.len())));
+        }
+        self.text = String::from_utf8(raw).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    pub(crate) fn get(&self, i: usize) -> Result<Option<&str>, String> {
+        match self.fields.get(i) {
+            Some(Some((start, end))) => Ok(Some(&self.text[*start..*end])),
+            Some(None) => Ok(None),
+            None => Err(format!("a COPY row has no field {i}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_lines_are_unescaped_and_keep_nulls() {
+        let mut line = CopyLine::default();
+        line.split(b"7\ta\\tb\\\\c\\nd\t\\N\t\t2.5\t\xe5\x8f\xb0\\\\N")
+            .unwrap();
+        assert_eq!(line.get(0).unwrap(), Some("7"));
+        assert_eq!(line.get(1).unwrap(), Some("a\tb\\c\nd"));
+        assert_eq!(line.get(2).unwrap(), None);
+        assert_eq!(line.get(3).unwrap(), Some(""));
+        assert_eq!(line.get(4).unwrap(), Some("2.5"));
+        // An escaped backslash before N is the text `\N`, not NULL.
+        assert_eq!(line.get(5).unwrap(), Some("台\\N"));
+        assert!(line.get(6).is_err());
+        // The buffers are reused: a shorter second line leaves nothing of the first.
+        line.split(b"8\tx").unwrap();
+        assert_eq!(line.get(1).unwrap(), Some("x"));
+        assert!(line.get(2).is_err());
+        assert!(line.split(b"\xff").is_err());
+    }
+}
