@@ -8,8 +8,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::plan::{Cell, IdSource, Plan, Row, coerce_text};
-use super::{ID, MAX_KEY_BYTES};
+use super::ID;
+use super::plan::{Cell, IdSource, Plan, Row, check_id_size, coerce_text};
 
 /// A plan field that has a column or is the id field, and the CSV column holding it.
 #[derive(Debug)]
@@ -120,26 +120,14 @@ impl CsvRows {
             let text = &record[f.column];
             let (cell, shown) = coerce_text(text, field.field_type)
                 .map_err(|why| format!("field {:?} {why}", field.name))?;
-            if let Cell::Str(s) = &cell
-                && !f.is_id
-                && field.field_type.is_exact()
-                && s.len() > MAX_KEY_BYTES
-            {
-                return Err(format!(
-                    "field {:?} holds a value of {} bytes; a {} value holds at most \
-                     {MAX_KEY_BYTES} bytes (MAX_KEY_BYTES): declare the field text in a schema file",
-                    field.name,
-                    s.len(),
-                    field.field_type
-                ));
+            if !f.is_id {
+                field.check_key_size(&cell)?;
             }
             if f.is_id {
                 id = Some(match &cell {
                     Cell::Str(s) | Cell::Text(s) => s.clone(),
                     Cell::Num(_) => text.trim().to_string(),
-                    Cell::Null | Cell::TextId(_) => {
-                        return Err(format!("has no value for the id field {:?}", field.name));
-                    }
+                    Cell::Null | Cell::TextId(_) => return Err(field.no_id()),
                 });
             }
             self.shown[f.column] = shown;
@@ -148,13 +136,7 @@ impl CsvRows {
             }
         }
         let id = id.unwrap_or_else(|| pos.to_string());
-        if id.len() > MAX_KEY_BYTES {
-            return Err(format!(
-                "has an identifier of {} bytes; an identifier holds at most {MAX_KEY_BYTES} \
-                 bytes (MAX_KEY_BYTES)",
-                id.len()
-            ));
-        }
+        check_id_size(&id)?;
         let mut missing = std::mem::take(&mut self.missing);
         let doc = match &self.places {
             Some(places) => self.packed(&id, record, places, &mut missing),
@@ -261,7 +243,7 @@ mod tests {
 
     use super::*;
     use crate::import::reader::{self, Format, Source};
-    use crate::import::schema::SchemaFile;
+    use crate::import::schema::{MAX_KEY_BYTES, SchemaFile};
 
     /// Each record converted both ways: the same row or the same error.
     fn both_ways(csv: &'static str, schema: &str, types: &[(&str, FieldType)], id: Option<&str>) {
@@ -353,6 +335,18 @@ mod tests {
             csv,
             r#"{"fields":[{"name":"b","type":"boolean"},{"name":"n","type":"number"}]}"#,
             &types,
+            Some("id"),
+        );
+        // Values and an identifier too long to be keys.
+        let long = format!(
+            "id,k\n1,{}\n{},k\n",
+            "x".repeat(MAX_KEY_BYTES + 1),
+            "9".repeat(MAX_KEY_BYTES + 1)
+        );
+        both_ways(
+            Box::leak(long.into_boxed_str()),
+            "{}",
+            &[("id", Keyword), ("k", Keyword)],
             Some("id"),
         );
         // A field the schema declares and the file lacks: a place every packed body leaves empty.

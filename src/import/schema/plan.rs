@@ -56,6 +56,25 @@ pub struct PlannedField {
 }
 
 impl PlannedField {
+    /// Refuses an exact value (not the id's) too long to be a key of the store's indexes.
+    pub(super) fn check_key_size(&self, cell: &Cell) -> Result<(), String> {
+        match cell {
+            Cell::Str(s) if self.field_type.is_exact() && s.len() > MAX_KEY_BYTES => Err(format!(
+                "field {:?} holds a value of {} bytes; a {} value holds at most \
+                 {MAX_KEY_BYTES} bytes (MAX_KEY_BYTES): declare the field text in a schema file",
+                self.name,
+                s.len(),
+                self.field_type
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The error of a record with no value for this field, its id field.
+    pub(super) fn no_id(&self) -> String {
+        format!("has no value for the id field {:?}", self.name)
+    }
+
     /// Whether the field has a typed column besides `_id`.
     pub fn has_own_column(&self) -> bool {
         self.column
@@ -216,18 +235,8 @@ impl Plan {
                 Some(value) => coerce(value, field.field_type)
                     .map_err(|why| format!("field {:?} {why}", field.name))?,
             };
-            if let Cell::Str(s) = &cell
-                && !is_id
-                && field.field_type.is_exact()
-                && s.len() > MAX_KEY_BYTES
-            {
-                return Err(format!(
-                    "field {:?} holds a value of {} bytes; a {} value holds at most \
-                     {MAX_KEY_BYTES} bytes (MAX_KEY_BYTES): declare the field text in a schema file",
-                    field.name,
-                    s.len(),
-                    field.field_type
-                ));
+            if !is_id {
+                field.check_key_size(&cell)?;
             }
             if is_id {
                 id = Some(match &cell {
@@ -237,9 +246,7 @@ impl Plan {
                         Some(Value::String(s)) => s.trim().to_string(),
                         _ => unreachable!("a number cell comes from a number or a string"),
                     },
-                    Cell::Null | Cell::TextId(_) => {
-                        return Err(format!("has no value for the id field {:?}", field.name));
-                    }
+                    Cell::Null | Cell::TextId(_) => return Err(field.no_id()),
                 });
             }
             if let Some(value) = replacement {
@@ -250,13 +257,7 @@ impl Plan {
             }
         }
         let id = id.unwrap_or_else(|| pos.to_string());
-        if id.len() > MAX_KEY_BYTES {
-            return Err(format!(
-                "has an identifier of {} bytes; an identifier holds at most {MAX_KEY_BYTES} \
-                 bytes (MAX_KEY_BYTES)",
-                id.len()
-            ));
-        }
+        check_id_size(&id)?;
         object.shift_insert(0, ID.to_string(), Value::String(id.clone()));
         Ok(Row {
             pos,
@@ -266,6 +267,18 @@ impl Plan {
             cells,
         })
     }
+}
+
+/// Refuses an identifier too long to be a key of the store's indexes.
+pub(super) fn check_id_size(id: &str) -> Result<(), String> {
+    if id.len() > MAX_KEY_BYTES {
+        return Err(format!(
+            "has an identifier of {} bytes; an identifier holds at most {MAX_KEY_BYTES} \
+             bytes (MAX_KEY_BYTES)",
+            id.len()
+        ));
+    }
+    Ok(())
 }
 
 /// The identifier a record gives itself in its `_id` field: a string as written, or a number
