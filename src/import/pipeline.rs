@@ -52,9 +52,8 @@ pub fn start(
         let mut batch_bytes = 0;
         let mut count = 0u64;
         let mut loader_gone = false;
-        let mut take = |row: Row| {
+        let mut take = |mut row: Row| {
             count += 1;
-            let mut row = row;
             for cell in &mut row.cells {
                 if let Cell::Text(text) = cell {
                     *cell = Cell::TextId(dictionary.id(text, &mut batch.texts));

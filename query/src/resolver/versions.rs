@@ -150,19 +150,19 @@ impl Resolver {
     /// (contract §13.1): read from the store whatever the index holds, a batch at a time, each
     /// line the bytes the export writes, so anyone can recompute it from an export.
     pub async fn content_hash(&self, schema: &DatasetSchema) -> Result<String, ApiError> {
-        if self.backend() != DatabaseBackend::Postgres
-            && let Some(direct) = self.direct.clone()
-        {
-            return content_hash_sqlite(direct, schema).await;
-        }
-        if self.backend() == DatabaseBackend::Postgres {
-            let pool = self.db.get_postgres_connection_pool();
-            match content_hash_postgres(pool, schema).await {
-                Ok(hash) => return Ok(hash),
-                Err(error) => {
-                    tracing::warn!(%error, "content hash not read by COPY; reading through the pool")
+        // One read of every body in `_id` order; the batches below only when it cannot be made.
+        match (self.backend(), &self.direct) {
+            (DatabaseBackend::Postgres, _) => {
+                let pool = self.db.get_postgres_connection_pool();
+                match content_hash_postgres(pool, schema).await {
+                    Ok(hash) => return Ok(hash),
+                    Err(error) => {
+                        tracing::warn!(%error, "content hash not read by COPY; reading through the pool")
+                    }
                 }
             }
+            (_, Some(direct)) => return content_hash_sqlite(Arc::clone(direct), schema).await,
+            (_, None) => {}
         }
         let rows = self.rows_by_id(schema).await?;
         let mut hasher = Sha256::new();

@@ -31,6 +31,8 @@ pub struct CsvRows {
     fields: Vec<FieldCells>,
     /// `,"name":` for each CSV column, its name escaped as JSON.
     keys: Vec<String>,
+    /// The bytes of all `keys`, for a body's capacity.
+    key_bytes: usize,
     cells: usize,
     /// The typed value each column shows in the record, for the record being converted.
     shown: Vec<Option<Value>>,
@@ -38,8 +40,6 @@ pub struct CsvRows {
     places: Option<Vec<usize>>,
     /// The places of a packed body: `_id` and every field's.
     place_count: usize,
-    /// The places a record leaves empty, for the record being converted.
-    missing: Vec<usize>,
 }
 
 impl CsvRows {
@@ -79,7 +79,7 @@ impl CsvRows {
                 None => {}
             }
         }
-        let keys = names
+        let keys: Vec<String> = names
             .iter()
             .map(|name| {
                 let mut key = String::from(",");
@@ -101,12 +101,12 @@ impl CsvRows {
         Some(CsvRows {
             plan: plan.clone(),
             fields,
+            key_bytes: keys.iter().map(String::len).sum(),
             keys,
             cells,
             shown: vec![None; names.len()],
             places,
             place_count: layout.places(),
-            missing: Vec::new(),
         })
     }
 
@@ -120,15 +120,14 @@ impl CsvRows {
             let text = &record[f.column];
             let (cell, shown) = coerce_text(text, field.field_type)
                 .map_err(|why| format!("field {:?} {why}", field.name))?;
-            if !f.is_id {
-                field.check_key_size(&cell)?;
-            }
             if f.is_id {
                 id = Some(match &cell {
                     Cell::Str(s) | Cell::Text(s) => s.clone(),
                     Cell::Num(_) => text.trim().to_string(),
                     Cell::Null | Cell::TextId(_) => return Err(field.no_id()),
                 });
+            } else {
+                field.check_key_size(&cell)?;
             }
             self.shown[f.column] = shown;
             if let Some(i) = f.cell {
@@ -137,12 +136,10 @@ impl CsvRows {
         }
         let id = id.unwrap_or_else(|| pos.to_string());
         check_id_size(&id)?;
-        let mut missing = std::mem::take(&mut self.missing);
         let doc = match &self.places {
-            Some(places) => self.packed(&id, record, places, &mut missing),
+            Some(places) => self.packed(&id, record, places),
             None => self.doc(&id, record),
         };
-        self.missing = missing;
         Ok(Row {
             pos,
             id,
@@ -154,8 +151,8 @@ impl CsvRows {
 
     /// The record as JSON text, `_id` first, then the columns with a value in the file's order.
     fn doc(&self, id: &str, record: &csv::StringRecord) -> String {
-        let key_bytes: usize = self.keys.iter().map(String::len).sum();
-        let mut doc = String::with_capacity(record.as_slice().len() + key_bytes + id.len() + 12);
+        let capacity = record.as_slice().len() + self.key_bytes + id.len() + 12;
+        let mut doc = String::with_capacity(capacity);
         doc.push_str("{\"_id\":");
         push_json_string(&mut doc, id);
         for (column, text) in record.iter().enumerate() {
@@ -171,32 +168,26 @@ impl CsvRows {
 
     /// The body [`Self::doc`] would write, packed as `query::packed` packs it: the places left
     /// empty first (when any), then the values in place order.
-    fn packed(
-        &self,
-        id: &str,
-        record: &csv::StringRecord,
-        places: &[usize],
-        missing: &mut Vec<usize>,
-    ) -> String {
-        missing.clear();
-        let mut next = 1;
-        for (column, text) in record.iter().enumerate() {
-            if !text.is_empty() {
-                missing.extend(next..places[column]);
-                next = places[column] + 1;
-            }
-        }
-        missing.extend(next..self.place_count);
+    fn packed(&self, id: &str, record: &csv::StringRecord, places: &[usize]) -> String {
         let mut doc = String::with_capacity(record.as_slice().len() + id.len() + 16);
         doc.push('[');
-        if !missing.is_empty() {
-            doc.push('[');
-            for (i, place) in missing.iter().enumerate() {
-                if i > 0 {
-                    doc.push(',');
-                }
+        // The empty places, ascending, written as they are found: `[` before the first.
+        let mut empty = 0;
+        let mut next = 1;
+        let filled = record
+            .iter()
+            .zip(places)
+            .filter(|(text, _)| !text.is_empty())
+            .map(|(_, &place)| place);
+        for upto in filled.chain([self.place_count]) {
+            for place in next..upto {
+                doc.push(if empty == 0 { '[' } else { ',' });
                 write!(doc, "{place}").expect("writing to a String cannot fail");
+                empty += 1;
             }
+            next = upto + 1;
+        }
+        if empty > 0 {
             doc.push_str("],");
         }
         push_json_string(&mut doc, id);

@@ -235,9 +235,6 @@ impl Plan {
                 Some(value) => coerce(value, field.field_type)
                     .map_err(|why| format!("field {:?} {why}", field.name))?,
             };
-            if !is_id {
-                field.check_key_size(&cell)?;
-            }
             if is_id {
                 id = Some(match &cell {
                     Cell::Str(s) | Cell::Text(s) => s.clone(),
@@ -248,6 +245,8 @@ impl Plan {
                     },
                     Cell::Null | Cell::TextId(_) => return Err(field.no_id()),
                 });
+            } else {
+                field.check_key_size(&cell)?;
             }
             if let Some(value) = replacement {
                 set_path(&mut object, &field.path, value);
