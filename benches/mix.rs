@@ -185,6 +185,7 @@ async fn run_mix(
         "flights",
         &flights_schema,
         dir,
+        args.store_indexes,
     )?;
     step(&format!(
         "import: {:.1} s, peak RSS {} ({})",
@@ -210,6 +211,7 @@ async fn run_mix(
         "tw-scenic-spots",
         &demo.join("tw-scenic-spots.schema.json"),
         dir,
+        false,
     )
     .context("import the demo's scenic spots")?;
     let token = odqs::token(&bin, &store.url)?;

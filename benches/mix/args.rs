@@ -78,6 +78,10 @@ pub struct Args {
     /// everything; the bench then does not wait for one).
     #[arg(long)]
     pub index_memory_mb: Option<u64>,
+    /// Import flights with `--store-indexes` (one store index per typed column), so the store
+    /// path's sorted filters read an index (`--index-memory-mb 0` measures them).
+    #[arg(long)]
+    pub store_indexes: bool,
     /// Measure only cursor paging (the deepest page against the first): no reference, no
     /// mix, no baseline.
     #[arg(long)]

@@ -142,6 +142,7 @@ pub fn import(
     slug: &str,
     schema: &Path,
     dir: &Path,
+    store_indexes: bool,
 ) -> Result<Import> {
     let log = dir.join(format!("import-{slug}.log"));
     let started = Instant::now();
@@ -150,6 +151,7 @@ pub fn import(
         .arg(file)
         .args(["--slug", slug, "--schema"])
         .arg(schema)
+        .args(store_indexes.then_some("--store-indexes"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(File::create(&log)?)

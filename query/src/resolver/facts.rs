@@ -4,6 +4,8 @@
 //! answers with (so from the in-memory index when it is built), and where the API has no call
 //! for a fact (the most frequent whole texts of a text field, the most common number) from the
 //! index or, without one, from the store with bound values; both ways give the same facts.
+//! Without an index, an SQLite store's facts come from one read of all its columns
+//! ([`tally`]), the others' and any the read could not keep from a statement each.
 //! Values are shown as the data writes them: a text's value is read from the first record
 //! that holds it, not from the lower-cased search dictionary.
 
@@ -12,11 +14,13 @@ use entity::record::{records_table, text_table};
 use sea_orm::DatabaseBackend;
 use serde_json::Value;
 
+use crate::answer::groups::KeyPart;
 use crate::answer::views::{RecordPage, json_number};
 use crate::dataset::Dataset;
 use crate::dataset::schema::Field;
 use crate::engine::memory::{FieldIndex, MemIndex};
 use crate::engine::store::sql::Sql;
+use crate::engine::store::tally::{self, ColumnTally, Tallies};
 use crate::error::ApiError;
 use crate::request;
 use crate::request::params::{
@@ -102,6 +106,19 @@ fn index_range(index: &MemIndex, position: usize) -> Option<Range> {
     }
 }
 
+/// `agg?group_by=name&limit=TOP_VALUES`: a keyword field's most common values.
+fn top_values_params(name: &str) -> AggParams {
+    AggParams {
+        group_by: split_list(name)
+            .iter()
+            .map(|item| GroupByParam::parse(item))
+            .collect(),
+        limit: Some(TOP_VALUES as u64),
+        min_count: None,
+        ..AggParams::default()
+    }
+}
+
 /// The value of `name` in a record as the API shows it (nested names are dotted paths).
 fn value_at<'a>(record: &'a Value, name: &str) -> Option<&'a Value> {
     if let Some(v) = record.get(name) {
@@ -115,11 +132,25 @@ impl Resolver {
     pub async fn facts(&self, dataset: &Dataset) -> Result<DatasetFacts, ApiError> {
         let index = self.memory_index(dataset).await;
         let id_field = dataset.meta.id_field.as_deref();
+        let tallies: Option<Tallies> = match (&index, &self.direct) {
+            (None, Some(direct)) => {
+                tally::tally_direct(
+                    direct.clone(),
+                    dataset.schema.clone(),
+                    id_field.map(str::to_string),
+                    dataset.meta.record_count,
+                )
+                .await
+            }
+            _ => None,
+        };
         let mut fields = Vec::with_capacity(dataset.schema.fields.len());
         for (i, field) in dataset.schema.fields.iter().enumerate() {
             let name = field.name.as_str();
-            let missing = match field.field_type {
-                FieldType::Json => 0,
+            let tally = tallies.as_ref().and_then(|t| t[i].as_ref());
+            let missing = match (field.field_type, tally) {
+                (FieldType::Json, _) => 0,
+                (_, Some(tally)) => tally.nulls,
                 _ => {
                     self.facts_count(
                         dataset,
@@ -131,27 +162,43 @@ impl Resolver {
             };
             let (top, range) = match field.field_type {
                 FieldType::Keyword if id_field == Some(name) => (Vec::new(), None),
-                FieldType::Keyword => (self.top_keywords(dataset, name).await?, None),
-                FieldType::Boolean => (
-                    self.top_booleans(dataset, index.as_deref(), name).await?,
-                    None,
-                ),
+                FieldType::Keyword => match tally.and_then(|t| t.texts.as_ref()) {
+                    Some(counts) => (top_of_counts(dataset, name, counts)?, None),
+                    None => (self.top_keywords(dataset, name).await?, None),
+                },
+                FieldType::Boolean => match tally.and_then(|t| t.texts.as_ref()) {
+                    Some(counts) => (booleans_of_counts(counts), None),
+                    None => (
+                        self.top_booleans(dataset, index.as_deref(), name).await?,
+                        None,
+                    ),
+                },
                 FieldType::Number | FieldType::Date => {
-                    let range = match index.as_deref().and_then(|ix| index_range(ix, i)) {
-                        Some(range) => Some(range),
-                        None => self.range(dataset, name).await?,
+                    let range = match (index.as_deref().and_then(|ix| index_range(ix, i)), tally) {
+                        (Some(range), _) => Some(range),
+                        (None, Some(tally)) => tally_range(tally),
+                        (None, None) => self.range(dataset, name).await?,
                     };
                     let top = match (field.field_type, range.is_some()) {
-                        (FieldType::Number, true) => {
-                            self.number_mode(dataset, index.as_deref(), i, field)
-                                .await?
-                        }
+                        (FieldType::Number, true) => match tally.and_then(|t| t.numbers.as_ref()) {
+                            Some(counts) => mode_of_counts(counts),
+                            None => {
+                                self.number_mode(dataset, index.as_deref(), i, field)
+                                    .await?
+                            }
+                        },
                         _ => Vec::new(),
                     };
                     (top, range)
                 }
                 FieldType::Text => (
-                    self.top_texts(dataset, index.as_deref(), i, field).await?,
+                    self.top_texts(
+                        dataset,
+                        index.as_deref(),
+                        (i, field),
+                        tally.and_then(|t| t.text_ids.as_ref()),
+                    )
+                    .await?,
                     None,
                 ),
                 FieldType::Json => (Vec::new(), None),
@@ -224,16 +271,7 @@ impl Resolver {
         dataset: &Dataset,
         name: &str,
     ) -> Result<Vec<ValueCount>, ApiError> {
-        let params = AggParams {
-            group_by: split_list(name)
-                .iter()
-                .map(|item| GroupByParam::parse(item))
-                .collect(),
-            limit: Some(TOP_VALUES as u64),
-            min_count: None,
-            ..AggParams::default()
-        };
-        let query = request::agg_query(&params, &dataset.schema)?;
+        let query = request::agg_query(&top_values_params(name), &dataset.schema)?;
         let answer = self.agg(dataset, &query).await?;
         Ok(answer
             .groups
@@ -346,8 +384,8 @@ impl Resolver {
         &self,
         dataset: &Dataset,
         index: Option<&MemIndex>,
-        position: usize,
-        field: &Field,
+        (position, field): (usize, &Field),
+        counted: Option<&tally::Counts<i64, (u64, i64)>>,
     ) -> Result<Vec<ValueCount>, ApiError> {
         // (lower-cased text, count, first row)
         let mut top: Vec<(String, u64, u32)> = match index.map(|i| (i, &i.fields[position])) {
@@ -360,7 +398,10 @@ impl Resolver {
                     })
                 })
                 .collect(),
-            _ => self.text_counts_from_store(dataset, field).await?,
+            _ => match counted {
+                Some(counts) => self.text_candidates(dataset, counts).await?,
+                None => self.text_counts_from_store(dataset, field).await?,
+            },
         };
         top.sort_by(|a, b| {
             b.1.cmp(&a.1)
@@ -438,4 +479,104 @@ impl Resolver {
         }
         Ok(out)
     }
+
+    /// [`Self::text_counts_from_store`] from one read's counts: the texts tied with or above
+    /// the `TOP_TEXTS`-th highest count, each looked up in the version's dictionary.
+    async fn text_candidates(
+        &self,
+        dataset: &Dataset,
+        counts: &tally::Counts<i64, (u64, i64)>,
+    ) -> Result<Vec<(String, u64, u32)>, ApiError> {
+        let mut highest: Vec<u64> = counts.values().map(|(n, _)| *n).collect();
+        highest.sort_unstable_by(|a, b| b.cmp(a));
+        let floor = highest.get(TOP_TEXTS - 1).copied().unwrap_or(1);
+        let version = dataset.schema.version_id;
+        let reader = self.reader(version).await;
+        let mut out = Vec::new();
+        for (&id, &(n, first)) in counts.iter().filter(|(_, (n, _))| *n >= floor) {
+            // The SQLite dictionary's id is its FTS5 rowid (this read is SQLite's).
+            let mut sql = Sql::new(self.backend());
+            sql.push("SELECT value AS v FROM ")
+                .ident(&text_table(version))
+                .push(" WHERE rowid = ")
+                .bind(id);
+            let row = reader
+                .query_one(sql.build())
+                .await?
+                .ok_or(ApiError::Internal)?;
+            out.push((row.try_get("", "v")?, n, (first - 1) as u32));
+        }
+        Ok(out)
+    }
+}
+
+/// A keyword field's most common values from one read's counts, as
+/// [`Resolver::top_keywords`]'s agg answers them (the same finish, so the same order).
+fn top_of_counts(
+    dataset: &Dataset,
+    name: &str,
+    counts: &tally::Counts<String, u64>,
+) -> Result<Vec<ValueCount>, ApiError> {
+    let query = request::agg_query(&top_values_params(name), &dataset.schema)?;
+    let groups = counts
+        .iter()
+        .map(|(value, n)| (vec![KeyPart::Str(value.clone())], (*n, Vec::new())))
+        .collect();
+    let total = u64::try_from(dataset.meta.record_count).unwrap_or(0);
+    let answer = super::agg::finish_store_groups(&query, total, groups)?;
+    Ok(answer
+        .groups
+        .into_iter()
+        .map(|g| ValueCount {
+            value: Value::String(g.key),
+            count: g.stats.count,
+        })
+        .collect())
+}
+
+/// A boolean field's values by count from one read's counts, as [`Resolver::top_booleans`]
+/// orders them (most first, `false` first on a tie).
+fn booleans_of_counts(counts: &tally::Counts<String, u64>) -> Vec<ValueCount> {
+    let mut top: Vec<ValueCount> = ["false", "true"]
+        .into_iter()
+        .filter_map(|value| {
+            let count = counts.get(value).copied().filter(|n| *n > 0)?;
+            Some(ValueCount {
+                value: Value::String(value.into()),
+                count,
+            })
+        })
+        .collect();
+    top.sort_by_key(|v| std::cmp::Reverse(v.count));
+    top
+}
+
+/// A number or date field's range from one read.
+fn tally_range(tally: &ColumnTally) -> Option<Range> {
+    if let Some((min, max)) = tally.number_range {
+        return Some(Range {
+            min: json_number(min),
+            max: json_number(max),
+        });
+    }
+    let (min, max) = tally.text_range.clone()?;
+    Some(Range {
+        min: Value::String(min),
+        max: Value::String(max),
+    })
+}
+
+/// A number field's most common value from one read's counts (ties: the smallest), as
+/// [`Resolver::number_mode`]'s statement picks it.
+fn mode_of_counts(counts: &tally::Counts<u64, u64>) -> Vec<ValueCount> {
+    counts
+        .iter()
+        .map(|(bits, n)| (f64::from_bits(*bits), *n))
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.total_cmp(&a.0)))
+        .map(|(v, count)| ValueCount {
+            value: json_number(v),
+            count,
+        })
+        .into_iter()
+        .collect()
 }

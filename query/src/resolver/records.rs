@@ -14,6 +14,7 @@ use crate::answer::views::{RecordBody, RecordPage};
 use crate::cost;
 use crate::dataset::Dataset;
 use crate::dataset::schema::{Column, DatasetSchema};
+use crate::engine::store::split;
 use crate::engine::store::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
 use crate::error::ApiError;
 use crate::request::params::RecordParams;
@@ -161,31 +162,54 @@ impl Resolver {
         if resolved.filter.is_empty() && has_value.is_none() {
             return Ok(dataset.meta.record_count.max(0) as u64);
         }
-        let key = format!(
-            "{}|{}|{:?}",
-            schema.version_id,
-            serde_json::to_string(resolved.filter).unwrap_or_default(),
-            has_value
-        );
-        if let Some(n) = self.totals.get(&key) {
+        let key = |has_value: Option<Column>| {
+            format!(
+                "{}|{}|{:?}",
+                schema.version_id,
+                serde_json::to_string(resolved.filter).unwrap_or_default(),
+                has_value
+            )
+        };
+        if let Some(n) = self.totals.get(&key(has_value)) {
             return Ok(n);
         }
+        // With `has_value`, the matches with the value and all of them in one read (a sorted
+        // page asks for both), each kept for the next request that asks.
         let mut sql = Sql::new(self.backend());
         sql.push("SELECT COUNT(*) AS n");
-        from_where(&mut sql, schema, resolved, Access::Planner);
         if let Some(column) = has_value {
-            sql.push(" AND ")
+            sql.push(", COUNT(")
                 .ident(schema.sql_column(column))
-                .push(" IS NOT NULL");
+                .push(") AS v");
         }
-        let row = self
-            .reader(schema.version_id)
-            .await
-            .query_one(sql.build())
-            .await?
-            .ok_or(ApiError::Internal)?;
-        let n = row.try_get::<i64>("", "n")?.max(0) as u64;
-        self.totals.put(key, n);
+        from_where(&mut sql, schema, resolved, Access::Planner);
+        let statement = sql.build();
+        let split = split::may_split(schema, !resolved.filter.is_empty());
+        let records = dataset.meta.record_count;
+        let counts = match split::counts(self.direct.clone(), &statement, records, split).await {
+            Some(counts) => counts,
+            None => {
+                let row = self
+                    .reader(schema.version_id)
+                    .await
+                    .query_one(statement)
+                    .await?
+                    .ok_or(ApiError::Internal)?;
+                let mut counts = vec![row.try_get::<i64>("", "n")?.max(0) as u64];
+                if has_value.is_some() {
+                    counts.push(row.try_get::<i64>("", "v")?.max(0) as u64);
+                }
+                counts
+            }
+        };
+        let (&all, with_value) = counts.split_first().ok_or(ApiError::Internal)?;
+        self.totals.put(key(None), all);
+        let n = match (has_value, with_value.first()) {
+            (None, _) => all,
+            (Some(_), Some(&n)) => n,
+            (Some(_), None) => return Err(ApiError::Internal),
+        };
+        self.totals.put(key(has_value), n);
         Ok(n)
     }
 

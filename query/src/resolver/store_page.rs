@@ -66,6 +66,13 @@ impl Resolver {
         let offset = query.paging.offset();
         let limit = query.paging.per_page;
         let resolved = self.resolve(schema, &query.filter).await?;
+        // A page sorted by a field counts the matches with its value in the same read.
+        if let Some(&(first, _)) = query.sort.first()
+            && first != Column::Id
+            && query.after.is_none()
+        {
+            self.count(dataset, &resolved, Some(first)).await?;
+        }
         let total = self.count(dataset, &resolved, None).await?;
         let mut rows = Vec::new();
         if let (Some(after), true) = (query.after, offset < total) {

@@ -12,6 +12,7 @@ use rusqlite::types::ValueRef;
 use sea_orm::{ConnectionTrait, DatabaseConnection, StreamTrait};
 
 use super::direct::{self, DirectSqlite};
+use super::split;
 use crate::answer::groups::{KeyPart, bin, date_part};
 use crate::dataset::DatasetSchema;
 use crate::error::ApiError;
@@ -24,7 +25,8 @@ pub type Groups = Vec<(Vec<KeyPart>, (u64, Vec<f64>))>;
 #[derive(Default)]
 struct GroupTable {
     groups: Groups,
-    places: HashMap<Vec<KeyPart>, usize>,
+    /// foldhash, not SipHash: a fold looks up a key for every row it reads.
+    places: HashMap<Vec<KeyPart>, usize, foldhash::fast::RandomState>,
 }
 
 impl GroupTable {
@@ -51,7 +53,6 @@ struct Fold<'q> {
     schema: &'q DatasetSchema,
     groups: GroupTable,
     key: Vec<KeyPart>,
-    read: u64,
 }
 
 impl<'q> Fold<'q> {
@@ -61,7 +62,6 @@ impl<'q> Fold<'q> {
             schema,
             groups: GroupTable::default(),
             key: Vec::with_capacity(query.group_by.len()),
-            read: 0,
         }
     }
 
@@ -73,7 +73,6 @@ impl<'q> Fold<'q> {
         mut number: impl FnMut(usize) -> Result<f64, ApiError>,
         tally: RowTally,
     ) -> Result<(), ApiError> {
-        self.read += 1;
         // A value with no bucket (a date text that is not a date) leaves its record
         // ungrouped, as in memory.
         for (i, item) in self.query.group_by.iter().enumerate() {
@@ -109,8 +108,13 @@ impl<'q> Fold<'q> {
         Ok(())
     }
 
-    fn finish(self) -> (Groups, u64) {
-        (self.groups.groups, self.read)
+    /// How many groups the rows so far fall in.
+    fn group_count(&self) -> usize {
+        self.groups.groups.len()
+    }
+
+    fn finish(self) -> Groups {
+        self.groups.groups
     }
 }
 
@@ -129,7 +133,7 @@ pub async fn fold_stream(
     statement: sea_orm::Statement,
     query: &AggQuery,
     schema: &DatasetSchema,
-) -> Result<(Groups, u64), ApiError> {
+) -> Result<Groups, ApiError> {
     let names: Vec<String> = (0..query.group_by.len()).map(|i| format!("k{i}")).collect();
     let mut fold = Fold::new(query, schema);
     let mut rows = db.stream_raw(statement).await?;
@@ -148,45 +152,35 @@ pub async fn fold_stream(
     Ok(fold.finish())
 }
 
-/// The grouped statement's rows folded on blocking threads straight from the SQLite file
-/// (sqlx hands rows over one by one through its worker thread, which
-/// dominates a fold over millions of rows). A statement without conditions over many records is read in
-/// [`FOLD_PARTS`] ranges of positions side by side, their groups merged (values are
-/// sorted before any statistic, so the order they arrive in changes nothing). `None` when
-/// there is no direct reader or it failed, and the caller streams through sqlx.
+/// An ungrouped statement's rows (each row `1 AS n` or its value `v`, the statement ending
+/// with its conditions) folded on blocking threads straight from the SQLite file (sqlx hands
+/// rows over one by one through its worker thread, which dominates a fold over millions of
+/// rows). A statement over many records is read in parts ([`split`]), their groups merged (values are sorted before any statistic,
+/// so the order they arrive in changes nothing). A read stops once it holds `cap` groups (the
+/// caller then counts them in the store). `None` when there is no direct reader or it
+/// failed, and the caller streams through sqlx.
 pub async fn fold_direct(
     direct: Option<Arc<DirectSqlite>>,
     statement: &sea_orm::Statement,
     query: &AggQuery,
     schema: &Arc<DatasetSchema>,
-    records: i64,
-) -> Option<(Groups, u64)> {
+    (records, cap): (i64, Option<u64>),
+) -> Option<Groups> {
     let direct = direct?;
     let values = statement
         .values
         .as_ref()
         .map_or(Some(Vec::new()), |v| direct::bound(&v.0))?;
-    let records = records.max(0) as u64;
-    let split = query.field.is_some() && query.filter.is_empty() && records >= SPLIT_FROM;
-    let ranges: Vec<Option<(u64, u64)>> = if split {
-        let step = records.div_ceil(FOLD_PARTS);
-        (0..FOLD_PARTS)
-            .map(|k| Some((k * step + 1, ((k + 1) * step).min(records))))
-            .collect()
-    } else {
-        vec![None]
-    };
+    let may_split = split::may_split(schema, !query.filter.is_empty());
     let (query, schema) = (Arc::new(query.clone()), schema.clone());
-    let parts: Vec<_> = ranges
+    let parts: Vec<_> = split::ranges(records, may_split)
         .into_iter()
         .map(|range| {
             let (direct, query, schema) = (direct.clone(), query.clone(), schema.clone());
-            let (mut sql, mut values) = (statement.sql.clone(), values.clone());
-            if let Some((first, last)) = range {
-                sql.push_str(" AND \"pos\" BETWEEN ? AND ?");
-                values.extend([first as i64, last as i64].map(rusqlite::types::Value::from));
-            }
-            tokio::task::spawn_blocking(move || fold_rows(&direct, &sql, &values, &query, &schema))
+            let (sql, values) = split::in_range(&statement.sql, &values, range);
+            tokio::task::spawn_blocking(move || {
+                fold_rows(&direct, (&sql, &values), &query, &schema, cap)
+            })
         })
         .collect();
     let mut folded = Vec::with_capacity(parts.len());
@@ -195,24 +189,25 @@ pub async fn fold_direct(
     }
     Some(merge(folded))
 }
-/// Statements without conditions over at least this many records are folded in parts.
-const SPLIT_FROM: u64 = 200_000;
-
-/// The parts such a statement is read in, one blocking thread each (the machines odqs runs on
-/// have two cores or more).
-const FOLD_PARTS: u64 = 2;
-
-/// One direct read's rows (`k0…` key columns, then `n` or `v`) folded into groups.
+/// One direct read's rows (`k0…` key columns, then `n` or `v`) folded into groups, up to
+/// `cap` groups.
 fn fold_rows(
     direct: &DirectSqlite,
-    sql: &str,
-    values: &[rusqlite::types::Value],
+    (sql, values): (&str, &[rusqlite::types::Value]),
     query: &AggQuery,
     schema: &DatasetSchema,
-) -> Result<(Groups, u64), ApiError> {
+    cap: Option<u64>,
+) -> Result<Groups, ApiError> {
     let mut fold = Fold::new(query, schema);
     let keys = query.group_by.len();
-    direct.each_row(sql, values, |row| {
+    let cap = cap.map_or(usize::MAX, |cap| cap as usize);
+    let mut full = false;
+    let read = direct.each_row(sql, values, |row| {
+        if fold.group_count() >= cap {
+            full = true;
+            // Ends the read; not an error (below).
+            return Err(ApiError::Internal);
+        }
         let tally = match (query.field, row.get_ref(keys)?) {
             (None, ValueRef::Integer(n)) => RowTally::Count(n.max(0) as u64),
             (Some(_), ValueRef::Real(v)) => RowTally::Value(Some(v)),
@@ -234,24 +229,25 @@ fn fold_rows(
             },
             tally,
         )
-    })?;
-    Ok(fold.finish())
+    });
+    match read {
+        Err(_) if full => Ok(fold.finish()),
+        read => read.map(|()| fold.finish()),
+    }
 }
 
 /// The groups of parts read separately, as one read would have folded them (counts added,
 /// values gathered; their order is not kept, as statistics sort them first).
-fn merge(parts: Vec<(Groups, u64)>) -> (Groups, u64) {
+fn merge(parts: Vec<Groups>) -> Groups {
     let mut merged = GroupTable::default();
-    let mut read = 0;
-    for (groups, n) in parts {
-        read += n;
+    for groups in parts {
         for (key, (count, values)) in groups {
             let group = merged.entry(&key);
             group.0 += count;
             group.1.extend(values);
         }
     }
-    (merged.groups, read)
+    merged.groups
 }
 
 /// The number of groups a capped grouped statement has in all, for the message of

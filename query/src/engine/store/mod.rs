@@ -1,10 +1,14 @@
 //! The store side of the engine, for both SQLite and PostgreSQL: statements with bound values
 //! ([`sql`]), record bodies and rows read straight from an SQLite file ([`direct`]), and the
-//! fold of an agg's grouped rows ([`fold`]), and the read replicas that take reads of records
-//! off a PostgreSQL primary ([`replicas`]).
+//! fold of an agg's grouped rows ([`fold`]), a whole version's statement read on both cores
+//! ([`split`]), a guide's facts tallied in one read of an SQLite
+//! file ([`tally`]), and the read replicas that take reads of records off a PostgreSQL primary
+//! ([`replicas`]).
 
 pub mod copy;
 pub mod direct;
 pub mod fold;
 pub mod replicas;
+pub mod split;
 pub mod sql;
+pub mod tally;
