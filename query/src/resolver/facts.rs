@@ -137,7 +137,7 @@ impl Resolver {
                 tally::tally_direct(
                     direct.clone(),
                     dataset.schema.clone(),
-                    id_field.map(str::to_string),
+                    (id_field.map(str::to_string), None),
                     dataset.meta.record_count,
                 )
                 .await
@@ -385,7 +385,7 @@ impl Resolver {
         dataset: &Dataset,
         index: Option<&MemIndex>,
         (position, field): (usize, &Field),
-        counted: Option<&tally::Counts<i64, (u64, i64)>>,
+        counted: Option<&tally::TextCounts>,
     ) -> Result<Vec<ValueCount>, ApiError> {
         // (lower-cased text, count, first row)
         let mut top: Vec<(String, u64, u32)> = match index.map(|i| (i, &i.fields[position])) {
@@ -485,7 +485,7 @@ impl Resolver {
     async fn text_candidates(
         &self,
         dataset: &Dataset,
-        counts: &tally::Counts<i64, (u64, i64)>,
+        counts: &tally::TextCounts,
     ) -> Result<Vec<(String, u64, u32)>, ApiError> {
         let mut highest: Vec<u64> = counts.values().map(|(n, _)| *n).collect();
         highest.sort_unstable_by(|a, b| b.cmp(a));

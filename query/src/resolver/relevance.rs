@@ -11,6 +11,7 @@ use crate::answer::relevance::{self, Bm25, Scorer};
 use crate::dataset::Dataset;
 use crate::dataset::schema::{Column, DatasetSchema};
 use crate::engine::store::sql::{Access, Part, ResolvedFilter, Sql, from_where, order_by};
+use crate::engine::store::{split, tally};
 use crate::error::ApiError;
 use crate::request::{Filter, RecordQuery};
 use entity::record::{records_table, text_table};
@@ -65,13 +66,16 @@ impl Resolver {
             };
             frequency.push(records);
         }
+        self.text_lengths_direct(dataset, &searched).await?;
         let mut length = 0;
         for &field in &searched {
             length += self.text_length(schema, field).await?;
         }
         let bm25 = Bm25::new(dataset.meta.record_count.max(0) as u64, length, &frequency);
 
-        // The matches' text ids, in the order of the other sort keys, then file order.
+        // The matches' text ids, in the order of the other sort keys, then file order: each
+        // row `pos`, then an id a searched field, flattened.
+        let width = 1 + searched.len();
         let backend = self.backend();
         let mut sql = Sql::new(backend);
         sql.push("SELECT \"pos\"");
@@ -81,23 +85,38 @@ impl Resolver {
                 .push(&format!(" AS \"t{k}\""));
         }
         from_where(&mut sql, schema, &resolved, Access::Planner);
-        order_by(&mut sql, schema, &query.sort, Part::All);
-        let rows = self
-            .reader(schema.version_id)
-            .await
-            .query_all(sql.build())
-            .await?;
-        let mut matches: Vec<(i64, Vec<Option<i64>>)> = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let pos: i64 = row.try_get("", "pos")?;
-            let ids = (0..searched.len())
-                .map(|k| row.try_get::<Option<i64>>("", &format!("t{k}")))
-                .collect::<Result<_, _>>()?;
-            matches.push((pos, ids));
-        }
+        // In file order alone, the SQLite file is read in ranges side by side (millions of
+        // matches for a common word at ×100); any other order through sqlx.
+        let direct = if query.sort.is_empty() {
+            let split = split::may_split(schema, true);
+            let records = dataset.meta.record_count;
+            let statement = sql.clone().build();
+            split::integer_rows(self.direct.clone(), &statement, (records, split), width).await
+        } else {
+            None
+        };
+        let matches = match direct {
+            Some(rows) => rows,
+            None => {
+                order_by(&mut sql, schema, &query.sort, Part::All);
+                let rows = self
+                    .reader(schema.version_id)
+                    .await
+                    .query_all(sql.build())
+                    .await?;
+                let mut matches = Vec::with_capacity(rows.len() * width);
+                for row in &rows {
+                    matches.push(Some(row.try_get::<i64>("", "pos")?));
+                    for k in 0..searched.len() {
+                        matches.push(row.try_get::<Option<i64>>("", &format!("t{k}"))?);
+                    }
+                }
+                matches
+            }
+        };
         let mut ids: Vec<i64> = matches
-            .iter()
-            .flat_map(|(_, t)| t.iter().flatten())
+            .chunks(width)
+            .flat_map(|row| row[1..].iter().flatten())
             .copied()
             .collect();
         ids.sort_unstable();
@@ -105,17 +124,17 @@ impl Resolver {
         let values = self.text_values(schema.version_id, &ids).await?;
 
         let mut scorer = Scorer::new(&bm25, &terms);
-        let mut scored: Vec<(i64, f64)> = Vec::with_capacity(matches.len());
-        for (pos, ids) in &matches {
+        let mut scored: Vec<(i64, f64)> = Vec::with_capacity(matches.len() / width);
+        for row in matches.chunks(width) {
             let texts: Vec<(usize, &str)> = searched
                 .iter()
-                .zip(ids)
+                .zip(&row[1..])
                 .filter_map(|(&field, id)| {
                     id.and_then(|id| values.get(&id))
                         .map(|text| (field, text.as_str()))
                 })
                 .collect();
-            scored.push((*pos, scorer.score(&texts)));
+            scored.push((row[0].ok_or(ApiError::Internal)?, scorer.score(&texts)));
         }
         relevance::order_stably(&mut scored, descending);
         Ok(scored
@@ -124,10 +143,63 @@ impl Resolver {
             .collect())
     }
 
+    /// The characters of each of `fields`' values over every record of the version, for
+    /// those not yet kept, from one read of their columns on both cores (an SQLite file): each
+    /// dictionary id's records counted, each id's text looked up once. The statement of
+    /// [`Self::text_length`] joins every record to the dictionary, a look-up a record and
+    /// field: over two minutes for flights ×100's four text fields. Nothing is kept when the
+    /// read fails or a field holds too many distinct texts, and that statement answers.
+    async fn text_lengths_direct(
+        &self,
+        dataset: &Dataset,
+        fields: &[usize],
+    ) -> Result<(), ApiError> {
+        let Some(direct) = self.direct.clone() else {
+            return Ok(());
+        };
+        let schema = &dataset.schema;
+        let unknown: Vec<usize> = fields
+            .iter()
+            .copied()
+            .filter(|&field| self.totals.get(&length_key(schema, field)).is_none())
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let only = (None, Some(unknown.clone()));
+        let records = dataset.meta.record_count;
+        let Some(tallies) = tally::tally_direct(direct, schema.clone(), only, records).await else {
+            return Ok(());
+        };
+        let counted: Vec<(usize, &tally::TextCounts)> = unknown
+            .iter()
+            .filter_map(|&field| {
+                let counts = tallies.get(field)?.as_ref()?.text_ids.as_ref()?;
+                Some((field, counts))
+            })
+            .collect();
+        let mut ids: Vec<i64> = counted
+            .iter()
+            .flat_map(|(_, c)| c.keys())
+            .copied()
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let values = self.text_values(schema.version_id, &ids).await?;
+        for (field, counts) in counted {
+            let length = counts
+                .iter()
+                .map(|(id, (n, _))| n * values.get(id).map_or(0, |v| v.chars().count() as u64))
+                .sum();
+            self.totals.put(length_key(schema, field), length);
+        }
+        Ok(())
+    }
+
     /// The characters of a text field's values over every record of its version (kept like
     /// totals, since a version never changes).
     async fn text_length(&self, schema: &DatasetSchema, field: usize) -> Result<u64, ApiError> {
-        let key = format!("{}|length|{field}", schema.version_id);
+        let key = length_key(schema, field);
         if let Some(n) = self.totals.get(&key) {
             return Ok(n);
         }
@@ -190,4 +262,9 @@ impl Resolver {
         }
         Ok(values)
     }
+}
+
+/// Where the totals keep a text field's characters over its version.
+fn length_key(schema: &DatasetSchema, field: usize) -> String {
+    format!("{}|length|{field}", schema.version_id)
 }

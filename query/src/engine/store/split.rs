@@ -91,3 +91,43 @@ pub async fn counts(
     }
     Some(total)
 }
+
+/// The rows of a `SELECT "pos", c1, … WHERE …` statement of integer columns (each `None`
+/// where NULL), `width` columns each, flattened, in position order: its parts read side by
+/// side and put one after the other. `None` when there is no direct reader or a read failed.
+pub async fn integer_rows(
+    direct: Option<Arc<DirectSqlite>>,
+    statement: &sea_orm::Statement,
+    (records, split): (i64, bool),
+    width: usize,
+) -> Option<Vec<Option<i64>>> {
+    let direct = direct?;
+    let values = statement
+        .values
+        .as_ref()
+        .map_or(Some(Vec::new()), |v| direct::bound(&v.0))?;
+    let parts: Vec<_> = ranges(records, split)
+        .into_iter()
+        .map(|range| {
+            let (mut sql, values) = in_range(&statement.sql, &values, range);
+            sql.push_str(" ORDER BY \"pos\"");
+            let direct = direct.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut rows = Vec::new();
+                direct
+                    .each_row(&sql, &values, |row| {
+                        for i in 0..width {
+                            rows.push(row.get::<_, Option<i64>>(i)?);
+                        }
+                        Ok::<_, rusqlite::Error>(())
+                    })
+                    .map(|()| rows)
+            })
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for part in parts {
+        rows.extend(part.await.ok()?.ok()?);
+    }
+    Some(rows)
+}

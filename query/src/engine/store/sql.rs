@@ -9,6 +9,7 @@ use crate::dataset::schema::{Column, DatasetSchema};
 use crate::request::{ExactValue, Filter, RangeValue};
 
 /// A statement being written: text plus bound values.
+#[derive(Clone)]
 pub struct Sql {
     backend: DatabaseBackend,
     pub text: String,

@@ -23,6 +23,9 @@ pub const DISTINCT_CAP: usize = 100_000;
 
 pub type Counts<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
+/// A text field's dictionary ids: how many records hold each, and the first one's position.
+pub type TextCounts = Counts<i64, (u64, i64)>;
+
 /// What one read found in one field's column.
 #[derive(Debug, Default)]
 pub struct ColumnTally {
@@ -34,7 +37,7 @@ pub struct ColumnTally {
     /// Number values by their bits (zero's sign dropped): how many records hold each.
     pub numbers: Option<Counts<u64, u64>>,
     /// Text fields' dictionary ids: how many records hold each, and the first position.
-    pub text_ids: Option<Counts<i64, (u64, i64)>>,
+    pub text_ids: Option<TextCounts>,
     /// The smallest and largest number.
     pub number_range: Option<(f64, f64)>,
     /// The smallest and largest text in byte order (dates).
@@ -44,21 +47,27 @@ pub struct ColumnTally {
 /// Each field's tally, by its place in the schema; `None` for fields without a column.
 pub type Tallies = Vec<Option<ColumnTally>>;
 
-/// Tallies every column of version `schema` in one read; `None` when the read fails (the
-/// caller then asks the store field by field).
+/// Tallies every column of version `schema` (or only those of the fields at `only`) in one
+/// read; `None` when the read fails (the caller then asks the store field by field).
 pub async fn tally_direct(
     direct: Arc<DirectSqlite>,
     schema: Arc<DatasetSchema>,
-    id_field: Option<String>,
+    (id_field, only): (Option<String>, Option<Vec<usize>>),
     records: i64,
 ) -> Option<Tallies> {
-    let id_field = Arc::new(id_field);
+    let (id_field, only) = (Arc::new(id_field), Arc::new(only));
     let parts: Vec<_> = split::ranges(records, true)
         .into_iter()
         .map(|range| {
-            let (direct, schema, id_field) = (direct.clone(), schema.clone(), id_field.clone());
+            let (direct, schema) = (direct.clone(), schema.clone());
+            let (id_field, only) = (id_field.clone(), only.clone());
             tokio::task::spawn_blocking(move || {
-                tally_part(&direct, &schema, id_field.as_deref(), range)
+                tally_part(
+                    &direct,
+                    &schema,
+                    (id_field.as_deref(), only.as_deref()),
+                    range,
+                )
             })
         })
         .collect();
@@ -91,13 +100,14 @@ enum Read {
 fn tally_part(
     direct: &DirectSqlite,
     schema: &DatasetSchema,
-    id_field: Option<&str>,
+    (id_field, only): (Option<&str>, Option<&[usize]>),
     range: Option<(i64, i64)>,
 ) -> Result<Tallies, ApiError> {
     let columns: Vec<(usize, &str, Read)> = schema
         .fields
         .iter()
         .enumerate()
+        .filter(|(i, _)| only.is_none_or(|only| only.contains(i)))
         .filter_map(|(i, field)| {
             let read = match field.field_type {
                 FieldType::Keyword if id_field == Some(field.name.as_str()) => Read::Nulls,
