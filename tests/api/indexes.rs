@@ -255,7 +255,28 @@ async fn without_column_indexes_the_store_answers_alike(store: TestStore) {
     }
 }
 
+/// The resolver finds a version's column indexes whatever field comes first: here the
+/// identifier field, whose column is `_id` (indexed in every version), is the first.
+async fn column_indexes_are_seen_behind_an_identifier_field(store: TestStore) {
+    let rows: String = (1..=5)
+        .map(|i| format!("{}\n", json!({"a_id": format!("x{i}"), "n": i})))
+        .collect();
+    let path = write_file(&store, "ids.ndjson", rows.as_bytes());
+    for (slug, store_indexes) in [("ids-with", true), ("ids-without", false)] {
+        import_file_with(&store, &path, slug, None, Some("a_id"), store_indexes)
+            .await
+            .unwrap();
+    }
+    let state = store.state_with(IndexPolicy::OFF);
+    for (slug, store_indexes) in [("ids-with", true), ("ids-without", false)] {
+        let dataset = state.resolver.dataset(slug).await.unwrap();
+        assert_eq!(dataset.schema.fields[0].name, "a_id");
+        assert_eq!(dataset.schema.store_indexes, store_indexes, "{slug}");
+    }
+}
+
 both_stores!(
     queries_use_indexes,
+    column_indexes_are_seen_behind_an_identifier_field,
     without_column_indexes_the_store_answers_alike
 );

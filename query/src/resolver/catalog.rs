@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use entity::record::column_index;
+use entity::record::{ID_COLUMN, column_index};
 use entity::{dataset, dataset_field};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseBackend, EntityTrait, PaginatorTrait, QueryFilter,
@@ -142,7 +142,13 @@ impl Resolver {
     /// Whether the store holds the indexes of `schema`'s typed columns (one stands for all:
     /// an import builds all of them or none).
     async fn has_column_indexes(&self, schema: &DatasetSchema) -> Result<bool, ApiError> {
-        let Some(column) = schema.fields.iter().find_map(|f| f.column.as_deref()) else {
+        // A keyword identifier field's column is `_id`, whose index every version has.
+        let Some(column) = schema
+            .fields
+            .iter()
+            .filter_map(|f| f.column.as_deref())
+            .find(|&column| column != ID_COLUMN)
+        else {
             return Ok(false);
         };
         let index = column_index(schema.version_id, column);
