@@ -15,7 +15,7 @@ use sea_orm::DatabaseBackend;
 use serde_json::Value;
 
 use crate::answer::groups::KeyPart;
-use crate::answer::views::{RecordPage, json_number};
+use crate::answer::views::{AggResult, RecordPage, json_number};
 use crate::dataset::Dataset;
 use crate::dataset::schema::Field;
 use crate::engine::memory::{FieldIndex, MemIndex};
@@ -272,15 +272,7 @@ impl Resolver {
         name: &str,
     ) -> Result<Vec<ValueCount>, ApiError> {
         let query = request::agg_query(&top_values_params(name), &dataset.schema)?;
-        let answer = self.agg(dataset, &query).await?;
-        Ok(answer
-            .groups
-            .into_iter()
-            .map(|g| ValueCount {
-                value: Value::String(g.key),
-                count: g.stats.count,
-            })
-            .collect())
+        Ok(value_counts(self.agg(dataset, &query).await?))
     }
 
     /// A boolean field's values by count (a boolean takes no `group_by`: two counts).
@@ -524,14 +516,19 @@ fn top_of_counts(
         .collect();
     let total = u64::try_from(dataset.meta.record_count).unwrap_or(0);
     let answer = super::agg::finish_store_groups(&query, total, groups)?;
-    Ok(answer
+    Ok(value_counts(answer))
+}
+
+/// An agg answer's groups as the values and counts a guide shows.
+fn value_counts(answer: AggResult) -> Vec<ValueCount> {
+    answer
         .groups
         .into_iter()
         .map(|g| ValueCount {
             value: Value::String(g.key),
             count: g.stats.count,
         })
-        .collect())
+        .collect()
 }
 
 /// A boolean field's values by count from one read's counts, as [`Resolver::top_booleans`]

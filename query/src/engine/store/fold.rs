@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use rusqlite::types::ValueRef;
 use sea_orm::{ConnectionTrait, DatabaseConnection, StreamTrait};
 
-use super::direct::{self, DirectSqlite};
+use super::direct::DirectSqlite;
 use super::split;
 use crate::answer::groups::{KeyPart, bin, date_part};
 use crate::dataset::DatasetSchema;
@@ -166,29 +166,18 @@ pub async fn fold_direct(
     schema: &Arc<DatasetSchema>,
     (records, cap): (i64, Option<u64>),
 ) -> Option<Groups> {
-    let direct = direct?;
-    let values = statement
-        .values
-        .as_ref()
-        .map_or(Some(Vec::new()), |v| direct::bound(&v.0))?;
     let may_split = split::may_split(schema, !query.filter.is_empty());
     let (query, schema) = (Arc::new(query.clone()), schema.clone());
-    let parts: Vec<_> = split::ranges(records, may_split)
-        .into_iter()
-        .map(|range| {
-            let (direct, query, schema) = (direct.clone(), query.clone(), schema.clone());
-            let (sql, values) = split::in_range(&statement.sql, &values, range);
-            tokio::task::spawn_blocking(move || {
-                fold_rows(&direct, (&sql, &values), &query, &schema, cap)
-            })
-        })
-        .collect();
-    let mut folded = Vec::with_capacity(parts.len());
-    for part in parts {
-        folded.push(part.await.ok()?.ok()?);
-    }
+    let folded = split::each_part(
+        direct,
+        statement,
+        (records, may_split),
+        move |direct, sql, values| fold_rows(direct, (sql, values), &query, &schema, cap),
+    )
+    .await?;
     Some(merge(folded))
 }
+
 /// One direct read's rows (`k0…` key columns, then `n` or `v`) folded into groups, up to
 /// `cap` groups.
 fn fold_rows(

@@ -49,15 +49,20 @@ pub fn in_range(sql: &str, values: &[Value], range: Option<(i64, i64)>) -> (Stri
     (sql, values)
 }
 
-/// A `SELECT COUNT(*), … WHERE …` statement's counts (each column of its one row), its
-/// parts counted side by side and added; `None` when there is no direct reader or a read
-/// failed (the caller asks the store).
-pub async fn counts(
+/// `read` run on each part of `statement` (its text limited to the part's range, its values
+/// as rusqlite binds them), the parts side by side on blocking threads; their results in
+/// position order. `None` when there is no direct reader, a value has a type the direct read
+/// does not bind, or a part failed: the caller then asks the store.
+pub async fn each_part<T, E>(
     direct: Option<Arc<DirectSqlite>>,
     statement: &sea_orm::Statement,
-    records: i64,
-    split: bool,
-) -> Option<Vec<u64>> {
+    (records, split): (i64, bool),
+    read: impl Fn(&DirectSqlite, &str, &[Value]) -> Result<T, E> + Clone + Send + 'static,
+) -> Option<Vec<T>>
+where
+    T: Send + 'static,
+    E: Send + 'static,
+{
     let direct = direct?;
     let values = statement
         .values
@@ -67,23 +72,44 @@ pub async fn counts(
         .into_iter()
         .map(|range| {
             let (sql, values) = in_range(&statement.sql, &values, range);
-            let direct = direct.clone();
-            tokio::task::spawn_blocking(move || {
-                let mut counts = Vec::new();
-                direct
-                    .each_row(&sql, &values, |row| {
-                        for i in 0..row.as_ref().column_count() {
-                            counts.push(row.get::<_, i64>(i)?.max(0) as u64);
-                        }
-                        Ok::<_, rusqlite::Error>(())
-                    })
-                    .map(|()| counts)
-            })
+            let (direct, read) = (direct.clone(), read.clone());
+            tokio::task::spawn_blocking(move || read(&direct, &sql, &values))
         })
         .collect();
+    let mut results = Vec::with_capacity(parts.len());
+    for part in parts {
+        results.push(part.await.ok()?.ok()?);
+    }
+    Some(results)
+}
+
+/// A `SELECT COUNT(*), … WHERE …` statement's counts (each column of its one row), its
+/// parts counted side by side and added.
+pub async fn counts(
+    direct: Option<Arc<DirectSqlite>>,
+    statement: &sea_orm::Statement,
+    records: i64,
+    split: bool,
+) -> Option<Vec<u64>> {
+    let parts = each_part(
+        direct,
+        statement,
+        (records, split),
+        |direct, sql, values| {
+            let mut counts = Vec::new();
+            direct
+                .each_row(sql, values, |row| {
+                    for i in 0..row.as_ref().column_count() {
+                        counts.push(row.get::<_, i64>(i)?.max(0) as u64);
+                    }
+                    Ok::<_, rusqlite::Error>(())
+                })
+                .map(|()| counts)
+        },
+    )
+    .await?;
     let mut total: Vec<u64> = Vec::new();
     for part in parts {
-        let part = part.await.ok()?.ok()?;
         total.resize(part.len().max(total.len()), 0);
         for (sum, n) in total.iter_mut().zip(part) {
             *sum += n;
@@ -94,40 +120,29 @@ pub async fn counts(
 
 /// The rows of a `SELECT "pos", c1, … WHERE …` statement of integer columns (each `None`
 /// where NULL), `width` columns each, flattened, in position order: its parts read side by
-/// side and put one after the other. `None` when there is no direct reader or a read failed.
+/// side and put one after the other.
 pub async fn integer_rows(
     direct: Option<Arc<DirectSqlite>>,
     statement: &sea_orm::Statement,
     (records, split): (i64, bool),
     width: usize,
 ) -> Option<Vec<Option<i64>>> {
-    let direct = direct?;
-    let values = statement
-        .values
-        .as_ref()
-        .map_or(Some(Vec::new()), |v| direct::bound(&v.0))?;
-    let parts: Vec<_> = ranges(records, split)
-        .into_iter()
-        .map(|range| {
-            let (mut sql, values) = in_range(&statement.sql, &values, range);
-            sql.push_str(" ORDER BY \"pos\"");
-            let direct = direct.clone();
-            tokio::task::spawn_blocking(move || {
-                let mut rows = Vec::new();
-                direct
-                    .each_row(&sql, &values, |row| {
-                        for i in 0..width {
-                            rows.push(row.get::<_, Option<i64>>(i)?);
-                        }
-                        Ok::<_, rusqlite::Error>(())
-                    })
-                    .map(|()| rows)
-            })
-        })
-        .collect();
-    let mut rows = Vec::new();
-    for part in parts {
-        rows.extend(part.await.ok()?.ok()?);
-    }
-    Some(rows)
+    let parts = each_part(
+        direct,
+        statement,
+        (records, split),
+        move |direct, sql, values| {
+            let mut rows = Vec::new();
+            direct
+                .each_row(&format!("{sql} ORDER BY \"pos\""), values, |row| {
+                    for i in 0..width {
+                        rows.push(row.get::<_, Option<i64>>(i)?);
+                    }
+                    Ok::<_, rusqlite::Error>(())
+                })
+                .map(|()| rows)
+        },
+    )
+    .await?;
+    Some(parts.concat())
 }
