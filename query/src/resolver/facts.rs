@@ -473,7 +473,7 @@ impl Resolver {
     }
 
     /// [`Self::text_counts_from_store`] from one read's counts: the texts tied with or above
-    /// the `TOP_TEXTS`-th highest count, each looked up in the version's dictionary.
+    /// the `TOP_TEXTS`-th highest count, looked up in the version's dictionary together.
     async fn text_candidates(
         &self,
         dataset: &Dataset,
@@ -482,23 +482,20 @@ impl Resolver {
         let mut highest: Vec<u64> = counts.values().map(|(n, _)| *n).collect();
         highest.sort_unstable_by(|a, b| b.cmp(a));
         let floor = highest.get(TOP_TEXTS - 1).copied().unwrap_or(1);
-        let version = dataset.schema.version_id;
-        let reader = self.reader(version).await;
-        let mut out = Vec::new();
-        for (&id, &(n, first)) in counts.iter().filter(|(_, (n, _))| *n >= floor) {
-            // The SQLite dictionary's id is its FTS5 rowid (this read is SQLite's).
-            let mut sql = Sql::new(self.backend());
-            sql.push("SELECT value AS v FROM ")
-                .ident(&text_table(version))
-                .push(" WHERE rowid = ")
-                .bind(id);
-            let row = reader
-                .query_one(sql.build())
-                .await?
-                .ok_or(ApiError::Internal)?;
-            out.push((row.try_get("", "v")?, n, (first - 1) as u32));
-        }
-        Ok(out)
+        let candidates: Vec<(i64, u64, i64)> = counts
+            .iter()
+            .filter(|(_, (n, _))| *n >= floor)
+            .map(|(&id, &(n, first))| (id, n, first))
+            .collect();
+        let ids: Vec<i64> = candidates.iter().map(|c| c.0).collect();
+        let texts = self.text_values(dataset.schema.version_id, &ids).await?;
+        candidates
+            .into_iter()
+            .map(|(id, n, first)| {
+                let text = texts.get(&id).ok_or(ApiError::Internal)?;
+                Ok((text.clone(), n, (first - 1) as u32))
+            })
+            .collect()
     }
 }
 

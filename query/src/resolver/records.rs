@@ -162,14 +162,9 @@ impl Resolver {
         if resolved.filter.is_empty() && has_value.is_none() {
             return Ok(dataset.meta.record_count.max(0) as u64);
         }
-        let key = |has_value: Option<Column>| {
-            format!(
-                "{}|{}|{:?}",
-                schema.version_id,
-                serde_json::to_string(resolved.filter).unwrap_or_default(),
-                has_value
-            )
-        };
+        let filter = serde_json::to_string(resolved.filter).unwrap_or_default();
+        let key =
+            |has_value: Option<Column>| format!("{}|{filter}|{has_value:?}", schema.version_id);
         if let Some(n) = self.totals.get(&key(has_value)) {
             return Ok(n);
         }
@@ -204,11 +199,10 @@ impl Resolver {
         };
         let (&all, with_value) = counts.split_first().ok_or(ApiError::Internal)?;
         self.totals.put(key(None), all);
-        let n = match (has_value, with_value.first()) {
-            (None, _) => all,
-            (Some(_), Some(&n)) => n,
-            (Some(_), None) => return Err(ApiError::Internal),
-        };
+        if has_value.is_none() {
+            return Ok(all);
+        }
+        let &n = with_value.first().ok_or(ApiError::Internal)?;
         self.totals.put(key(has_value), n);
         Ok(n)
     }

@@ -229,7 +229,7 @@ impl Resolver {
     }
 
     /// The lower-cased texts of dictionary `ids`.
-    async fn text_values(
+    pub(super) async fn text_values(
         &self,
         version_id: i64,
         ids: &[i64],
