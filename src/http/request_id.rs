@@ -17,6 +17,9 @@ pub const HEADER: &str = "x-request-id";
 /// The longest id taken from a proxy; a longer one is replaced.
 pub const MAX_ID_BYTES: usize = 128;
 
+/// The prefix's hexadecimal digits.
+const PREFIX_DIGITS: usize = 8;
+
 /// Makes the ids of one serving process: a random prefix per process (instances behind one
 /// balancer do not collide) and a counter.
 #[derive(Debug)]
@@ -52,8 +55,14 @@ impl RequestIds {
             return sent.clone();
         }
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        HeaderValue::try_from(format!("{:08x}-{n}", self.prefix))
-            .expect("hex digits and a number make a header value")
+        let mut id = Vec::with_capacity(PREFIX_DIGITS + 1 + 20);
+        id.extend((0..PREFIX_DIGITS).rev().map(|i| {
+            let digit = (self.prefix >> (4 * i)) & 15;
+            b"0123456789abcdef"[digit as usize]
+        }));
+        id.push(b'-');
+        id.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        HeaderValue::from_bytes(&id).expect("hex digits and a number make a header value")
     }
 }
 
@@ -72,6 +81,8 @@ mod tests {
         assert_eq!(ids.of(proxy, &headers, &proxies), "lb-7f3a");
         let made = ids.of(stranger, &headers, &proxies);
         assert_ne!(made, "lb-7f3a");
+        let n = ids.next.load(Ordering::Relaxed) - 1;
+        assert_eq!(made, format!("{:08x}-{n}", ids.prefix).as_str());
         assert_ne!(
             ids.of(stranger, &headers, &proxies),
             made,
