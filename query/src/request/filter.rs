@@ -131,8 +131,12 @@ impl Filter {
 
     /// No condition but `q`'s terms (if any).
     pub fn is_empty_but_terms(&self) -> bool {
+        self.exact.is_empty() && self.is_empty_but_exact()
+    }
+
+    /// No condition but `q`'s terms and `name=value` (if any).
+    pub fn is_empty_but_exact(&self) -> bool {
         self.field_terms.is_empty()
-            && self.exact.is_empty()
             && self.not.is_empty()
             && self.ranges.is_empty()
             && self.prefixes.is_empty()

@@ -163,8 +163,7 @@ impl Resolver {
             return Ok(dataset.meta.record_count.max(0) as u64);
         }
         let filter = serde_json::to_string(resolved.filter).unwrap_or_default();
-        let key =
-            |has_value: Option<Column>| format!("{}|{filter}|{has_value:?}", schema.version_id);
+        let key = |has_value: Option<Column>| total_key(schema.version_id, &filter, has_value);
         if let Some(n) = self.totals.get(&key(has_value)) {
             return Ok(n);
         }
@@ -267,9 +266,27 @@ impl Resolver {
                         page.iter().map(|&(row, _)| row).collect(),
                     )
                 }
-                (None, None) => {
+                (None, None) => 'page: {
+                    // A sorted page of frequent keyword values, its total kept: the walk looks
+                    // each row up in their sets, whose intersection is then never made.
+                    let kept = match (query.sort.is_empty(), query.after) {
+                        (false, None) => index.kept_sets(&query.filter),
+                        _ => None,
+                    };
+                    let key = kept.as_ref().map(|_| {
+                        let filter = serde_json::to_string(&query.filter).unwrap_or_default();
+                        total_key(schema.version_id, &filter, None)
+                    });
+                    if let (Some(sets), Some(total)) =
+                        (&kept, key.as_deref().and_then(|k| self.totals.get(k)))
+                    {
+                        break 'page (total, index.page_within(sets, &query.sort, offset, limit));
+                    }
                     let matches = index.matches(&query.filter);
                     let total = index.total(matches.as_ref());
+                    if let Some(key) = key {
+                        self.totals.put(key, total);
+                    }
                     let page = match query.after {
                         // A cursor's page: on from its row, not counted from the top.
                         Some(after) => {
@@ -398,6 +415,13 @@ pub(super) fn page_of(order: &[(u32, f64)], offset: u64, limit: u64) -> &[(u32, 
 /// A distance as records carry it: whole metres.
 pub(super) fn whole_metres(metres: f64) -> serde_json::Value {
     serde_json::Value::from(metres.round() as u64)
+}
+
+/// Where [`Totals`] keeps the number of records of version `version_id` that match `filter`
+/// (its JSON) and, with `has_value`, have that column's value. The index and the store count
+/// alike, so either may keep a total the other reads.
+fn total_key(version_id: i64, filter: &str, has_value: Option<Column>) -> String {
+    format!("{version_id}|{filter}|{has_value:?}")
 }
 
 /// SQL's LIMIT and OFFSET are signed 64-bit.

@@ -87,6 +87,29 @@ impl MemIndex {
         }
     }
 
+    /// The kept sets whose rows all hold, when `filter` is only `name=value` conditions on
+    /// keywords, each a frequent value with a set of its own (carrier and origin in flights):
+    /// a sorted page can then test each row against them, and leave their intersection
+    /// (a pass over a bit a row: a megabyte for each 8.4 million rows) unmade once its total is
+    /// known. `None` for anything else.
+    pub fn kept_sets<'s>(&'s self, filter: &Filter) -> Option<Vec<&'s Bits>> {
+        if filter.exact.len() < 2 || !filter.terms.is_empty() || !filter.is_empty_but_exact() {
+            return None;
+        }
+        filter
+            .exact
+            .iter()
+            .map(
+                |(column, values)| match (self.key(*column), values.as_slice()) {
+                    (Some(Key::Str(c)), [ExactValue::Str(s)]) => {
+                        c.dict.find(s).and_then(|code| c.dense(code))
+                    }
+                    _ => None,
+                },
+            )
+            .collect()
+    }
+
     /// Rows whose `column` holds one of `values`: a frequent value's kept set is borrowed.
     fn exact_rows(&self, column: Column, values: &[ExactValue]) -> Cow<'_, Bits> {
         let key = self.key(column);

@@ -82,7 +82,19 @@ impl MemIndex {
         offset: u64,
         limit: u64,
     ) -> Vec<u32> {
-        self.walk_page(matches, sort, Start::Offset(offset), limit)
+        self.walk_page(matches.as_slice(), sort, Start::Offset(offset), limit)
+    }
+
+    /// [`page`](Self::page) of the rows in every one of `sets` (none: every row), their
+    /// intersection never made: each row the sorted walk meets is looked up in each set.
+    pub fn page_within(
+        &self,
+        sets: &[&Bits],
+        sort: &[(Column, bool)],
+        offset: u64,
+        limit: u64,
+    ) -> Vec<u32> {
+        self.walk_page(sets, sort, Start::Offset(offset), limit)
     }
 
     /// The `limit` matches that come after row `after` in `sort` order (then file order): a
@@ -95,12 +107,12 @@ impl MemIndex {
         after: u32,
         limit: u64,
     ) -> Vec<u32> {
-        self.walk_page(matches, sort, Start::After(after), limit)
+        self.walk_page(matches.as_slice(), sort, Start::After(after), limit)
     }
 
     fn walk_page(
         &self,
-        matches: Option<&Bits>,
+        matches: &[&Bits],
         sort: &[(Column, bool)],
         start: Start,
         limit: u64,
@@ -108,14 +120,19 @@ impl MemIndex {
         let limit = limit.min(u64::from(self.rows)) as usize;
         let Some((&(first, descending), rest)) = sort.split_first() else {
             return match (start, matches) {
-                (Start::Offset(offset), Some(m)) => m.iter_from(offset).take(limit).collect(),
-                (Start::Offset(offset), None) => {
+                (Start::Offset(offset), []) => {
                     let start = offset.min(u64::from(self.rows)) as u32;
                     let end = (u64::from(start) + limit as u64).min(u64::from(self.rows)) as u32;
                     (start..end).collect()
                 }
+                (Start::Offset(offset), [m]) => m.iter_from(offset).take(limit).collect(),
+                (Start::Offset(offset), [m, others @ ..]) => {
+                    let mut both = (*m).clone();
+                    others.iter().for_each(|o| both.intersect(o));
+                    both.iter_from(offset).take(limit).collect()
+                }
                 (Start::After(after), _) => (after.saturating_add(1)..self.rows)
-                    .filter(|&r| matches.is_none_or(|m| m.contains(r)))
+                    .filter(|&r| in_all(matches, r))
                     .take(limit)
                     .collect(),
             };
@@ -218,9 +235,16 @@ impl MemIndex {
     }
 }
 
+/// Whether `row` is in every one of `sets`.
+#[inline]
+fn in_all(sets: &[&Bits], row: u32) -> bool {
+    sets.iter().all(|s| s.contains(row))
+}
+
 /// Emits the matching rows of runs of equal first-key values until the page is full.
 struct Walk<'a, 'k> {
-    matches: Option<&'a Bits>,
+    /// The rows a page may hold are in each of these (none: every row).
+    matches: &'a [&'a Bits],
     rest: &'a [(Key<'k>, bool)],
     skip: u64,
     /// A cursor's row: the first run walked is its own, of which only the rows after it (by
@@ -233,7 +257,7 @@ struct Walk<'a, 'k> {
 impl Walk<'_, '_> {
     /// Takes what the page needs of `run` (`len` rows, ascending); true when the page is full.
     fn run(&mut self, len: usize, run: impl Iterator<Item = u32>) -> bool {
-        let matching = |r: &u32| self.matches.is_none_or(|m| m.contains(*r));
+        let matching = |r: &u32| in_all(self.matches, *r);
         if let Some(after) = self.after.take() {
             let rest = self.rest;
             let order = |a: u32, b: u32| {
