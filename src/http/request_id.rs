@@ -17,21 +17,20 @@ pub const HEADER: &str = "x-request-id";
 /// The longest id taken from a proxy; a longer one is replaced.
 pub const MAX_ID_BYTES: usize = 128;
 
-/// The prefix's hexadecimal digits.
-const PREFIX_DIGITS: usize = 8;
-
 /// Makes the ids of one serving process: a random prefix per process (instances behind one
 /// balancer do not collide) and a counter.
 #[derive(Debug)]
 pub struct RequestIds {
-    prefix: u32,
+    /// The random prefix in hexadecimal (eight digits), written once: every id starts with it.
+    prefix_hex: String,
     next: AtomicU64,
 }
 
 impl Default for RequestIds {
     fn default() -> Self {
+        let prefix: u32 = rand::random();
         RequestIds {
-            prefix: rand::random(),
+            prefix_hex: query::hex(&prefix.to_be_bytes()),
             next: AtomicU64::new(1),
         }
     }
@@ -55,11 +54,8 @@ impl RequestIds {
             return sent.clone();
         }
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut id = Vec::with_capacity(PREFIX_DIGITS + 1 + 20);
-        id.extend((0..PREFIX_DIGITS).rev().map(|i| {
-            let digit = (self.prefix >> (4 * i)) & 15;
-            b"0123456789abcdef"[digit as usize]
-        }));
+        let mut id = Vec::with_capacity(self.prefix_hex.len() + 1 + 20);
+        id.extend_from_slice(self.prefix_hex.as_bytes());
         id.push(b'-');
         id.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
         HeaderValue::from_bytes(&id).expect("hex digits and a number make a header value")
@@ -82,7 +78,8 @@ mod tests {
         let made = ids.of(stranger, &headers, &proxies);
         assert_ne!(made, "lb-7f3a");
         let n = ids.next.load(Ordering::Relaxed) - 1;
-        assert_eq!(made, format!("{:08x}-{n}", ids.prefix).as_str());
+        let prefix = u32::from_str_radix(&ids.prefix_hex, 16).unwrap();
+        assert_eq!(made, format!("{prefix:08x}-{n}").as_str());
         assert_ne!(
             ids.of(stranger, &headers, &proxies),
             made,
