@@ -1,5 +1,5 @@
-//! Bulk loading into PostgreSQL: `COPY … FROM STDIN` streams for the records and the text
-//! dictionary, side by side on two connections; keys and indexes built after the load. The
+//! Bulk loading into PostgreSQL: `COPY … FROM STDIN` streams for the records (two, taking
+//! batches in turn) and the text dictionary, side by side on their own connections; keys and indexes built after the load. The
 //! dictionary gets a `pg_trgm` GIN index, so substring search in any script avoids a scan.
 
 use std::io::Write;
@@ -8,6 +8,8 @@ use entity::FieldType;
 use entity::record::{column_index, records_table, text_table};
 use sqlx::AssertSqlSafe;
 use sqlx::PgPool;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgCopyIn, PgPoolCopyExt, Postgres};
 use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
@@ -56,57 +58,104 @@ pub async fn load(
     )
     .await?;
 
-    let mut record_conn = pool.acquire().await?;
-    let mut text_conn = pool.acquire().await?;
-    let mut record_copy = record_conn
-        .copy_in_raw(&format!(
-            "COPY \"{records}\" ({}) FROM STDIN",
-            names.join(", ")
-        ))
-        .await?;
-    let mut text_copy = text_conn
+    let copy_records = format!("COPY \"{records}\" ({}) FROM STDIN", names.join(", "));
+    let record_streams = [
+        pool.copy_in_raw(&copy_records).await?,
+        pool.copy_in_raw(&copy_records).await?,
+    ];
+    let text_stream = pool
         .copy_in_raw(&format!("COPY \"{texts}\" (\"tid\", \"value\") FROM STDIN"))
         .await?;
-    let mut count = 0u64;
-    let mut buffer = Vec::with_capacity(1 << 20);
-    while let Some(batch) = batches.recv().await {
-        buffer.clear();
-        for row in &batch.rows {
-            debug_assert!(!row.packed, "PostgreSQL stores bodies as JSONB objects");
-            write!(buffer, "{}", row.pos).expect("writing to a Vec cannot fail");
-            buffer.push(b'\t');
-            escape(&mut buffer, &row.id);
-            buffer.push(b'\t');
-            escape(&mut buffer, &row.doc);
-            for cell in &row.cells {
-                buffer.push(b'\t');
-                match cell {
-                    Cell::Null => buffer.extend_from_slice(b"\\N"),
-                    Cell::Str(s) | Cell::Text(s) => escape(&mut buffer, s),
-                    Cell::Num(n) => write!(buffer, "{n}").expect("writing to a Vec cannot fail"),
-                    Cell::TextId(id) => {
-                        write!(buffer, "{id}").expect("writing to a Vec cannot fail")
-                    }
-                }
+    let (record_senders, record_receivers): (Vec<_>, Vec<_>) = (0..RECORD_STREAMS)
+        .map(|_| mpsc::channel::<Vec<u8>>(STREAM_BATCHES))
+        .unzip();
+    let (text_sender, text_receiver) = mpsc::channel::<Vec<u8>>(STREAM_BATCHES);
+    // Batches go to the record streams in turn. A closed channel means its stream failed, and
+    // that stream's error is the one reported.
+    let dispatch = async move {
+        let mut count = 0u64;
+        let mut turn = 0;
+        while let Some(batch) = batches.recv().await {
+            count += batch.rows.len() as u64;
+            if !batch.texts.is_empty() && text_sender.send(text_lines(&batch)).await.is_err() {
+                break;
             }
-            buffer.push(b'\n');
-        }
-        record_copy.send(buffer.as_slice()).await?;
-        count += batch.rows.len() as u64;
-        if !batch.texts.is_empty() {
-            buffer.clear();
-            for (id, text) in &batch.texts {
-                write!(buffer, "{id}").expect("writing to a Vec cannot fail");
-                buffer.push(b'\t');
-                escape(&mut buffer, text);
-                buffer.push(b'\n');
+            if record_senders[turn]
+                .send(record_lines(&batch))
+                .await
+                .is_err()
+            {
+                break;
             }
-            text_copy.send(buffer.as_slice()).await?;
+            turn = (turn + 1) % RECORD_STREAMS;
         }
-    }
-    record_copy.finish().await?;
-    text_copy.finish().await?;
+        Ok::<_, sqlx::Error>(count)
+    };
+    let mut feeds = record_streams
+        .into_iter()
+        .zip(record_receivers)
+        .map(|(stream, receiver)| feed(stream, receiver));
+    let (count, ..) = tokio::try_join!(
+        dispatch,
+        feeds.next().expect("two record streams"),
+        feeds.next().expect("two record streams"),
+        feed(text_stream, text_receiver),
+    )?;
     Ok(count)
+}
+
+/// Record streams into the records table: each is one server backend parsing rows (the JSONB
+/// body and every typed column) at about 112k rows/s, which one stream left the bottleneck of
+/// a large import while the reader had time to spare.
+const RECORD_STREAMS: usize = 2;
+/// Batches of `COPY` text waiting for each stream; bounds memory.
+const STREAM_BATCHES: usize = 2;
+
+/// Sends each buffer of `COPY` text to `stream` and finishes it once the channel closes.
+async fn feed(
+    mut stream: PgCopyIn<PoolConnection<Postgres>>,
+    mut lines: mpsc::Receiver<Vec<u8>>,
+) -> Result<u64, sqlx::Error> {
+    while let Some(buffer) = lines.recv().await {
+        stream.send(buffer).await?;
+    }
+    stream.finish().await
+}
+
+/// A batch's records as `COPY` text lines: `pos`, `_id`, the body and the typed columns.
+fn record_lines(batch: &Batch) -> Vec<u8> {
+    let mut buffer = Vec::with_capacity(batch.rows.iter().map(|r| r.doc.len() + 64).sum());
+    for row in &batch.rows {
+        debug_assert!(!row.packed, "PostgreSQL stores bodies as JSONB objects");
+        write!(buffer, "{}", row.pos).expect("writing to a Vec cannot fail");
+        buffer.push(b'\t');
+        escape(&mut buffer, &row.id);
+        buffer.push(b'\t');
+        escape(&mut buffer, &row.doc);
+        for cell in &row.cells {
+            buffer.push(b'\t');
+            match cell {
+                Cell::Null => buffer.extend_from_slice(b"\\N"),
+                Cell::Str(s) | Cell::Text(s) => escape(&mut buffer, s),
+                Cell::Num(n) => write!(buffer, "{n}").expect("writing to a Vec cannot fail"),
+                Cell::TextId(id) => write!(buffer, "{id}").expect("writing to a Vec cannot fail"),
+            }
+        }
+        buffer.push(b'\n');
+    }
+    buffer
+}
+
+/// The text-dictionary entries a batch introduced, as `COPY` text lines.
+fn text_lines(batch: &Batch) -> Vec<u8> {
+    let mut buffer = Vec::new();
+    for (id, text) in &batch.texts {
+        write!(buffer, "{id}").expect("writing to a Vec cannot fail");
+        buffer.push(b'\t');
+        escape(&mut buffer, text);
+        buffer.push(b'\n');
+    }
+    buffer
 }
 
 /// Escapes a value for COPY's text format.

@@ -2,6 +2,7 @@
 //! schema entries, record key order), how its bodies are packed, and the dataset resolved to
 //! that version for one request. Everything above reads a dataset through here.
 
+pub mod flat;
 pub mod packed;
 pub mod schema;
 

@@ -70,7 +70,7 @@ pub fn buckets(field_type: FieldType) -> &'static [&'static str] {
 }
 
 /// The schema of one dataset version, immutable like the version itself.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct DatasetSchema {
     pub version_id: i64,
     pub fields: Vec<Field>,
@@ -246,6 +246,11 @@ impl DatasetSchema {
     /// the same text (`float_roundtrip`).
     pub fn is_shaped(&self, text: &str) -> bool {
         self.order.is_shaped(text)
+    }
+
+    /// The records' top-level keys other than `_id`, in the order [`Self::shape`] writes them.
+    pub fn top_keys(&self) -> impl Iterator<Item = &str> {
+        self.order.children.iter().map(|(key, _)| key.as_str())
     }
 
     /// The schema's entries as JSON, as a page writes them (`RecordPage::write_json` sends them as they are).

@@ -1,6 +1,6 @@
 //! PostgreSQL's `COPY … TO STDOUT` in text format: a whole read as one stream, with no
 //! statement or result map per row (the index build reads every row this way, and the content
-//! hash every body).
+//! hash every body, in blocks that other threads parse).
 
 use futures_util::StreamExt;
 
@@ -29,6 +29,63 @@ pub(crate) async fn each_row(
     }
     if !pending.is_empty() {
         return Err("COPY ended inside a row".into());
+    }
+    Ok(())
+}
+
+/// Runs `COPY (<select>) TO STDOUT` and sends its rows to `sender` in blocks of whole lines,
+/// each at least `block_bytes` long but the last, so that other threads parse them while the
+/// read goes on ([`each_line`] cuts a block). A closed channel ends the read quietly: the
+/// receiver's own error is the one to report.
+pub(crate) async fn send_blocks(
+    pool: &sqlx::PgPool,
+    select: &str,
+    block_bytes: usize,
+    sender: tokio::sync::mpsc::Sender<Vec<u8>>,
+) -> Result<(), String> {
+    let sql = format!("COPY ({select}) TO STDOUT");
+    let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
+    let mut stream = conn.copy_out_raw(&sql).await.map_err(|e| e.to_string())?;
+    let mut block: Vec<u8> = Vec::with_capacity(block_bytes);
+    while let Some(chunk) = stream.next().await {
+        block.extend_from_slice(&chunk.map_err(|e| e.to_string())?);
+        if block.len() < block_bytes {
+            continue;
+        }
+        let Some(end) = block.iter().rposition(|&b| b == b'\n') else {
+            continue;
+        };
+        let mut rest = Vec::with_capacity(block_bytes);
+        rest.extend_from_slice(&block[end + 1..]);
+        block.truncate(end + 1);
+        if sender
+            .send(std::mem::replace(&mut block, rest))
+            .await
+            .is_err()
+        {
+            return Ok(());
+        }
+    }
+    if block.last().is_some_and(|&b| b != b'\n') {
+        return Err("COPY ended inside a row".into());
+    }
+    if !block.is_empty() {
+        let _ = sender.send(block).await;
+    }
+    Ok(())
+}
+
+/// Hands each line of a block [`send_blocks`] sent to `each`, its fields unescaped.
+pub(crate) fn each_line(
+    block: &[u8],
+    mut each: impl FnMut(&CopyLine) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut line = CopyLine::default();
+    let mut start = 0;
+    while let Some(end) = memchr(b'\n', &block[start..]) {
+        line.split(&block[start..start + end])?;
+        each(&line)?;
+        start += end + 1;
     }
     Ok(())
 }
