@@ -1,6 +1,7 @@
 //! Bulk loading into PostgreSQL: `COPY … FROM STDIN` streams for the records (two, taking
-//! batches in turn) and the text dictionary, side by side on their own connections; keys and indexes built after the load. The
-//! dictionary gets a `pg_trgm` GIN index, so substring search in any script avoids a scan.
+//! batches in turn) and the text dictionary, side by side on their own connections; keys and
+//! indexes built after the load. The dictionary gets a `pg_trgm` GIN index, so substring
+//! search in any script avoids a scan.
 
 use std::io::Write;
 
@@ -58,21 +59,22 @@ pub async fn load(
     )
     .await?;
 
+    // Two records streams: each is one server backend parsing rows (the JSONB body and every
+    // typed column), and one left that backend the bottleneck of a large import while the
+    // reader had time to spare.
     let copy_records = format!("COPY \"{records}\" ({}) FROM STDIN", names.join(", "));
-    let record_streams = [
-        pool.copy_in_raw(&copy_records).await?,
-        pool.copy_in_raw(&copy_records).await?,
-    ];
+    let first_stream = pool.copy_in_raw(&copy_records).await?;
+    let second_stream = pool.copy_in_raw(&copy_records).await?;
     let text_stream = pool
         .copy_in_raw(&format!("COPY \"{texts}\" (\"tid\", \"value\") FROM STDIN"))
         .await?;
-    let (record_senders, record_receivers): (Vec<_>, Vec<_>) = (0..RECORD_STREAMS)
-        .map(|_| mpsc::channel::<Vec<u8>>(STREAM_BATCHES))
-        .unzip();
-    let (text_sender, text_receiver) = mpsc::channel::<Vec<u8>>(STREAM_BATCHES);
-    // Batches go to the record streams in turn. A closed channel means its stream failed, and
+    let (first, first_lines) = mpsc::channel(STREAM_BATCHES);
+    let (second, second_lines) = mpsc::channel(STREAM_BATCHES);
+    let (text_sender, text_lines_sent) = mpsc::channel(STREAM_BATCHES);
+    // Batches go to the records streams in turn. A closed channel means its stream failed, and
     // that stream's error is the one reported.
     let dispatch = async move {
+        let record_senders = [first, second];
         let mut count = 0u64;
         let mut turn = 0;
         while let Some(batch) = batches.recv().await {
@@ -87,27 +89,19 @@ pub async fn load(
             {
                 break;
             }
-            turn = (turn + 1) % RECORD_STREAMS;
+            turn = (turn + 1) % record_senders.len();
         }
         Ok::<_, sqlx::Error>(count)
     };
-    let mut feeds = record_streams
-        .into_iter()
-        .zip(record_receivers)
-        .map(|(stream, receiver)| feed(stream, receiver));
     let (count, ..) = tokio::try_join!(
         dispatch,
-        feeds.next().expect("two record streams"),
-        feeds.next().expect("two record streams"),
-        feed(text_stream, text_receiver),
+        feed(first_stream, first_lines),
+        feed(second_stream, second_lines),
+        feed(text_stream, text_lines_sent),
     )?;
     Ok(count)
 }
 
-/// Record streams into the records table: each is one server backend parsing rows (the JSONB
-/// body and every typed column) at about 112k rows/s, which one stream left the bottleneck of
-/// a large import while the reader had time to spare.
-const RECORD_STREAMS: usize = 2;
 /// Batches of `COPY` text waiting for each stream; bounds memory.
 const STREAM_BATCHES: usize = 2;
 

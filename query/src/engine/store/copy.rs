@@ -15,17 +15,12 @@ pub(crate) async fn each_row(
     let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
     let mut stream = conn.copy_out_raw(&sql).await.map_err(|e| e.to_string())?;
     let mut pending: Vec<u8> = Vec::new();
-    let mut line = CopyLine::default();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| e.to_string())?;
-        pending.extend_from_slice(&chunk);
-        let mut start = 0;
-        while let Some(end) = memchr(b'\n', &pending[start..]) {
-            line.split(&pending[start..start + end])?;
-            each(&line)?;
-            start += end + 1;
+        pending.extend_from_slice(&chunk.map_err(|e| e.to_string())?);
+        if let Some(end) = pending.iter().rposition(|&b| b == b'\n') {
+            each_line(&pending[..=end], &mut each)?;
+            pending.drain(..=end);
         }
-        pending.drain(..start);
     }
     if !pending.is_empty() {
         return Err("COPY ended inside a row".into());
