@@ -1,7 +1,7 @@
 //! Bulk loading into PostgreSQL: `COPY … FROM STDIN` streams for the records (two, taking
-//! batches in turn) and the text dictionary, side by side on their own connections; keys and
-//! indexes built after the load. The dictionary gets a `pg_trgm` GIN index, so substring
-//! search in any script avoids a scan.
+//! batches in turn, in the binary format: [`binary`]) and the text dictionary, side by side on
+//! their own connections; keys and indexes built after the load. The dictionary gets a
+//! `pg_trgm` GIN index, so substring search in any script avoids a scan.
 
 use std::io::Write;
 
@@ -14,6 +14,8 @@ use sqlx::postgres::{PgCopyIn, PgPoolCopyExt, Postgres};
 use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
+
+mod binary;
 use super::schema::plan::{Cell, Plan};
 use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
 
@@ -61,83 +63,106 @@ pub async fn load(
 
     // Two records streams: each is one server backend parsing rows (the JSONB body and every
     // typed column), and one left that backend the bottleneck of a large import while the
-    // reader had time to spare.
-    let copy_records = format!("COPY \"{records}\" ({}) FROM STDIN", names.join(", "));
+    // reader had time to spare. Binary, so that neither side escapes or scans the bodies'
+    // text for escapes, and numbers go as their bits, not as text to parse.
+    let copy_records = format!(
+        "COPY \"{records}\" ({}) FROM STDIN (FORMAT binary)",
+        names.join(", ")
+    );
     let first_stream = pool.copy_in_raw(&copy_records).await?;
     let second_stream = pool.copy_in_raw(&copy_records).await?;
     let text_stream = pool
         .copy_in_raw(&format!("COPY \"{texts}\" (\"tid\", \"value\") FROM STDIN"))
         .await?;
-    let (first, first_lines) = mpsc::channel(STREAM_BATCHES);
-    let (second, second_lines) = mpsc::channel(STREAM_BATCHES);
+    let (first, first_tuples) = mpsc::channel(STREAM_BATCHES);
+    let (second, second_tuples) = mpsc::channel(STREAM_BATCHES);
     let (text_sender, text_lines_sent) = mpsc::channel(STREAM_BATCHES);
     // Batches go to the records streams in turn. A closed channel means its stream failed, and
     // that stream's error is the one reported.
     let dispatch = async move {
         let record_senders = [first, second];
+        for sender in &record_senders {
+            if sender.send(binary::HEADER.to_vec()).await.is_err() {
+                return Ok(0);
+            }
+        }
         let mut count = 0u64;
         let mut turn = 0;
         while let Some(batch) = batches.recv().await {
             count += batch.rows.len() as u64;
             if !batch.texts.is_empty() && text_sender.send(text_lines(&batch)).await.is_err() {
-                break;
+                return Ok(count);
             }
             if record_senders[turn]
-                .send(record_lines(&batch))
+                .send(record_tuples(&batch)?)
                 .await
                 .is_err()
             {
-                break;
+                return Ok(count);
             }
             turn = (turn + 1) % record_senders.len();
+        }
+        for sender in &record_senders {
+            if sender.send(binary::TRAILER.to_vec()).await.is_err() {
+                break;
+            }
         }
         Ok::<_, sqlx::Error>(count)
     };
     let (count, ..) = tokio::try_join!(
         dispatch,
-        feed(first_stream, first_lines),
-        feed(second_stream, second_lines),
+        feed(first_stream, first_tuples),
+        feed(second_stream, second_tuples),
         feed(text_stream, text_lines_sent),
     )?;
     Ok(count)
 }
 
-/// Batches of `COPY` text waiting for each stream; bounds memory.
+/// Batches of `COPY` data waiting for each stream; bounds memory.
 const STREAM_BATCHES: usize = 2;
 
-/// Sends each buffer of `COPY` text to `stream` and finishes it once the channel closes.
+/// Sends each buffer of `COPY` data to `stream` and finishes it once the channel closes.
 async fn feed(
     mut stream: PgCopyIn<PoolConnection<Postgres>>,
-    mut lines: mpsc::Receiver<Vec<u8>>,
+    mut buffers: mpsc::Receiver<Vec<u8>>,
 ) -> Result<u64, sqlx::Error> {
-    while let Some(buffer) = lines.recv().await {
+    while let Some(buffer) = buffers.recv().await {
         stream.send(buffer).await?;
     }
     stream.finish().await
 }
 
-/// A batch's records as `COPY` text lines: `pos`, `_id`, the body and the typed columns.
-fn record_lines(batch: &Batch) -> Vec<u8> {
-    let mut buffer = Vec::with_capacity(batch.rows.iter().map(|r| r.doc.len() + 64).sum());
+/// A batch's records as binary `COPY` tuples: `pos`, `_id`, the body and the typed columns.
+fn record_tuples(batch: &Batch) -> Result<Vec<u8>, sqlx::Error> {
+    let mut buffer = Vec::with_capacity(batch.rows.iter().map(|r| r.doc.len() + 256).sum());
     for row in &batch.rows {
         debug_assert!(!row.packed, "PostgreSQL stores bodies as JSONB objects");
-        write!(buffer, "{}", row.pos).expect("writing to a Vec cannot fail");
-        buffer.push(b'\t');
-        escape(&mut buffer, &row.id);
-        buffer.push(b'\t');
-        escape(&mut buffer, &row.doc);
+        // The body holds the id and every typed value, so no field is longer than it.
+        if row.doc.len() >= binary::MAX_FIELD_BYTES {
+            return Err(sqlx::Error::Encode(
+                format!(
+                    "record {} takes {} bytes as JSON; PostgreSQL holds at most {} in a value",
+                    row.pos,
+                    row.doc.len(),
+                    binary::MAX_FIELD_BYTES
+                )
+                .into(),
+            ));
+        }
+        binary::tuple(&mut buffer, 3 + row.cells.len());
+        binary::field(&mut buffer, &row.pos.to_be_bytes());
+        binary::field(&mut buffer, row.id.as_bytes());
+        binary::jsonb(&mut buffer, &row.doc);
         for cell in &row.cells {
-            buffer.push(b'\t');
             match cell {
-                Cell::Null => buffer.extend_from_slice(b"\\N"),
-                Cell::Str(s) | Cell::Text(s) => escape(&mut buffer, s),
-                Cell::Num(n) => write!(buffer, "{n}").expect("writing to a Vec cannot fail"),
-                Cell::TextId(id) => write!(buffer, "{id}").expect("writing to a Vec cannot fail"),
+                Cell::Null => binary::null(&mut buffer),
+                Cell::Str(s) | Cell::Text(s) => binary::field(&mut buffer, s.as_bytes()),
+                Cell::Num(n) => binary::field(&mut buffer, &n.to_be_bytes()),
+                Cell::TextId(id) => binary::field(&mut buffer, &id.to_be_bytes()),
             }
         }
-        buffer.push(b'\n');
     }
-    buffer
+    Ok(buffer)
 }
 
 /// The text-dictionary entries a batch introduced, as `COPY` text lines.

@@ -96,7 +96,7 @@ pub async fn build(
         let pool = db.get_postgres_connection_pool();
         // Boxed: a request that waits for its index holds this future, and a debug build's
         // worker stack overflowed with it inline.
-        match Box::pin(read_copy(pool, schema.version_id, &planned, fresh(rows))).await {
+        match Box::pin(read_copy(pool, schema.version_id, &planned, rows, fresh)).await {
             Ok(collect) => collected = Some(collect),
             Err(error) => {
                 tracing::warn!(%error, "index not read by COPY; reading through the pool")
@@ -127,26 +127,47 @@ fn parts(rows: u64) -> Vec<(i64, i64)> {
     vec![(0, half), (half, i64::MAX)]
 }
 
+/// A part's collector, with room for its rows: the first part has room for every row, as the
+/// others are appended to it ([`join`]).
+fn part_collect(k: usize, after: i64, rows: u64, fresh: &impl Fn(u64) -> Collect) -> Collect {
+    let room = if k == 0 {
+        rows
+    } else {
+        rows.saturating_sub(after as u64)
+    };
+    let mut collect = fresh(room);
+    collect.read = after;
+    collect
+}
+
+/// Joins what the parts collected, in position order.
+async fn join(
+    readers: Vec<tokio::task::JoinHandle<Result<Collect, String>>>,
+) -> Result<Collect, String> {
+    let mut joined: Option<Collect> = None;
+    for reader in readers {
+        let part = reader.await.map_err(|e| e.to_string())??;
+        match &mut joined {
+            None => joined = Some(part),
+            Some(collect) => collect.append(part)?,
+        }
+    }
+    joined.ok_or_else(|| "no part was read".into())
+}
+
 /// Reads the version's `rows` rows from the SQLite file in [`parts`] at once, a blocking
-/// thread each, and joins what they collected in position order.
+/// thread each.
 async fn read_direct(
     direct: &Arc<DirectSqlite>,
     sql: &str,
     rows: u64,
     fresh: impl Fn(u64) -> Collect,
 ) -> Result<Collect, String> {
-    let readers: Vec<_> = parts(rows)
+    let readers = parts(rows)
         .into_iter()
         .enumerate()
         .map(|(k, (after, through))| {
-            // The first part has room for every row: the others are appended to it.
-            let room = if k == 0 {
-                rows
-            } else {
-                rows.saturating_sub(after as u64)
-            };
-            let mut collect = fresh(room);
-            collect.read = after;
+            let mut collect = part_collect(k, after, rows, &fresh);
             let (direct, sql) = (direct.clone(), sql.to_owned());
             tokio::task::spawn_blocking(move || {
                 direct
@@ -157,15 +178,7 @@ async fn read_direct(
             })
         })
         .collect();
-    let mut joined: Option<Collect> = None;
-    for reader in readers {
-        let part = reader.await.map_err(|e| e.to_string())??;
-        match &mut joined {
-            None => joined = Some(part),
-            Some(collect) => collect.append(part)?,
-        }
-    }
-    joined.ok_or_else(|| "no part was read".into())
+    join(readers).await
 }
 
 /// Reads the rows through the connection pool, [`CHUNK`] rows a statement.
@@ -209,17 +222,51 @@ async fn read_pool(
     }
 }
 
-/// Reads the rows from PostgreSQL as one `COPY … TO STDOUT` in text format (chunked
-/// statements decode each row into a result map first, which made builds slow).
+/// Blocks of a `COPY` read, in bytes: large enough that handing one to the parsing thread costs
+/// nothing beside parsing it.
+const COPY_BLOCK_BYTES: usize = 1 << 20;
+
+/// Reads the version's `rows` rows from PostgreSQL in [`parts`] at once, each a
+/// `COPY … TO STDOUT` in text format (chunked statements decode each row into a result map
+/// first, which made builds slow). Each part's stream is cut into blocks that a blocking thread
+/// of its own parses while the server writes on: with one stream parsed where it was read, the
+/// server's backend and the parsing took turns on one core.
 async fn read_copy(
     pool: &sqlx::PgPool,
     version_id: i64,
     planned: &[(usize, String, FieldType)],
-    mut collect: Collect,
+    rows: u64,
+    fresh: impl Fn(u64) -> Collect,
 ) -> Result<Collect, String> {
-    let select = format!("{} ORDER BY \"pos\"", select_columns(version_id, planned));
-    copy::each_row(pool, &select, |line| collect.push_copy(line)).await?;
-    Ok(collect)
+    let select = select_columns(version_id, planned);
+    let readers = parts(rows)
+        .into_iter()
+        .enumerate()
+        .map(|(k, (after, through))| {
+            let mut collect = part_collect(k, after, rows, &fresh);
+            // Positions are integers of ours, not request text.
+            let sql = format!(
+                "{select} WHERE \"pos\" > {after} AND \"pos\" <= {through} ORDER BY \"pos\""
+            );
+            let (sender, mut blocks) = tokio::sync::mpsc::channel::<Vec<u8>>(2);
+            let parse = tokio::task::spawn_blocking(move || {
+                while let Some(block) = blocks.blocking_recv() {
+                    copy::each_line(&block, |line| collect.push_copy(line))?;
+                }
+                Ok::<_, String>(collect)
+            });
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                // A parse error closes the channel and ends the read quietly; a read error
+                // ends the blocks early, so it is the one reported.
+                let read = copy::send_blocks(&pool, &sql, COPY_BLOCK_BYTES, sender).await;
+                let parsed = parse.await.map_err(|e| e.to_string())?;
+                read?;
+                parsed
+            })
+        })
+        .collect();
+    join(readers).await
 }
 
 /// The chunk statement for [`DirectSqlite::scan`]: rows after position `?1`, at most `?2`, up

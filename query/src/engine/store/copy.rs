@@ -1,32 +1,8 @@
 //! PostgreSQL's `COPY … TO STDOUT` in text format: a whole read as one stream, with no
-//! statement or result map per row (the index build reads every row this way, and the content
-//! hash every body, in blocks that other threads parse).
+//! statement or result map per row, cut into blocks that other threads parse (the index build
+//! reads every row this way, and the content hash every body).
 
 use futures_util::StreamExt;
-
-/// Runs `COPY (<select>) TO STDOUT` and hands each row to `each`, its fields unescaped. Lines
-/// are cut from the stream whatever its message boundaries; the first error stops the read.
-pub(crate) async fn each_row(
-    pool: &sqlx::PgPool,
-    select: &str,
-    mut each: impl FnMut(&CopyLine) -> Result<(), String>,
-) -> Result<(), String> {
-    let sql = format!("COPY ({select}) TO STDOUT");
-    let mut conn = pool.acquire().await.map_err(|e| e.to_string())?;
-    let mut stream = conn.copy_out_raw(&sql).await.map_err(|e| e.to_string())?;
-    let mut pending: Vec<u8> = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        pending.extend_from_slice(&chunk.map_err(|e| e.to_string())?);
-        if let Some(end) = pending.iter().rposition(|&b| b == b'\n') {
-            each_line(&pending[..=end], &mut each)?;
-            pending.drain(..=end);
-        }
-    }
-    if !pending.is_empty() {
-        return Err("COPY ended inside a row".into());
-    }
-    Ok(())
-}
 
 /// Runs `COPY (<select>) TO STDOUT` and sends its rows to `sender` in blocks of whole lines,
 /// each at least `block_bytes` long but the last, so that other threads parse them while the
