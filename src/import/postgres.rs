@@ -14,10 +14,10 @@ use sqlx::postgres::{PgCopyIn, PgPoolCopyExt, Postgres};
 use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
-
-mod binary;
 use super::schema::plan::{Cell, Plan};
 use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
+
+mod binary;
 
 /// Strings compare byte-wise (`COLLATE "C"`, code-point order), as SQLite's default does, so
 /// both stores sort keywords identically whatever the database's locale.
@@ -81,39 +81,30 @@ pub async fn load(
     // that stream's error is the one reported.
     let dispatch = async move {
         let record_senders = [first, second];
-        for sender in &record_senders {
-            if sender.send(binary::HEADER.to_vec()).await.is_err() {
-                return Ok(0);
-            }
-        }
         let mut count = 0u64;
         let mut turn = 0;
         while let Some(batch) = batches.recv().await {
             count += batch.rows.len() as u64;
             if !batch.texts.is_empty() && text_sender.send(text_lines(&batch)).await.is_err() {
-                return Ok(count);
+                break;
             }
             if record_senders[turn]
                 .send(record_tuples(&batch)?)
                 .await
                 .is_err()
             {
-                return Ok(count);
+                break;
             }
             turn = (turn + 1) % record_senders.len();
         }
-        for sender in &record_senders {
-            if sender.send(binary::TRAILER.to_vec()).await.is_err() {
-                break;
-            }
-        }
         Ok::<_, sqlx::Error>(count)
     };
+    let binary_frame = [binary::HEADER, binary::TRAILER];
     let (count, ..) = tokio::try_join!(
         dispatch,
-        feed(first_stream, first_tuples),
-        feed(second_stream, second_tuples),
-        feed(text_stream, text_lines_sent),
+        feed(first_stream, first_tuples, binary_frame),
+        feed(second_stream, second_tuples, binary_frame),
+        feed(text_stream, text_lines_sent, [&[], &[]]),
     )?;
     Ok(count)
 }
@@ -121,13 +112,22 @@ pub async fn load(
 /// Batches of `COPY` data waiting for each stream; bounds memory.
 const STREAM_BATCHES: usize = 2;
 
-/// Sends each buffer of `COPY` data to `stream` and finishes it once the channel closes.
+/// Sends `start`, each buffer of `COPY` data, then `end` to `stream`, and finishes it once the
+/// channel closes: the binary format frames its data ([`binary::HEADER`],
+/// [`binary::TRAILER`]), the text format does not (both empty).
 async fn feed(
     mut stream: PgCopyIn<PoolConnection<Postgres>>,
     mut buffers: mpsc::Receiver<Vec<u8>>,
+    [start, end]: [&[u8]; 2],
 ) -> Result<u64, sqlx::Error> {
+    if !start.is_empty() {
+        stream.send(start).await?;
+    }
     while let Some(buffer) = buffers.recv().await {
         stream.send(buffer).await?;
+    }
+    if !end.is_empty() {
+        stream.send(end).await?;
     }
     stream.finish().await
 }
