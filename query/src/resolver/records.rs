@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use super::orders::Orders;
+use super::orders::{Order, Orders};
 use super::{Prepared, Resolver, record_count};
 use crate::answer::views::{RecordBody, RecordPage};
 use crate::cost;
@@ -232,11 +232,11 @@ impl Resolver {
                 (None, Some((member, descending, near))) => {
                     // A whole order is kept: a later page (or the same one) skips the scoring.
                     let key = Orders::key(dataset, query);
-                    let order = match self.orders.get(&key) {
+                    let order = match self.orders.get(&key, offset, limit) {
                         Some(order) => order,
                         None => {
                             let matches = index.matches(&query.filter);
-                            let order = Arc::new(match near {
+                            let order = Arc::new(Order::whole(match near {
                                 None => index.scored_order(
                                     &query.filter,
                                     matches.as_ref(),
@@ -249,22 +249,19 @@ impl Resolver {
                                     descending,
                                     &query.sort,
                                 ),
-                            });
+                            }));
                             matched = Some(matches);
-                            self.orders.put(key, order.clone());
+                            self.orders.put(key, &order);
                             order
                         }
                     };
-                    let page = page_of(&order, offset, limit);
+                    let page = order.page(offset, limit).ok_or(ApiError::Internal)?;
                     let value = |v: f64| match near {
                         None => serde_json::Value::from(v),
                         Some(_) => whole_metres(v),
                     };
                     members = Some((member, page.iter().map(|&(_, v)| value(v)).collect()));
-                    (
-                        order.len() as u64,
-                        page.iter().map(|&(row, _)| row).collect(),
-                    )
+                    (order.total(), page.iter().map(|&(row, _)| row).collect())
                 }
                 (None, None) => 'page: {
                     // A sorted page of frequent keyword values, its total kept: the walk looks
@@ -340,12 +337,14 @@ impl Resolver {
         &self,
         dataset: &Dataset,
         query: &RecordQuery,
-        order: &[(u32, f64)],
+        order: &Order,
         member: &str,
         metres: bool,
     ) -> Result<RecordPage, ApiError> {
         let schema = &dataset.schema;
-        let page = page_of(order, query.paging.offset(), query.paging.per_page);
+        let page = order
+            .page(query.paging.offset(), query.paging.per_page)
+            .ok_or(ApiError::Internal)?;
         let rows: Vec<u32> = page.iter().map(|&(row, _)| row).collect();
         let projection = query.fields.as_deref();
         let records = Box::pin(self.stored_at_positions(schema, &rows))
@@ -364,7 +363,7 @@ impl Resolver {
             })
             .collect::<Result<Vec<RecordBody>, ApiError>>()?;
         let last = rows.last().copied();
-        Ok(self.record_page(dataset, query, order.len() as u64, records, last))
+        Ok(self.record_page(dataset, query, order.total(), records, last))
     }
 
     /// The answer's envelope around `records`, already shaped and projected.
@@ -403,13 +402,6 @@ pub(super) fn lead(query: &RecordQuery) -> Option<(&'static str, bool, Option<&N
         (None, Some(descending), Some(near)) => Some((request::DISTANCE_M, descending, Some(near))),
         _ => None,
     }
-}
-
-/// The rows `offset..offset + limit` of a whole order.
-pub(super) fn page_of(order: &[(u32, f64)], offset: u64, limit: u64) -> &[(u32, f64)] {
-    let start = offset.min(order.len() as u64) as usize;
-    let end = offset.saturating_add(limit).min(order.len() as u64) as usize;
-    &order[start..end]
 }
 
 /// A distance as records carry it: whole metres.

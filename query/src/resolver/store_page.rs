@@ -9,7 +9,7 @@ use entity::record;
 use sea_orm::FromQueryResult;
 
 use super::Resolver;
-use super::orders::Orders;
+use super::orders::{Order, Orders};
 use super::records::{clamp, lead};
 use crate::answer::views::{RecordBody, RecordPage};
 use crate::dataset::Dataset;
@@ -30,10 +30,11 @@ impl Resolver {
         let ordered = match lead(query) {
             Some((member, descending, near)) => {
                 let key = Orders::key(dataset, query);
-                let order = match self.orders.get(&key) {
+                let (offset, limit) = (query.paging.offset(), query.paging.per_page);
+                let order = match self.orders.get(&key, offset, limit) {
                     Some(order) => order,
                     None => {
-                        let order = Arc::new(match near {
+                        let order = Arc::new(Order::whole(match near {
                             None => {
                                 Box::pin(self.scored_order_from_store(dataset, query, descending))
                                     .await?
@@ -46,8 +47,8 @@ impl Resolver {
                                 )
                                 .await?
                             }
-                        });
-                        self.orders.put(key, order.clone());
+                        }));
+                        self.orders.put(key, &order);
                         order
                     }
                 };

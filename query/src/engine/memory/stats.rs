@@ -319,6 +319,26 @@ pub(super) fn group_stats(
         low,
         span: span as usize,
     };
+    // One row of counters per group and one more, each a column a value and one more: a
+    // missing group or value is counted in the extra row or column, then dropped.
+    let width = span as usize + 1;
+    if let Codes::U8(g) = ids
+        && (groups + 1) * width <= SMALL_CELLS
+    {
+        let cells = fill.shared(SMALL_CELLS, |cells, rows| {
+            let cells = cells.try_into().expect("SMALL_CELLS counters");
+            fill.small(g, groups, cells, rows);
+        });
+        return Some(
+            cells
+                .chunks(width)
+                .zip(counts)
+                .map(|(row, &count)| {
+                    (count > 0).then(|| stats(&row[..width - 1], low, count, labels))
+                })
+                .collect(),
+        );
+    }
     let cells = fill.shared(groups * span as usize, |cells, rows| match ids {
         Codes::U8(g) => fill.run(g, cells, rows),
         Codes::U16(g) => fill.run(g, cells, rows),
@@ -332,6 +352,10 @@ pub(super) fn group_stats(
             .collect(),
     )
 }
+
+/// Counters of [`Fill::small`]: as many as a `u16` indexes, so none is checked against the
+/// table's end (256 KiB of `u32`, in the core's second-level cache).
+const SMALL_CELLS: usize = 1 << 16;
 
 /// Rows from which one request's counting is shared among the cores: below it, starting a
 /// thread costs more than it saves (flights as published, 336,776 rows, is counted in well
@@ -392,6 +416,60 @@ impl Fill<'_> {
             }
         }
         total
+    }
+
+    /// [`Self::run`] for at most 255 groups (`ids`) whose counters, `span + 1` a group and a
+    /// row more, fit in [`SMALL_CELLS`]: each row's counter is its group's start (from a table
+    /// of 256) plus its value's column, with neither branch nor bound check, so a row costs
+    /// a few instructions (flights ×100, grouped percentiles: 23 → 16 ms a core's half).
+    fn small(
+        &self,
+        ids: &[u8],
+        groups: usize,
+        cells: &mut [u32; SMALL_CELLS],
+        rows: std::ops::Range<usize>,
+    ) {
+        let width = self.span + 1;
+        // A group's first counter; `u8::NONE`'s is the extra row's.
+        let mut start = [0u16; 256];
+        for (g, first) in start.iter_mut().enumerate() {
+            *first = u16::try_from(g.min(groups) * width).expect("within SMALL_CELLS");
+        }
+        match self.values {
+            Numbers::I8(v) => self.count_small(ids, v, &start, cells, rows),
+            Numbers::I16(v) => self.count_small(ids, v, &start, cells, rows),
+            Numbers::I32(v) => self.count_small(ids, v, &start, cells, rows),
+            Numbers::F32(_) | Numbers::F64(_) => unreachable!("floats were turned away above"),
+        }
+    }
+
+    fn count_small<T: Copy + Into<i64>>(
+        &self,
+        ids: &[u8],
+        values: &[T],
+        start: &[u16; 256],
+        cells: &mut [u32; SMALL_CELLS],
+        rows: std::ops::Range<usize>,
+    ) {
+        let (low, last) = (self.low, self.span as u64);
+        // A missing value (its type's least) lies below `low`: wrapped, it is past `last`.
+        let cell = |g: u8, value: T| {
+            let column = (value.into().wrapping_sub(low) as u64).min(last) as u16;
+            usize::from(start[usize::from(g)] + column)
+        };
+        match self.matches {
+            None => {
+                for (&g, &value) in ids[rows.clone()].iter().zip(&values[rows]) {
+                    cells[cell(g, value)] += 1;
+                }
+            }
+            Some(m) => {
+                for row in m.iter_within(rows.start, rows.end) {
+                    let row = row as usize;
+                    cells[cell(ids[row], values[row])] += 1;
+                }
+            }
+        }
     }
 
     /// Counts each matching row of `rows` with a value and a group (`ids`, one code type: the
@@ -511,17 +589,23 @@ mod tests {
                 .for_each(|&g| counts[g as usize] += 1);
             counts[6] = 0; // a group without rows
             let column = NumColumn::new(values.clone());
-            let got = group_stats(&column, &Codes::U32(ids.clone()), &counts, None, &labels)
-                .expect("integers");
-            for (g, got) in got.iter().enumerate() {
-                let mut sorted: Vec<f64> = (0..rows)
-                    .filter(|&r| ids[r] == g as u32 && !values[r].is_nan())
-                    .map(|r| values[r])
-                    .collect();
-                sorted.sort_by(f64::total_cmp);
-                let want =
-                    (counts[g] > 0).then(|| numeric_stats_sorted(&sorted, &labels, counts[g]));
-                assert_eq!(got, &want, "group {g} of values from {low}");
+            // Small tables of one-byte codes are counted by `Fill::small`, the others by `run`.
+            let narrow = ids
+                .iter()
+                .map(|&g| g.min(u32::from(u8::MAX)) as u8)
+                .collect();
+            for codes in [Codes::U32(ids.clone()), Codes::U8(narrow)] {
+                let got = group_stats(&column, &codes, &counts, None, &labels).expect("integers");
+                for (g, got) in got.iter().enumerate() {
+                    let mut sorted: Vec<f64> = (0..rows)
+                        .filter(|&r| ids[r] == g as u32 && !values[r].is_nan())
+                        .map(|r| values[r])
+                        .collect();
+                    sorted.sort_by(f64::total_cmp);
+                    let want =
+                        (counts[g] > 0).then(|| numeric_stats_sorted(&sorted, &labels, counts[g]));
+                    assert_eq!(got, &want, "group {g} of values from {low}");
+                }
             }
         }
         let floats = NumColumn::new(vec![0.5, 1.0]);
@@ -550,6 +634,16 @@ mod tests {
             fill.run(&ids, &mut one, 0..rows);
             let shared = fill.shared(7 * 301, |cells, part| fill.run(&ids, cells, part));
             assert_eq!(shared, one);
+            // The small table's counters, without its extra row and column, are the same.
+            let small = fill.shared(SMALL_CELLS, |cells, part| {
+                fill.small(&ids, 7, cells.try_into().expect("a small table"), part)
+            });
+            let small: Vec<u32> = small
+                .chunks(302)
+                .take(7)
+                .flat_map(|row| row[..301].to_vec())
+                .collect();
+            assert_eq!(small, one);
             let counted: u64 = one.iter().map(|&n| u64::from(n)).sum();
             assert_eq!(counted, matches.map_or(rows as u64, Bits::count));
         }
