@@ -230,7 +230,8 @@ impl Resolver {
             let (total, positions) = match (text_page, lead(query)) {
                 (Some(page), _) => page,
                 (None, Some((member, descending, near))) => {
-                    // A whole order is kept: a later page (or the same one) skips the scoring.
+                    // The order (or its first pages) is kept: a later page within it, or the
+                    // same one, skips the scoring.
                     let key = Orders::key(dataset, query);
                     let order = match self.orders.get(&key, offset, limit) {
                         Some(order) => order,

@@ -17,6 +17,8 @@ const MAX_CELLS: usize = 1 << 22;
 /// The statistics of `numbers` per group (`ids`: each row's group, [`MISSING`] for none;
 /// `counts`: each group's matching rows) among `matches`, or `None` when the column is not
 /// integers in a small enough range for counting.
+///
+/// [`MISSING`]: crate::engine::memory::column::MISSING
 pub(super) fn group_stats(
     numbers: &NumColumn,
     ids: &Codes,
@@ -41,42 +43,38 @@ pub(super) fn group_stats(
     {
         return None;
     }
+    let span = span as usize;
     let fill = Fill {
         values: &numbers.values,
         matches,
         low,
-        span: span as usize,
+        span,
     };
-    // One row of counters per group and one more, each a column a value and one more: a
-    // missing group or value is counted in the extra row or column, then dropped.
-    let width = span as usize + 1;
-    if let Codes::U8(g) = ids
-        && (groups + 1) * width <= SMALL_CELLS
-    {
-        let cells = fill.shared(SMALL_CELLS, |cells, rows| {
-            let cells = cells.try_into().expect("SMALL_CELLS counters");
-            fill.small(g, groups, cells, rows);
-        });
-        return Some(
-            cells
-                .chunks(width)
-                .zip(counts)
-                .map(|(row, &count)| {
-                    (count > 0).then(|| stats(&row[..width - 1], low, count, labels))
-                })
-                .collect(),
-        );
-    }
-    let cells = fill.shared(groups * span as usize, |cells, rows| match ids {
-        Codes::U8(g) => fill.run(g, cells, rows),
-        Codes::U16(g) => fill.run(g, cells, rows),
-        Codes::U32(g) => fill.run(g, cells, rows),
-    });
+    // Each group's counters start `width` after the one before. The small table has one
+    // column a value and one more, and one row more: a missing group or value is counted in
+    // the extra row or column, then dropped.
+    let (cells, width) = match ids {
+        Codes::U8(g) if (groups + 1) * (span + 1) <= SMALL_CELLS => {
+            let cells = fill.shared(SMALL_CELLS, |cells, rows| {
+                let cells = cells.try_into().expect("SMALL_CELLS counters");
+                fill.small(g, groups, cells, rows);
+            });
+            (cells, span + 1)
+        }
+        _ => {
+            let cells = fill.shared(groups * span, |cells, rows| match ids {
+                Codes::U8(g) => fill.run(g, cells, rows),
+                Codes::U16(g) => fill.run(g, cells, rows),
+                Codes::U32(g) => fill.run(g, cells, rows),
+            });
+            (cells, span)
+        }
+    };
     Some(
         cells
-            .chunks(span as usize)
+            .chunks(width)
             .zip(counts)
-            .map(|(histogram, &count)| (count > 0).then(|| stats(histogram, low, count, labels)))
+            .map(|(row, &count)| (count > 0).then(|| stats(&row[..span], low, count, labels)))
             .collect(),
     )
 }
