@@ -4,7 +4,7 @@
 //! serious or critical. The explorer is audited empty, with statistics and with its map. The
 //! counts of every impact are printed for the record.
 //!
-//! Needs Debian's `chromium` and `chromium-driver` and npm (`.ci/run` installs them); without
+//! Needs Debian's `chromium` and `chromium-driver` and npm (`tests/tier2.sh` installs them); without
 //! them this test fails, it never skips.
 
 use serde_json::Value;
@@ -111,4 +111,4 @@ async fn no_serious_or_critical_finding(store: TestStore) {
     assert!(grave.is_empty(), "serious or critical findings: {grave:#?}");
 }
 
-both_stores!(no_serious_or_critical_finding);
+both_stores!(tier2: no_serious_or_critical_finding);

@@ -7,7 +7,7 @@
 //! keeps; on `/account` the person mints a token for one dataset, without export, for 30 days
 //! (contract §13.3). Screenshots of `/device` and `/account` go to `target/screenshots/`.
 //!
-//! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them); without them
+//! Needs Debian's `chromium` and `chromium-driver` (`tests/tier2.sh` installs them); without them
 //! this test fails, it never skips.
 
 use std::time::Duration;
@@ -268,4 +268,4 @@ async fn device_flow_in_a_browser(store: TestStore) {
     let _ = stop.send(());
 }
 
-both_stores!(device_flow_in_a_browser);
+both_stores!(tier2: device_flow_in_a_browser);

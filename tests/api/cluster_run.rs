@@ -3,14 +3,20 @@
 //! namespace the script makes, the query mix on both datasets while an instance is killed and
 //! started again, the replica stopped and started, and the primary's connections cut. Every
 //! answer is compared with the expected one; the script fails on a wrong answer or an instance
-//! that never serves again. Needs root, `ip`, HAProxy and PostgreSQL's binaries (`.ci/run`
-//! installs HAProxy); it is never skipped.
+//! that never serves again. Needs root, `ip`, HAProxy and PostgreSQL's binaries (`tests/tier2.sh`
+//! installs HAProxy); a test of tier 2.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-#[test]
-fn a_cluster_under_faults_gives_no_wrong_answer() {
+tier2! {
+    #[test]
+    fn a_cluster_under_faults_gives_no_wrong_answer() {
+        cluster_under_faults()
+    }
+}
+
+fn cluster_under_faults() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("cluster-short.md");
@@ -23,7 +29,7 @@ fn a_cluster_under_faults_gives_no_wrong_answer() {
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "benches/cluster.py --short failed ({}); it needs root, `ip`, haproxy and PostgreSQL's binaries (bash .ci/run installs them):\n{said}",
+        "benches/cluster.py --short failed ({}); it needs root, `ip`, haproxy and PostgreSQL's binaries (bash tests/tier2.sh installs them):\n{said}",
         output.status
     );
     let text = std::fs::read_to_string(&report).expect("the report is written");

@@ -1,6 +1,6 @@
 //! The deployment files brought up for real: `docker-compose.yml` (PostgreSQL and odqs) and
 //! `deploy/docker-compose.cluster.yml` (three odqs behind HAProxy, `deploy/haproxy.cfg`), with
-//! the images `.ci/run` built before the tests (`deploy/images/build-base.sh`, then
+//! the images `tests/tier2.sh` built before the tests (`deploy/images/build-base.sh`, then
 //! `docker-compose build`): the files a user runs are the files run here. Each stack gets a
 //! project name of its own and a free loopback port (`ODQS_HTTP_PORT=127.0.0.1:`), and is taken
 //! down with its volumes (`down -v`) when the test ends, failed or not.
@@ -22,8 +22,8 @@ const READY_DEADLINE: Duration = Duration::from_secs(180);
 
 /// What to run when the engine, Compose or an image is missing.
 const SETUP: &str = "install Debian's docker.io, docker-compose and debootstrap, start \
-    `dockerd`, then build the images as .ci/run does: `bash deploy/images/build-base.sh && \
-    docker-compose build odqs` (or run .ci/run, which does all of it)";
+    `dockerd`, then build the images as tests/tier2.sh does: `bash deploy/images/build-base.sh && \
+    docker-compose build odqs` (or run `bash tests/tier2.sh`, which does all of it)";
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -239,13 +239,24 @@ async fn assert_token_query(client: &reqwest::Client, base: &str, token: &str) {
     assert_eq!(body["total"], 2);
 }
 
+tier2! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn compose_up_answers_a_token_query() {
+        compose_up().await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cluster_routes_by_slug_behind_haproxy() {
+        cluster_behind_haproxy().await
+    }
+}
+
 /// `docker-compose up` brings up PostgreSQL and odqs; odqs loads the demo datasets into
 /// PostgreSQL, a token minted with `odqs token create` in the container lists them, and a
 /// request without one is refused. `odqs import` in the container publishes the whole of
 /// flights; then odqs is killed in the middle of its export: the client sees the stream cut
 /// (an error reading the body), never a well-formed shorter answer.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compose_up_answers_a_token_query() {
+async fn compose_up() {
     let stack = Stack::up(&repo().join("docker-compose.yml"), &["odqs", "postgres:15"]);
     let client = reqwest::Client::new();
     let base = stack.base("odqs");
@@ -328,8 +339,7 @@ async fn compose_up_answers_a_token_query() {
 /// dataset's requests all land on one instance and slugs spread over the instances (consistent
 /// hashing on `/api/v1/datasets/{slug}`), other paths go round-robin to all three; an instance
 /// stopped is taken out by the health checks, its slugs move and the others' stay.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cluster_routes_by_slug_behind_haproxy() {
+async fn cluster_behind_haproxy() {
     let stack = Stack::up(
         &repo().join("deploy/docker-compose.cluster.yml"),
         &["odqs", "postgres:15", "haproxy:2.6"],

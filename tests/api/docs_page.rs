@@ -3,7 +3,7 @@
 //! (`/api/v1/openapi.json`), at a phone's width (390 px) and a laptop's (1280 px), without the
 //! page scrolling sideways. Screenshots go to `target/screenshots/{store}-docs-{width}.png`.
 //!
-//! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them); without them
+//! Needs Debian's `chromium` and `chromium-driver` (`tests/tier2.sh` installs them); without them
 //! this test fails, it never skips.
 
 use crate::helpers::client::{Browser as Client, unescape};
@@ -92,7 +92,5 @@ async fn docs_drawn_by_redoc_in_a_browser(store: TestStore) {
     let _ = stop.send(());
 }
 
-both_stores!(
-    docs_page_names_the_document_and_its_renderer,
-    docs_drawn_by_redoc_in_a_browser
-);
+both_stores!(docs_page_names_the_document_and_its_renderer);
+both_stores!(tier2: docs_drawn_by_redoc_in_a_browser);

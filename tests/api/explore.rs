@@ -588,8 +588,5 @@ async fn pages_fit_phone_and_laptop(store: TestStore) {
     let _ = stop.send(());
 }
 
-both_stores!(
-    explorer_page_and_its_token,
-    explore_in_a_browser,
-    pages_fit_phone_and_laptop
-);
+both_stores!(explorer_page_and_its_token);
+both_stores!(tier2: explore_in_a_browser, pages_fit_phone_and_laptop);

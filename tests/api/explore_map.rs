@@ -281,4 +281,4 @@ async fn the_map_shows_the_points_of_the_view(store: TestStore) {
     let _ = stop.send(());
 }
 
-both_stores!(the_map_shows_the_points_of_the_view);
+both_stores!(tier2: the_map_shows_the_points_of_the_view);

@@ -552,7 +552,7 @@ async fn the_token_is_renewed(store: TestStore) {
 }
 
 both_stores!(
-    a_view_is_a_link,
+    tier2: a_view_is_a_link,
     the_chart_draws_every_group,
     the_token_is_renewed
 );

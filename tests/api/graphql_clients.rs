@@ -69,4 +69,4 @@ async fn clients_query_by_get(store: TestStore) {
     let _ = stop.send(());
 }
 
-both_stores!(clients_query_by_get);
+both_stores!(tier2: clients_query_by_get);

@@ -32,4 +32,4 @@ async fn graphql_http_audits_pass(store: TestStore) {
     server.await.unwrap().unwrap();
 }
 
-both_stores!(graphql_http_audits_pass);
+both_stores!(tier2: graphql_http_audits_pass);

@@ -4,7 +4,7 @@
 //! and a laptop's (1280 px), the page does not scroll sideways. Screenshots go to
 //! `target/screenshots/{store}-ide-{signed-out,signed-in}-{width}.png`.
 //!
-//! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them); without them
+//! Needs Debian's `chromium` and `chromium-driver` (`tests/tier2.sh` installs them); without them
 //! this test fails, it never skips.
 
 use crate::helpers::explorer::{sign_up_for_the_explorer, widths};
@@ -79,4 +79,4 @@ async fn ide_in_a_browser(store: TestStore) {
     let _ = stop.send(());
 }
 
-both_stores!(ide_in_a_browser);
+both_stores!(tier2: ide_in_a_browser);

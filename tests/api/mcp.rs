@@ -315,7 +315,7 @@ async fn check_values(served: &Served, values: &Value) {
     );
 }
 
-both_stores!(tools_answer_as_rest);
+both_stores!(tier2: tools_answer_as_rest);
 
 async fn tools_answer_as_rest(store: TestStore) {
     let served = Served::start(&store).await;

@@ -352,7 +352,7 @@ async fn generated_python_client_works(store: TestStore) {
 }
 
 both_stores!(
-    document_validates,
+    tier2: document_validates,
     schemathesis_finds_nothing,
     generated_python_client_works,
 );

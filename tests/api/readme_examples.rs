@@ -119,6 +119,10 @@ const NOT_RUN: &[(&str, &str)] = &[
         "the README's second set-up command, the test suite itself: checked to be exactly what .ci/run runs",
     ),
     (
+        "bash tests/tier2.sh",
+        "tier 2 of the tests, this test among them; .ci/run runs it after tier 1",
+    ),
+    (
         "cargo install --path .",
         "builds and installs the release binary into ~/.cargo/bin; the snippets run the binary under test as odqs",
     ),
@@ -148,7 +152,7 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
     (
         "docker compose up -d --build",
-        "Docker Compose: tests/api/compose_stack.rs brings docker-compose.yml up (with the images .ci/run builds)",
+        "Docker Compose: tests/api/compose_stack.rs brings docker-compose.yml up (with the images tests/tier2.sh builds)",
     ),
     (
         "docker compose exec -T odqs odqs token create",
@@ -160,11 +164,11 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
     (
         "bash deploy/images/build-base.sh",
-        "builds the stand-in base images (minutes, needs a Docker engine); .ci/run runs it before the tests",
+        "builds the stand-in base images (minutes, needs a Docker engine); tests/tier2.sh runs it before the tests",
     ),
     (
         "docker-compose build odqs",
-        "the odqs image's release build (minutes); .ci/run runs it before the tests",
+        "the odqs image's release build (minutes); tests/tier2.sh runs it before the tests",
     ),
     (
         "DATABASE_URL=postgres://odqs:secret@db.example.org/",
@@ -180,7 +184,7 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
     (
         "apt-get install -y chromium chromium-driver",
-        "installs the browser; .ci/run installs it before the tests",
+        "installs the browser; tests/tier2.sh installs it before the tests",
     ),
     (
         "cargo build --bin odqs",
@@ -601,9 +605,9 @@ async fn docs_snippets_run(store: TestStore) {
     let _ = stop.send(());
 }
 
-both_stores!(docs_snippets_run);
+both_stores!(tier2: docs_snippets_run);
 
-/// The README's test command is exactly what CI runs, and the README's set-up commands come
+/// The README's test commands (tier 1 and tier 2) are exactly what CI runs, and the README's set-up commands come
 /// before any `odqs` command, after it says how to get the binary.
 #[test]
 fn readme_set_up_is_what_ci_runs() {
@@ -617,10 +621,14 @@ fn readme_set_up_is_what_ci_runs() {
         .find(|l| l.starts_with("cargo test"))
         .expect("the README's test command");
     let test_command = test_command.split('#').next().unwrap().trim();
-    assert!(
-        ci.lines().any(|l| l.trim() == test_command),
-        "`{test_command}` is not a line of .ci/run"
-    );
+    let tier2_command = "bash tests/tier2.sh";
+    assert!(readme.contains(&format!("```sh\n{tier2_command}\n```")));
+    for command in [test_command, tier2_command] {
+        assert!(
+            ci.lines().any(|l| l.trim() == command),
+            "`{command}` is not a line of .ci/run"
+        );
+    }
     let first_odqs = blocks
         .iter()
         .position(|b| {

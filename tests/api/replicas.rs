@@ -1,12 +1,11 @@
 //! Read replicas (`ODQS_READ_DATABASE_URL`) against a real PostgreSQL streaming replica: a
-//! scratch primary and a `pg_basebackup -R` replica of it, made with the machine's PostgreSQL
-//! binaries by `deploy/pg-replica.sh start` (CI runs it). Their URLs come from
-//! `ODQS_TEST_PG_PRIMARY_URL` and `ODQS_TEST_PG_REPLICA_URL` (defaults: ports 5433 and 5434).
-//! Missing, the tests fail: they are never skipped.
+//! scratch primary and a `pg_basebackup -R` replica of it, made for this test process with the
+//! machine's PostgreSQL programs (`helpers::pg`), and stopped when it ends.
 //!
 //! Every answer read through a replica is compared byte for byte with the primary's own answer
 //! to the same request; the resolver's counters say which store answered.
 
+use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -17,19 +16,28 @@ use sqlx::Connection;
 use axum::http::Method;
 
 use crate::helpers::client::{exchange, request};
+use crate::helpers::pg::Cluster;
 use crate::helpers::*;
 
 /// The pair is one cluster: a test that pauses its replay must not run beside another.
 static PAIR: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// This process's primary and its replica, started on first use.
+fn pair() -> &'static (Cluster, Cluster) {
+    static CLUSTERS: OnceLock<(Cluster, Cluster)> = OnceLock::new();
+    CLUSTERS.get_or_init(|| {
+        let primary = Cluster::start("wal_level = replica\n");
+        let replica = Cluster::replica_of(&primary);
+        (primary, replica)
+    })
+}
+
 fn primary_admin() -> String {
-    std::env::var("ODQS_TEST_PG_PRIMARY_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5433/postgres".into())
+    pair().0.url()
 }
 
 fn replica_admin() -> String {
-    std::env::var("ODQS_TEST_PG_REPLICA_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5434/postgres".into())
+    pair().1.url()
 }
 
 /// How long a replica may take to replay what the primary wrote (it takes milliseconds).
@@ -38,14 +46,7 @@ const REPLAY_DEADLINE: Duration = Duration::from_secs(30);
 /// A scratch database on the primary, migrated, and its URL on the replica once the replica
 /// has it.
 async fn scratch_pair() -> (TestStore, String) {
-    let admin = primary_admin();
-    if sqlx::PgConnection::connect(&admin).await.is_err() {
-        panic!(
-            "the read-replica tests need the scratch primary at {admin} and its replica at {}: \
-             start both with `deploy/pg-replica.sh start`",
-            replica_admin()
-        );
-    }
+    let admin = tokio::task::spawn_blocking(primary_admin).await.unwrap();
     let store = TestStore::new_at(Kind::Postgres, &admin).await;
     let replica = with_database(&replica_admin(), store.pg_database().unwrap());
     let deadline = Instant::now() + REPLAY_DEADLINE;

@@ -1,28 +1,18 @@
-//! TLS to PostgreSQL, against the local server with a certificate made here:
-//! a test authority signs a certificate for `localhost` only, installed into the server with
-//! `ALTER SYSTEM` and a configuration reload, and taken out again at the end. Every mode goes
-//! through the store's own `Store::connect`, and the server itself says (`pg_stat_ssl`) whether
-//! the connection is encrypted.
-//!
-//! Needs what CI has: the PostgreSQL of `ODQS_TEST_PG_URL` on this machine (its data directory
-//! is written to), a superuser, the `openssl` command, and root (the key file must belong to
-//! the server's user). Runs of this test on one server take turns under an advisory lock.
+//! TLS to PostgreSQL, against a scratch cluster of its own that serves a certificate made here:
+//! a test authority signs a certificate for `localhost` only. Every mode goes through the
+//! store's own `Store::connect`, and the server itself says (`pg_stat_ssl`) whether the
+//! connection is encrypted. Needs the `openssl` command (Debian's PostgreSQL depends on it).
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use crate::helpers::{Kind, TestStore};
+use crate::helpers::pg::Cluster;
 use odqs::config::StoreUrl;
 use odqs::store::Store;
-use sqlx::{Connection, PgConnection};
 
 /// A password that must never appear in a message (trust authentication ignores it).
 const PASSWORD: &str = "pw-never-shown";
-
-/// The advisory lock key under which runs of this test take turns on one server.
-const LOCK_KEY: i64 = 0x0d9_7150;
 
 /// `url` with another host, `query` as its parameters, and [`PASSWORD`] when it names a user
 /// without one.
@@ -150,134 +140,43 @@ fn make_server_certificate(dir: &Path) {
     );
 }
 
-/// Runs SQL that the test wrote itself (no input) on `conn`.
-async fn exec(conn: &mut PgConnection, sql: String) {
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .execute(&mut *conn)
-        .await
-        .unwrap();
+/// The test certificates, and a scratch cluster serving TLS with the server's from its start.
+struct TlsServer {
+    /// Declared first: the cluster stops before its certificate files go.
+    cluster: Cluster,
+    dir: tempfile::TempDir,
 }
 
-/// The value of `ssl_cert_file` that a new connection sees: once it is the one just set, the
-/// server has reloaded its configuration (and its TLS context, in the same step).
-async fn wait_for_cert_file(plain_url: &str, expected: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let mut conn = PgConnection::connect(plain_url).await.unwrap();
-        let (value,): (String,) =
-            sqlx::query_as("SELECT setting FROM pg_settings WHERE name = 'ssl_cert_file'")
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
-        if value == expected {
-            return;
+impl TlsServer {
+    fn start() -> TlsServer {
+        let dir = tempfile::tempdir().unwrap();
+        make_authority(dir.path(), "ca");
+        make_authority(dir.path(), "wrong-ca");
+        make_server_certificate(dir.path());
+        // The server reads its key only if it owns it and nobody else may read it.
+        if let Some((uid, gid)) = Cluster::owner() {
+            for path in [
+                dir.path().to_path_buf(),
+                dir.path().join("server.crt"),
+                dir.path().join("server.key"),
+            ] {
+                std::os::unix::fs::chown(&path, Some(uid), Some(gid)).unwrap();
+            }
         }
-        assert!(
-            Instant::now() < deadline,
-            "PostgreSQL did not reload its configuration within 20 s (ssl_cert_file is {value:?})"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let key = dir.path().join("server.key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let cert = dir.path().join("server.crt");
+        let cluster = Cluster::start(&format!(
+            "ssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\n",
+            cert.display(),
+            key.display()
+        ));
+        TlsServer { cluster, dir }
     }
-}
 
-/// The test certificate installed in the server; dropping it puts the server's own back
-/// (`ALTER SYSTEM RESET`, reload) and then deletes the files. If the test is killed first, the
-/// files stay, so the server still starts with them; the next run resets it.
-struct Installed {
-    plain_url: String,
-    dir: PathBuf,
-    ssl_was_off: bool,
-}
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        let url = self.plain_url.clone();
-        let ssl_was_off = self.ssl_was_off;
-        let reset = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(async move {
-                    let mut conn = PgConnection::connect(&url).await?;
-                    let mut statements = vec![
-                        "ALTER SYSTEM RESET ssl_cert_file",
-                        "ALTER SYSTEM RESET ssl_key_file",
-                    ];
-                    if ssl_was_off {
-                        statements.push("ALTER SYSTEM RESET ssl");
-                    }
-                    statements.push("SELECT pg_reload_conf()");
-                    for sql in statements {
-                        sqlx::query(sql).execute(&mut conn).await?;
-                    }
-                    Ok::<_, sqlx::Error>(())
-                })
-        })
-        .join();
-        if matches!(reset, Ok(Ok(()))) {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        } else {
-            eprintln!(
-                "could not reset the server's TLS settings: {reset:?}; run ALTER SYSTEM RESET ssl_cert_file, ssl_key_file"
-            );
-        }
+    fn file(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
     }
-}
-
-/// Makes the certificates and installs the server's into the server of `plain_url`.
-async fn install(admin: &mut PgConnection, plain_url: &str) -> Installed {
-    let (data_dir,): (String,) = sqlx::query_as("SELECT current_setting('data_directory')")
-        .fetch_one(&mut *admin)
-        .await
-        .unwrap();
-    let owner = std::fs::metadata(&data_dir).unwrap_or_else(|e| {
-        panic!(
-            "the TLS test installs a certificate into the data directory of the PostgreSQL of \
-             ODQS_TEST_PG_URL, {data_dir}, which must be on this machine: {e}"
-        )
-    });
-    let dir = Path::new(&data_dir).join("odqs-test-tls");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir(&dir).unwrap();
-    make_authority(&dir, "ca");
-    make_authority(&dir, "wrong-ca");
-    make_server_certificate(&dir);
-    // The server reads its key only if it owns it and nobody else may read it.
-    for path in [dir.clone(), dir.join("server.crt"), dir.join("server.key")] {
-        std::os::unix::fs::chown(&path, Some(owner.uid()), Some(owner.gid())).unwrap_or_else(|e| {
-            panic!(
-                "cannot give {} to the server's user (run the tests as root): {e}",
-                path.display()
-            )
-        });
-    }
-    std::fs::set_permissions(
-        dir.join("server.key"),
-        std::fs::Permissions::from_mode(0o600),
-    )
-    .unwrap();
-
-    let (ssl,): (String,) = sqlx::query_as("SELECT current_setting('ssl')")
-        .fetch_one(&mut *admin)
-        .await
-        .unwrap();
-    let installed = Installed {
-        plain_url: plain_url.to_string(),
-        dir: dir.clone(),
-        ssl_was_off: ssl != "on",
-    };
-    let cert = dir.join("server.crt").display().to_string();
-    let key = dir.join("server.key").display().to_string();
-    assert!(!cert.contains('\'') && !key.contains('\''), "{cert}");
-    exec(admin, format!("ALTER SYSTEM SET ssl_cert_file = '{cert}'")).await;
-    exec(admin, format!("ALTER SYSTEM SET ssl_key_file = '{key}'")).await;
-    if installed.ssl_was_off {
-        exec(admin, "ALTER SYSTEM SET ssl = on".into()).await;
-    }
-    exec(admin, "SELECT pg_reload_conf()".into()).await;
-    wait_for_cert_file(plain_url, &cert).await;
-    installed
 }
 
 /// Connects through `Store::connect` and asks the server whether this connection is
@@ -314,26 +213,11 @@ fn plain_text(text: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sslmodes_against_a_local_server_with_its_own_authority() {
-    let store = TestStore::new(Kind::Postgres).await;
-    let base = store.url.clone();
-    let admin_host = {
-        let authority = base.split("://").nth(1).unwrap().split('/').next().unwrap();
-        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-        match host_port.rsplit_once(':') {
-            Some((host, _)) if !host_port.ends_with(']') => host.to_string(),
-            _ => host_port.to_string(),
-        }
-    };
-    let plain = url_with(&base, &admin_host, "sslmode=disable");
-    let mut admin = PgConnection::connect(&plain).await.unwrap();
-    sqlx::query("SELECT pg_advisory_lock($1)")
-        .bind(LOCK_KEY)
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let installed = install(&mut admin, &plain).await;
-    let ca = installed.dir.join("ca.crt").display().to_string();
-    let wrong_ca = installed.dir.join("wrong-ca.crt").display().to_string();
+    let server = tokio::task::spawn_blocking(TlsServer::start).await.unwrap();
+    let base = server.cluster.url();
+    let plain = url_with(&base, "127.0.0.1", "sslmode=disable");
+    let ca = server.file("ca.crt");
+    let wrong_ca = server.file("wrong-ca.crt");
     let at = |host: &str, query: &str| url_with(&base, host, query);
 
     // Plain text only when asked for; TLS whenever the server offers it otherwise.
@@ -444,8 +328,4 @@ async fn sslmodes_against_a_local_server_with_its_own_authority() {
     let (code, stderr) = odqs(&plain);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("sslmode=\"disable\" tls=false"), "{stderr}");
-
-    // The server's own certificate back before the lock is released.
-    drop(installed);
-    admin.close().await.unwrap();
 }

@@ -1,9 +1,10 @@
 //! Test fixtures: a real store on a fresh SQLite file or a fresh PostgreSQL database, and a
 //! macro that runs one test body on both.
 //!
-//! PostgreSQL comes from `ODQS_TEST_PG_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`),
-//! used only to create and drop one scratch database per test. If it cannot be reached, the
-//! PostgreSQL half of every test fails, loudly: it is never skipped.
+//! PostgreSQL is the scratch cluster of [`super::pg`] (or the server `ODQS_TEST_PG_URL` names),
+//! used only to create and drop one scratch database per test. It is never skipped: without
+//! PostgreSQL's programs, or with an `ODQS_TEST_PG_URL` that does not answer, the run stops with
+//! one line saying so.
 
 #![allow(dead_code)]
 
@@ -37,8 +38,7 @@ pub struct TestStore {
 
 /// The admin URL used to create scratch databases.
 pub fn pg_admin_url() -> String {
-    std::env::var("ODQS_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+    super::pg::admin_url()
 }
 
 pub fn with_database(url: &str, database: &str) -> String {
@@ -60,11 +60,16 @@ impl TestStore {
 
     /// A fresh store of `kind` with nothing in it, not even the migrations' tables.
     pub async fn unmigrated(kind: Kind) -> Self {
-        Self::unmigrated_at(kind, &pg_admin_url()).await
+        // SQLite needs no server: the scratch cluster starts with the first PostgreSQL test.
+        let admin = match kind {
+            Kind::Sqlite => String::new(),
+            Kind::Postgres => pg_admin_url(),
+        };
+        Self::unmigrated_at(kind, &admin).await
     }
 
     /// A fresh, migrated store of `kind`; on PostgreSQL, a scratch database made through
-    /// `admin` (another cluster than `ODQS_TEST_PG_URL`'s).
+    /// `admin` (another cluster than the shared one).
     pub async fn new_at(kind: Kind, admin: &str) -> Self {
         let store = Self::unmigrated_at(kind, admin).await;
         store.store.migrate().await.expect("migrate");
@@ -168,8 +173,34 @@ impl Drop for TestStore {
     }
 }
 
-/// Runs `async fn $name(store: TestStore)` on SQLite and on PostgreSQL.
+/// Marks tests of tier 2: those that drive tools from outside Cargo (Chromium, Node.js
+/// packages, Python clients in a venv, Docker, HAProxy, network namespaces). The README's test
+/// command lists them as ignored, with this reason; `bash tests/tier2.sh` installs the tools
+/// and runs them (`cargo test -- --ignored`), failing when one is missing.
+macro_rules! tier2 {
+    ($($item:item)*) => {$(
+        #[ignore = "tier 2, tools outside Cargo: run `bash tests/tier2.sh`"]
+        $item
+    )*};
+}
+
+/// Runs `async fn $name(store: TestStore)` on SQLite and on PostgreSQL; `tier2: names…` makes
+/// them tests of tier 2 (see [`tier2!`]).
 macro_rules! both_stores {
+    (tier2: $($name:ident),* $(,)?) => {$(
+        mod $name {
+            tier2! {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    super::$name($crate::helpers::TestStore::new($crate::helpers::Kind::Sqlite).await).await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    super::$name($crate::helpers::TestStore::new($crate::helpers::Kind::Postgres).await).await
+                }
+            }
+        }
+    )*};
     ($($name:ident),* $(,)?) => {$(
         mod $name {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

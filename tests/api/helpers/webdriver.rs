@@ -2,7 +2,7 @@
 //! a real socket, a chromedriver process, and the few WebDriver commands the tests use. Waits
 //! poll for a condition; nothing sleeps for a fixed time hoping the page is ready.
 //!
-//! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them); without them the
+//! Needs Debian's `chromium` and `chromium-driver` (`tests/tier2.sh` installs them); without them the
 //! tests fail, they never skip.
 
 #![allow(dead_code)]
@@ -40,7 +40,7 @@ impl Driver {
             assert!(
                 Path::new(binary).exists(),
                 "{binary} is missing: install Debian's chromium and chromium-driver \
-                 (apt-get install -y chromium chromium-driver; .ci/run does it)"
+                 (apt-get install -y chromium chromium-driver; tests/tier2.sh does it)"
             );
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")

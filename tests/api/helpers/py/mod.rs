@@ -2,7 +2,7 @@
 //! validator, schemathesis, a client generator): made once under `target/py-venv` with the
 //! versions pinned in `tests/api/helpers/py/requirements.txt`, pip's downloads cached in
 //! `target/py-cache`, and reused as long as that file is unchanged. Needs `python3` with its `venv`
-//! module (Debian: `python3-venv`, which `.ci/run` installs when it is missing).
+//! module (Debian: `python3-venv`, which `tests/tier2.sh` installs when it is missing).
 
 #![allow(dead_code)]
 
