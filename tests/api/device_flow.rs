@@ -8,7 +8,7 @@ use crate::helpers::client::{get_with_token, post_form, post_json};
 use entity::{api_token, device_grant};
 use odqs::auth::grant::{self, Decision};
 use odqs::auth::token;
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, Set};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
@@ -66,11 +66,26 @@ async fn approve(store: &TestStore, user_code: &str, decision: Decision) {
     assert!(matches!(before, grant::Lookup::Pending(_)), "{before:?}");
 }
 
+/// Sets one column of the grant of `user_code`, as the passing of time would. A plain UPDATE:
+/// the test needs the write, not the row read back.
+pub async fn set_grant(
+    store: &TestStore,
+    user_code: &str,
+    column: device_grant::Column,
+    value: impl Into<sea_orm::Value>,
+) {
+    device_grant::Entity::update_many()
+        .col_expr(column, sea_orm::sea_query::Expr::value(value))
+        .filter(device_grant::Column::UserCode.eq(user_code))
+        .exec(&store.store.db)
+        .await
+        .unwrap();
+}
+
 /// Moves the grant's last poll `seconds` into the past, as if the client had waited.
 async fn age_last_poll(store: &TestStore, user_code: &str, seconds: i64) {
-    let mut row = grant_row(store, user_code).await.into_active_model();
-    row.last_poll_at = Set(Some(OffsetDateTime::now_utc() - Duration::seconds(seconds)));
-    row.update(&store.store.db).await.unwrap();
+    let at = OffsetDateTime::now_utc() - Duration::seconds(seconds);
+    set_grant(store, user_code, device_grant::Column::LastPollAt, Some(at)).await;
 }
 
 async fn device_authorization_response(store: TestStore) {
@@ -163,9 +178,8 @@ async fn expired_token(store: TestStore) {
     let router = store.router();
     let (device_code, user_code) = start(&router).await;
     approve(&store, &user_code, Decision::Approve).await;
-    let mut row = grant_row(&store, &user_code).await.into_active_model();
-    row.expires_at = Set(OffsetDateTime::now_utc() - Duration::seconds(1));
-    row.update(&store.store.db).await.unwrap();
+    let past = OffsetDateTime::now_utc() - Duration::seconds(1);
+    set_grant(&store, &user_code, device_grant::Column::ExpiresAt, past).await;
     let (status, body) = poll(&router, &device_code).await;
     assert_eq!(
         (status, body["error"].as_str()),

@@ -7,7 +7,7 @@ use crate::helpers::client;
 use crate::helpers::client::{Browser, PASSWORD, post_json};
 use axum::http::Method;
 use entity::{api_token, device_grant, session, user};
-use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, Set};
+use sea_orm::EntityTrait;
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
@@ -383,15 +383,8 @@ async fn device_page(store: TestStore) {
     assert_eq!(refused.json()["error"], "access_denied");
 
     let (_, expiring) = start_device(&router).await;
-    let mut row = device_grant::Entity::find()
-        .filter(device_grant::Column::UserCode.eq(&expiring))
-        .one(&store.store.db)
-        .await
-        .unwrap()
-        .unwrap()
-        .into_active_model();
-    row.expires_at = Set(OffsetDateTime::now_utc() - Duration::seconds(1));
-    row.update(&store.store.db).await.unwrap();
+    let past = OffsetDateTime::now_utc() - Duration::seconds(1);
+    crate::device_flow::set_grant(&store, &expiring, device_grant::Column::ExpiresAt, past).await;
     let expired = browser.get(&format!("/device?code={expiring}")).await;
     assert_eq!(expired.status, 410);
     assert!(expired.body.contains("expired"));
