@@ -13,7 +13,7 @@ are not the project's code and are left out.
 Files are reported in two groups: the connection's plumbing below the router (the accept loop,
 the raw request line, compression, the access log, and what only they call), which every
 request passes whatever it asks, and the request's own path from the router to the store, the
-figure ARCHITECTURE.md gives.
+figure docs/benchmark.md gives.
 
     cargo build --bin odqs
     python3 benches/request_files.py --odqs-bin target/debug/odqs [-v]

@@ -1,7 +1,7 @@
 //! The `odqs` binary: parse the command line, run one sub-command, exit with its status.
 
-/// See the `mimalloc` entry in Cargo.toml: measured faster than the system allocator for
-/// index builds and requests.
+/// See the `mimalloc` entry in Cargo.toml: glibc's malloc spends much of an index build
+/// consolidating freed chunks.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -125,9 +125,9 @@ fn pool_use(db: &sea_orm::DatabaseConnection) -> (u32, u32) {
 ///
 /// The layers wrap the API's router once, as one service nested at `/api/v1`, rather than each
 /// of its routes (`Router::layer`): a route clones the service it wraps on every request, so
-/// seven layers on each route were cloned, CORS's lists of headers included, for every answer
-/// (14,000 of a record by id's 113,000 instructions). A path under `/api/v1` no route matches is
-/// therefore answered inside the layers too, as the API's JSON 404.
+/// layers on each route would be cloned, CORS's lists of headers included, for every answer.
+/// A path under `/api/v1` no route matches is therefore answered inside the layers too, as the
+/// API's JSON 404.
 fn api(
     state: AppState,
 ) -> impl tower::Service<

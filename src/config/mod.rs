@@ -209,7 +209,7 @@ pub struct ServeArgs {
 }
 
 /// The memory budget of the in-memory indexes, in MiB, where the machine's memory cannot be
-/// read: flights (336,776 records) takes about 102.
+/// read: room for a few datasets the size of flights.
 pub const DEFAULT_INDEX_MEMORY_MB: u64 = 1024;
 
 /// The share of the machine's memory the indexes take by default: half (a denominator), the

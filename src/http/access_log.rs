@@ -7,8 +7,8 @@
 //!
 //! tower-http's `TraceLayer` would do this through an info-level span per request, and its
 //! JSON line carries that span twice (`span` and `spans`), each time parsed back from the text
-//! stored when the span was made; the JSON formatter then takes most of what is left (a third
-//! of a small page's throughput at 16 connections: ARCHITECTURE.md, "Measurements"). So:
+//! stored when the span was made; the JSON formatter then takes most of what is left, a large
+//! share of a small page's throughput under load. So:
 //!
 //! - the span is at debug level: off by default, where it costs a level check; with
 //!   `ODQS_LOG=debug`, events logged while a request runs carry its method and path again;
@@ -114,8 +114,8 @@ pub async fn access_log(
     if status == 429 {
         metrics.rate_limited.inc();
         // A refusal is a flood's echo: counted, summed up on the maintenance tick
-        // ([`take_refused`]), and written one by one only at debug level (a flood of refused
-        // device starts wrote 242,484 lines in 20 s).
+        // ([`take_refused`]), and written one by one only at debug level, so a flood cannot
+        // fill the log.
         REFUSED.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(target: TARGET, method = %clip(method.as_str()), path = %clip(uri.path()), "request refused (429)");
         return response;

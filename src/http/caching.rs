@@ -59,9 +59,9 @@ fn not_modified_response(etag: &str) -> Response {
 /// A JSON answer's first buffer: a page of flights is 12 KB.
 const JSON_BUFFER_BYTES: usize = 16 * 1024;
 
-/// `200` with `body` as JSON, written into one buffer: axum's `Json` starts at 128 bytes and
-/// copies a page's JSON up through every doubling, in small writes (ARCHITECTURE.md,
-/// "Measurements": a fifth of a page's CPU).
+/// `200` with `body` as JSON, written into one buffer: axum's `Json` starts small and copies a
+/// page's JSON up through every doubling, in small writes, which costs a small page much of its
+/// CPU.
 pub fn json_response(body: &impl Serialize) -> Response {
     written_json(|out| serde_json::to_writer(out, body))
 }

@@ -1,10 +1,10 @@
 //! `odqs serve`'s log lines, written to standard error by a thread of their own.
 //! Every answered request logs one line; written from the request's thread, each line would be
-//! a `write` system call on the path of the answer (ARCHITECTURE.md, "Measurements"). Here a request only appends its formatted line to a shared buffer; the writer
-//! thread takes everything pending at once and writes it in one call. Nothing is dropped: when
-//! standard error does not keep up and [`MAX_PENDING_BYTES`] are waiting, a request waits for
-//! the writer as it waited for `write` before. A line appears on standard error within
-//! [`GATHER_FOR`] of being logged.
+//! a `write` system call on the path of the answer. Here a request only appends its formatted
+//! line to a shared buffer; the writer thread takes everything pending at once and writes it in
+//! one call. Nothing is dropped: when standard error does not keep up and
+//! [`MAX_PENDING_BYTES`] are waiting, a request waits for the writer, as it would wait for
+//! `write`. A line appears on standard error within [`GATHER_FOR`] of being logged.
 
 use std::io::{self, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -62,8 +62,8 @@ pub async fn load(
     .await?;
 
     // Two records streams: each is one server backend parsing rows (the JSONB body and every
-    // typed column), and one left that backend the bottleneck of a large import while the
-    // reader had time to spare. Binary, so that neither side escapes or scans the bodies'
+    // typed column), and with one that backend is the bottleneck of a large import while the
+    // reader has time to spare. Binary, so that neither side escapes or scans the bodies'
     // text for escapes, and numbers go as their bits, not as text to parse.
     let copy_records = format!(
         "COPY \"{records}\" ({}) FROM STDIN (FORMAT binary)",
@@ -225,8 +225,8 @@ pub async fn build_indexes(
         .partition(|(i, _)| i % 2 == 0);
     if let Err(error) = tokio::try_join!(run_all(&mut conn, even), run_all(&mut other, odd)) {
         // A duplicated `_id` fails the unique index, and only then is it looked for, to name
-        // both records: looking first read the whole table once more (56 s of flights ×100's
-        // 91 s of indexes).
+        // both records: looking first would read the whole table once more, a large part of
+        // the time the indexes take.
         if let sqlx::Error::Database(e) = &error
             && e.is_unique_violation()
         {

@@ -88,8 +88,8 @@ impl Store {
                     // resident size stays bounded.
                     .pragma("cache_size", format!("-{SQLITE_CACHE_KIB}"))
                     // The WAL file shrinks back to this after a checkpoint: an import's index
-                    // builds grow it to a third of the store, which otherwise stays on disk
-                    // for good.
+                    // builds grow it to a large share of the store, which otherwise stays on
+                    // disk for good.
                     .pragma("journal_size_limit", WAL_LIMIT_BYTES.to_string());
                 let pool = SqlitePoolOptions::new()
                     .max_connections(8)
@@ -141,8 +141,8 @@ impl Store {
             .max_connections(16)
             // A replica that does not hand out a connection soon is passed over for the
             // primary (the read is run again there): a stopped replica costs the reads
-            // already sent to it this long, until its check or a failed read marks it down
-            // (benches/cluster.py measured 2 s stalls with a 2 s time-out).
+            // already sent to it this long, until its check or a failed read marks it down,
+            // so the time-out is short.
             .acquire_timeout(REPLICA_ACQUIRE_TIMEOUT)
             .connect_lazy_with(options);
         Ok(sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(

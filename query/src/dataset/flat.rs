@@ -1,7 +1,6 @@
 //! A flat record's JSON text put in schema order without building a value: the content hash
 //! reads every body of a PostgreSQL version as JSONB's text, and parsing each into a
-//! `serde_json::Value` to reorder it cost 14 µs a record (flights ×10: the hash's 47 s, one
-//! core busy while the server waited).
+//! `serde_json::Value` to reorder it would keep a core busy while the server waits.
 //!
 //! [`FlatOrder::shape`] writes the bytes [`super::DatasetSchema::shape`] writes without a
 //! projection, for an object whose values are all scalars and whose keys are all `_id` or the

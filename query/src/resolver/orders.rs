@@ -3,7 +3,7 @@
 //! order is a pure function of (version, conditions, sort), like a total, so it is kept, and
 //! later pages of the same search (and the same page asked again) cost what the page costs.
 //! The map is bounded by the rows it holds: when full it starts over. An order too long to
-//! keep whole (a common word over flights ×100 matches millions of rows) keeps its head:
+//! keep whole (a common word over a large version matches millions of rows) keeps its head:
 //! the first pages are those people read, and a page beyond the head scores again.
 
 use std::collections::HashMap;

@@ -85,8 +85,8 @@ impl Resolver {
                 .push(&format!(" AS \"t{k}\""));
         }
         from_where(&mut sql, schema, &resolved, Access::Planner);
-        // In file order alone, the SQLite file is read in ranges side by side (millions of
-        // matches for a common word at ×100); any other order through sqlx.
+        // In file order alone, the SQLite file is read in ranges side by side (a common word
+        // over a large version matches millions of rows); any other order through sqlx.
         let direct = if query.sort.is_empty() {
             let split = split::may_split(schema, true);
             let records = dataset.meta.record_count;
@@ -147,7 +147,7 @@ impl Resolver {
     /// those not yet kept, from one read of their columns on both cores (an SQLite file): each
     /// dictionary id's records counted, each id's text looked up once. The statement of
     /// [`Self::text_length`] joins every record to the dictionary, a look-up a record and
-    /// field: over two minutes for flights ×100's four text fields. Nothing is kept when the
+    /// field, which is slow on a large version. Nothing is kept when the
     /// read fails or a field holds too many distinct texts, and that statement answers.
     async fn text_lengths_direct(
         &self,

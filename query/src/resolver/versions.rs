@@ -400,8 +400,7 @@ impl Changes {
 
 /// [`Resolver::content_hash`] on an SQLite file: one statement reads the bodies in `_id` order
 /// on a thread of its own, by the unique `_id` index, while this task shapes and hashes them,
-/// so a large version's hash keeps both cores busy (flights ×100: 33.7M bodies) and no list of
-/// every row is held.
+/// so a large version's hash keeps both cores busy and no list of every row is held.
 async fn content_hash_sqlite(
     direct: Arc<DirectSqlite>,
     schema: &DatasetSchema,

@@ -29,7 +29,7 @@
 //! includes everything it read from the store). A restart forgets at most the last second's
 //! unwritten counts. Memory is one entry per key seen in a live window, at most [`MAX_KEYS`];
 //! beyond that (a flood of distinct keys) a key is counted in the store directly, one statement
-//! an attempt as before, so the budgets still hold.
+//! an attempt, so the budgets still hold.
 //!
 //! # Count first, then decide
 //!
@@ -64,7 +64,7 @@ pub const SYNC_EVERY: Duration = Duration::from_secs(1);
 
 /// Most keys kept in memory at once (about 300 bytes each: some 15 MB). Keys come from client
 /// addresses and typed e-mail addresses, so their number is the attackers' to choose; beyond
-/// this, new keys are counted in the store directly, as before there was a memory.
+/// this, new keys are counted in the store directly, as if there were no memory.
 pub const MAX_KEYS: usize = 50_000;
 
 /// What a throttle decided.
@@ -423,7 +423,7 @@ impl Throttles {
     }
 
     /// A key counted in the store alone (the map is full): one statement an attempt, refused
-    /// ones included, as before there was a memory.
+    /// ones included, as if there were no memory.
     async fn take_in_store(&self, key: &str, limit: Limit) -> Result<Verdict, StoreError> {
         let now = now_secs();
         let (hits, window_start) = self.shared.add(key, 1, limit, now).await?;

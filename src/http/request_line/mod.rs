@@ -6,8 +6,8 @@
 //! (http 1.x, `src/uri/path.rs`, `build_query_map`, after the WHATWG query state) allows only
 //! 0x21, 0x24..=0x3B, 0x3D, 0x3F..=0x7E and 0x80..=0xFF. Of the bytes httparse lets through,
 //! that leaves out `"` (0x22), `<` (0x3C) and `>` (0x3E) (`#`, 0x23, starts the fragment), so a
-//! raw `<` or `>` got an empty `400 Bad Request` before the router saw the request. No hyper or
-//! axum option relaxes this.
+//! raw `<` or `>` gets an empty `400 Bad Request` before the router sees the request. No hyper
+//! or axum option relaxes this.
 //!
 //! [`RawQueryListener`] wraps every accepted connection in a [`RawQueryStream`], which
 //! percent-encodes exactly those three bytes (`%22`, `%3C`, `%3E`) in the query part of the

@@ -1,8 +1,8 @@
 //! Rows straight from a flat CSV file's cells (no dotted header, no `_id` column, every column a
 //! field of the plan): no JSON object is built, looked up, rewritten and serialized for each
-//! record, which was most of the import's reading thread (flights ×10: 17 s of CPU for 18 s
-//! of loading). The rows are byte for byte those of [`Plan::convert`] on the object the CSV
-//! reader makes of the same cells, errors included; the tests below hold it to that.
+//! record, which would be most of the import's reading thread. The rows are byte for byte
+//! those of [`Plan::convert`] on the object the CSV reader makes of the same cells, errors
+//! included; the tests below hold it to that.
 
 use std::fmt::Write;
 
@@ -47,7 +47,7 @@ impl CsvRows {
     /// and every column is a field of `plan`; `None` leaves the file to [`Plan::convert`].
     /// With `pack`, rows come packed as SQLite stores them ([`Row::packed`]) when the
     /// columns are in the plan's order and their names need no escaping in JSON: the loader
-    /// then neither scans nor checks each body again (a third of its thread's time).
+    /// then neither scans nor checks each body again, which would be much of its thread's time.
     pub fn new(plan: &Plan, names: &[String], pack: bool) -> Option<Self> {
         if plan.id == IdSource::Own || names.iter().any(|n| n.contains('.') || n == ID) {
             return None;

@@ -47,7 +47,7 @@ pub fn estimate(schema: &DatasetSchema, id_field: Option<&str>, rows: u64) -> u6
 /// blocking thread when `direct` reads it (values borrowed, not copied, and no hand-off per
 /// row), else (PostgreSQL, or when that read fails) through the pool. A keyword `id_field` is
 /// held by `_id` ([`FieldIndex::Id`]): not read at all when its column is `_id` (as imports
-/// now store it), else read only to check that each row's value is its `_id`.
+/// store it), else read only to check that each row's value is its `_id`.
 pub async fn build(
     db: &DatabaseConnection,
     direct: Option<&Arc<DirectSqlite>>,
@@ -227,10 +227,10 @@ async fn read_pool(
 const COPY_BLOCK_BYTES: usize = 1 << 20;
 
 /// Reads the version's `rows` rows from PostgreSQL in [`parts`] at once, each a
-/// `COPY … TO STDOUT` in text format (chunked statements decode each row into a result map
-/// first, which made builds slow). Each part's stream is cut into blocks that a blocking thread
-/// of its own parses while the server writes on: with one stream parsed where it was read, the
-/// server's backend and the parsing took turns on one core.
+/// `COPY … TO STDOUT` in text format (chunked statements would decode each row into a result
+/// map first). Each part's stream is cut into blocks that a blocking thread of its own parses
+/// while the server writes on: parsed where it is read, the server's backend and the parsing
+/// would take turns on one core.
 async fn read_copy(
     pool: &sqlx::PgPool,
     version_id: i64,

@@ -51,9 +51,8 @@ pub enum FieldIndex {
     Str(StrColumn),
     /// The dataset's id field when it is a keyword: its value is the record's `_id` in every
     /// row (an import makes `_id` from it), so its filters and sorts are answered by
-    /// [`MemIndex::id`] and nothing more is held. A second column of unique texts cost about a
-    /// fifth of flights' index (22 bytes a row: the texts, their ends, a code a row and a row
-    /// list a code).
+    /// [`MemIndex::id`] and nothing more is held. A second column of unique texts would hold
+    /// the texts, their ends, a code a row and a row list a code.
     Id,
     Num(NumColumn),
     Text(TextColumn),
@@ -561,7 +560,7 @@ impl Memory {
 
 /// Hands the memory a build used for scratch (row chunks, hash maps) back to the system. glibc
 /// keeps what worker threads free in their arenas, where it would count in the process's
-/// resident size for good (flights: a few hundred MB).
+/// resident size for good.
 fn release_scratch() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

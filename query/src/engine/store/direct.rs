@@ -1,8 +1,8 @@
 //! Record bodies read straight from the SQLite file, on the calling thread. sqlx
 //! runs each SQLite connection on a worker thread of its own; handing it a statement and taking
-//! the rows back cost more than the primary-key read itself (a third of a page's CPU went to
-//! futex wake-ups). Only this one read, the hottest, takes the direct way, and when it fails
-//! for any reason the caller reads through sqlx as before, so answers and errors stay the same.
+//! the rows back costs more than the primary-key read itself (futex wake-ups). Only this one
+//! read, the hottest, takes the direct way, and when it fails for any reason the caller reads
+//! through sqlx instead, so answers and errors stay the same.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -1,6 +1,6 @@
 //! In-memory indexes kept in files beside the store (`ODQS_INDEX_DIR`), so a restart, or a new
 //! owner of a dataset in a cluster, loads a version's index in the time it takes to read its
-//! arrays instead of building it from the store (flights ×10: seconds; ×100: over a minute).
+//! arrays instead of building it from the store, which takes far longer on a large version.
 //!
 //! One file a version, `v{version_id}.idx`:
 //!
@@ -14,7 +14,7 @@
 //!
 //! A file is written after a build, on a blocking thread, to a temporary name and renamed
 //! (atomic: a reader sees the whole file or none); a failed write is logged and otherwise
-//! ignored. A file that is refused is deleted and the index built as before. The files are a
+//! ignored. A file that is refused is deleted and the index built from the store. The files are a
 //! cache: deleting any of them at any time costs one build.
 
 mod columns;
