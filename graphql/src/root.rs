@@ -12,7 +12,7 @@ use crate::batch::Batch;
 use crate::errors::OrGraphql;
 use crate::inputs::{self, Conditions, FieldFilter, FieldSearch, GroupSort, SortKey};
 use crate::objects::{AggResult, Dataset, DatasetList, RecordPage};
-use query::cost::CostMeter;
+use query::cost::CostGate;
 use query::{self, Need, Paging, Resolver, Scope};
 
 /// The read API as a GraphQL schema. Every field reads with the token's `read` scope; a field
@@ -166,7 +166,7 @@ impl QueryRoot {
                 resolver.prepare_records(&slug, &params).await.gql()?
             }
         };
-        weigh(ctx, prepared.extra);
+        weigh(ctx, prepared.extra)?;
         let page = batch
             .page(
                 prepared.etag.clone(),
@@ -260,7 +260,7 @@ impl QueryRoot {
         let params = inputs::agg_params(conditions, grouping).gql()?;
         let found = dataset_at(resolver, &batch, &slug, version).await?;
         let prepared = resolver.prepare_agg_in(found, &params).gql()?;
-        weigh(ctx, prepared.extra);
+        weigh(ctx, prepared.extra)?;
         let result = batch
             .agg(prepared.etag.clone(), Box::pin(resolver.run_agg(&prepared)))
             .await
@@ -269,11 +269,12 @@ impl QueryRoot {
     }
 }
 
-/// Counts a prepared request's weight beyond one (a scan of a dataset's columns: grouped
-/// statistics, full text) on the request's [`CostMeter`], which the HTTP front end charges to
-/// the token once the document is answered.
-fn weigh(ctx: &Context<'_>, extra: Option<u64>) {
-    if let (Some(meter), Some(extra)) = (ctx.data_opt::<CostMeter>(), extra) {
-        meter.add(extra);
+/// Weighs a prepared request's extra cost (a scan of a dataset's columns: grouped statistics,
+/// full text) at the request's [`CostGate`] before it runs: refused, the field answers
+/// `rate_limited` and reads nothing.
+fn weigh(ctx: &Context<'_>, extra: Option<u64>) -> Result<()> {
+    match (ctx.data_opt::<std::sync::Arc<dyn CostGate>>(), extra) {
+        (Some(gate), Some(extra)) if extra > 0 => gate.weigh(extra).gql(),
+        _ => Ok(()),
     }
 }

@@ -9,26 +9,18 @@
 //!   [`RECORDS_PER_REQUEST`] records it sends.
 //!
 //! Weights are known before any work is done (from the dataset's record count), so an answer
-//! that does not fit the budget is refused up front, and the `RateLimit` header of every answer
-//! shows what was charged.
+//! that does not fit the budget is refused up front, by every front end ([`CostGate`] for the
+//! parts of a GraphQL document), and the `RateLimit` header of every answer shows what was
+//! charged.
 
-/// Extra requests run up by a request of several parts (a GraphQL document's fields), counted
-/// as the parts run and charged once the answer is written: the front end puts one in the
-/// request's data, the parts that scan add to it.
-#[derive(Clone, Debug, Default)]
-pub struct CostMeter(std::sync::Arc<std::sync::atomic::AtomicU64>);
-
-impl CostMeter {
-    /// Adds `extra` requests.
-    pub fn add(&self, extra: u64) {
-        self.0
-            .fetch_add(extra, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Extra requests counted so far.
-    pub fn total(&self) -> u64 {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
-    }
+/// Where the parts of a request of several parts (a GraphQL document's fields) are weighed
+/// before each runs: a part that scans asks for its extra requests, and a refusal is that
+/// part's answer, so nothing is read that the budget does not cover. The front end that owns
+/// the budget puts one in the request's data.
+pub trait CostGate: Send + Sync {
+    /// Takes `extra` requests from the caller's budget, or refuses with the error to answer
+    /// (`rate_limited`).
+    fn weigh(&self, extra: u64) -> Result<(), crate::ApiError>;
 }
 
 /// Records of a dataset per extra request a scan of its columns weighs.

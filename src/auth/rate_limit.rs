@@ -122,31 +122,6 @@ impl<K: std::hash::Hash + Eq + Clone> Budget<K> {
         })
     }
 
-    /// Takes up to `n` more requests from `key`'s budget, as many as it holds: the cost of an
-    /// answer already given (a GraphQL document's heavy fields, counted while it ran), which
-    /// can no longer be refused but leaves the budget that much emptier. `None` when there
-    /// is no limit or nothing to take; otherwise the last charge (refused only when nothing
-    /// at all was left).
-    pub fn charge_up_to(&self, key: &K, n: u32) -> Option<Charge> {
-        let mut left = n;
-        let mut step = n;
-        let mut last = None;
-        while left > 0 && step > 0 {
-            step = step.min(left);
-            match self.charge_n(key, step)? {
-                granted if !granted.refused => {
-                    left -= step;
-                    last = Some(granted);
-                }
-                refused => {
-                    last = last.or(Some(refused));
-                    step /= 2;
-                }
-            }
-        }
-        last
-    }
-
     /// The charge of a granted request that left `remaining`.
     fn granted(&self, limit: u32, remaining: u32) -> Charge {
         let per_request = Duration::from_secs(WINDOW_SECS) / limit;
@@ -251,14 +226,6 @@ mod tests {
             "a refusal takes nothing"
         );
         assert!(big.charge_n(&"a", 11).unwrap().never);
-        // After the fact: as much as is left, never more.
-        let drained = big.charge_up_to(&"a", 50).unwrap();
-        assert_eq!(
-            (drained.remaining, drained.refused),
-            (0, false),
-            "{drained:?}"
-        );
-        assert!(big.charge_up_to(&"a", 3).unwrap().refused);
         assert!(big.charge_n(&"a", 0).is_none());
         let off = Budget::<&str>::new(0);
         assert!((0..10_000).all(|_| off.charge(&"a").is_none()));

@@ -360,6 +360,50 @@ async fn rest_limits_apply_to_graphql(store: TestStore) {
     assert_eq!(third.body["error"], "rate_limited");
 }
 
+/// A heavy field is weighed before it runs: a budget that covers the document but not the
+/// field's scan refuses the field (`rate_limited`, no data) and answers the rest.
+async fn heavy_fields_are_weighed_before_they_run(store: TestStore) {
+    load_demo(&store).await;
+    let token = api_token(&store).await;
+    // Flights holds 2,005 records: an agg over it weighs one request more than the document.
+    let state =
+        odqs::state::AppState::new(store.store.clone(), "http://odqs.test").with_api_rate_limit(3);
+    let router = odqs::app::router(state);
+    let document = r#"{ agg(slug: "flights", groupBy: ["carrier"]) { totalGroups }
+                        datasets { total } }"#;
+    let first = post_graphql(&router, Some(&token), document, Value::Null).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert!(first.body["errors"].is_null(), "{}", first.body);
+    assert_eq!(
+        first.body["data"]["agg"]["totalGroups"], 16,
+        "{}",
+        first.body
+    );
+
+    // One request left: the document's. The agg is refused before it reads; the rest answers.
+    let second = post_graphql(&router, Some(&token), document, Value::Null).await;
+    assert_eq!(second.status, 200, "{}", second.body);
+    let errors = second.body["errors"]
+        .as_array()
+        .expect("an error for the agg");
+    assert_eq!(errors.len(), 1, "{}", second.body);
+    assert_eq!(
+        errors[0]["extensions"]["code"], "rate_limited",
+        "{}",
+        second.body
+    );
+    assert!(errors[0]["extensions"]["retry_after"].as_u64() > Some(0));
+    assert_eq!(errors[0]["path"], json!(["agg"]));
+    assert!(second.body["data"]["agg"].is_null(), "{}", second.body);
+    assert_eq!(second.body["data"]["datasets"]["total"], 2);
+    let header = second
+        .headers
+        .get("ratelimit")
+        .map(|v| v.to_str().unwrap())
+        .unwrap_or_default();
+    assert!(header.contains("r=0"), "{header}");
+}
+
 /// Sends `request` and returns status, content type and the body as JSON.
 async fn send(
     router: &axum::Router,
@@ -536,4 +580,5 @@ both_stores!(
     identical_sub_requests_run_once,
     example_operations_run,
     rest_limits_apply_to_graphql,
+    heavy_fields_are_weighed_before_they_run,
 );

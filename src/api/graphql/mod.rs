@@ -19,6 +19,8 @@
 //! What `async-graphql-axum` does not do here, and why, is in ARCHITECTURE.md: its response
 //! type always answers `application/graphql-response+json` with 200 and no negotiation.
 
+use std::sync::Arc;
+
 use async_graphql::{BatchRequest, BatchResponse, ParseRequestError, ServerError};
 use async_graphql_axum::GraphQLBatchRequest;
 use axum::body::Body;
@@ -32,7 +34,11 @@ use crate::http::accept::names_html;
 use crate::http::error::{ApiError, HttpError};
 use crate::http::limits::MAX_BODY_BYTES;
 use crate::state::AppState;
-use query::cost::CostMeter;
+use query::cost::CostGate;
+
+mod gate;
+
+use gate::TokenGate;
 
 /// The most operations one batch (a JSON array body) may carry; each counts its own fetches.
 pub const MAX_BATCH: usize = 10;
@@ -172,17 +178,12 @@ pub async fn endpoint(
             ),
         ));
     }
-    let meter = CostMeter::default();
-    let answer = run(&state, batch, &meter, &principal.scope).await;
+    // Heavy fields (grouped statistics, full text) are weighed before each runs; the HTTP gate
+    // announces the last charge.
+    let gate = TokenGate::new(state.rate_limits.clone(), principal.token_id);
+    let answer = run(&state, batch, &gate, &principal.scope).await;
     let mut response = respond(media, answer);
-    // Heavy fields (grouped statistics, full text) weigh what they read, charged now that the
-    // document ran; the gate announces this later charge.
-    let extra = u32::try_from(meter.total()).unwrap_or(u32::MAX);
-    if let Some(charge) = state
-        .rate_limits
-        .tokens
-        .charge_up_to(&principal.token_id, extra)
-    {
+    if let Some(charge) = gate.last_charge() {
         response.extensions_mut().insert(charge);
     }
     Ok(response)
@@ -193,17 +194,17 @@ pub async fn endpoint(
 async fn run(
     state: &AppState,
     batch: BatchRequest,
-    meter: &CostMeter,
+    gate: &Arc<TokenGate>,
     scope: &query::Scope,
 ) -> BatchResponse {
     match batch {
         BatchRequest::Single(request) => {
-            BatchResponse::Single(run_one(state, request, meter, scope).await)
+            BatchResponse::Single(run_one(state, request, gate, scope).await)
         }
         BatchRequest::Batch(requests) => {
             let mut answers = Vec::with_capacity(requests.len());
             for request in requests {
-                answers.push(run_one(state, request, meter, scope).await);
+                answers.push(run_one(state, request, gate, scope).await);
             }
             BatchResponse::Batch(answers)
         }
@@ -213,17 +214,19 @@ async fn run(
 async fn run_one(
     state: &AppState,
     request: async_graphql::Request,
-    meter: &CostMeter,
+    gate: &Arc<TokenGate>,
     scope: &query::Scope,
 ) -> async_graphql::Response {
-    let request = request.data(meter.clone());
+    let weighs: Arc<dyn CostGate> = gate.clone();
+    let request = request.data(weighs.clone());
     let again = async_graphql::Request::new(request.query.clone())
         .variables(request.variables.clone())
         .operation_name_opt(request.operation_name.clone())
-        .data(meter.clone());
+        .data(weighs);
     let response = graphql::execute(&state.graphql, request, scope.clone()).await;
     if response.errors.iter().any(is_unavailable) {
         tracing::info!("a store fault cut a GraphQL read; running it once more");
+        gate.run_again();
         return graphql::execute(&state.graphql, again, scope.clone()).await;
     }
     response
