@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 
+use query::error::{Answered, Code};
 use query::scope::{DEFAULT_SCOPE, MAX_SCOPE_BYTES};
 
 use super::grant::{GRANT_TYPE_URN, MAX_LABEL};
@@ -25,13 +26,30 @@ const VALUE_PATTERN: &str = r"^[^\u0000]*$";
 /// An error of the device flow, in OAuth's shape (RFC 6749 §5.2, RFC 8628 §3.5; contract §8).
 #[derive(Serialize, ToSchema)]
 pub struct OAuthErrorBody {
-    /// `authorization_pending`, `slow_down`, `access_denied`, `expired_token`,
-    /// `invalid_grant`, `unsupported_grant_type`, `invalid_request`, `invalid_scope`;
-    /// `rate_limited` (429) and
-    /// `temporarily_unavailable` (503).
+    /// The code, from the error table: the device flow's own, and those it shares with the
+    /// API (listed in the document from the table).
+    #[schema(schema_with = oauth_codes)]
     pub error: String,
     /// One sentence a person can act on.
     pub error_description: String,
+}
+
+/// The API's codes that the device flow answers too, in its shape.
+const SHARED_CODES: [Code; 4] = [
+    Code::InvalidRequest,
+    Code::InvalidScope,
+    Code::PayloadTooLarge,
+    Code::RateLimited,
+];
+
+/// `OAuthErrorBody.error`: a string whose description lists the device flow's codes (its own
+/// rows of the table, then [`SHARED_CODES`]) with their statuses.
+fn oauth_codes() -> ObjectBuilder {
+    let own = Code::ALL
+        .iter()
+        .copied()
+        .filter(|code| code.answered() == Answered::OAuth);
+    crate::http::error::openapi::code_schema(own.chain(SHARED_CODES))
 }
 
 /// `POST /auth/device` (RFC 8628 §3.1) as JSON: every parameter optional, unknown ones

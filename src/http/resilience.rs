@@ -42,7 +42,7 @@ async fn oauth_too_large(request: Request, next: Next) -> Response {
         return response;
     }
     let body = serde_json::json!({
-        "error": "payload_too_large",
+        "error": query::error::Code::PayloadTooLarge.name(),
         "error_description": format!(
             "The request body is larger than {MAX_FORM_BODY_BYTES} bytes, the most these endpoints read."
         ),

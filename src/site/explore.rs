@@ -17,9 +17,11 @@ use super::pages::{Empty, page, store_failed};
 use super::visitor::{Posted, Visitor, see_other};
 use crate::auth::account;
 use crate::guides::when;
+use crate::http::error::code_status;
 use crate::http::vendored::Bundle;
 use crate::state::AppState;
 use graphql::MAX_FETCHES;
+use query::error::Code;
 
 /// The explorer's script modules, served at `/assets/explore/{name}`: one concept each
 /// (`limits.js` holds every limit the page applies).
@@ -139,9 +141,10 @@ pub async fn show(
 pub async fn renew(State(state): State<AppState>, posted: Posted<Empty>) -> Response {
     let visitor = posted.visitor;
     let Some(signed_in) = &visitor.signed_in else {
+        let code = Code::NotSignedIn;
         return (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"error": "not_signed_in", "message": "Log in again to explore."})),
+            code_status(code),
+            Json(json!({"error": code.name(), "message": "Log in again to explore."})),
         )
             .into_response();
     };

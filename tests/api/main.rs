@@ -19,6 +19,7 @@ mod cursors;
 mod device_flow;
 mod docs_page;
 mod docs_paths;
+mod error_docs;
 mod explore;
 mod explore_map;
 mod explore_views;

@@ -1,14 +1,14 @@
 //! The API's one error type (contract §7). Each variant carries one of the contract's codes
 //! ([`Code`], the table in `codes.rs`); REST answers, GraphQL `extensions.code` and MCP tool
-//! errors all come from here, so a client sees the same code whichever interface it uses. How
-//! a code's kind is told in a protocol (an HTTP status, a GraphQL extension) is each front
-//! end's business: this layer knows no protocol. Store failures are logged in full and answered
+//! errors all come from here, so a client sees the same code whichever interface it uses. The
+//! table gives each code its HTTP status; how it is told in a protocol (a status line, a
+//! GraphQL extension) is each front end's business. Store failures are logged in full and answered
 //! generically (`store.rs`): nothing about SQL, files or the code reaches a client.
 
 mod codes;
 mod store;
 
-pub use codes::{Code, ErrorKind};
+pub use codes::{Answered, Code};
 pub use store::{sqlx_unreachable, unreachable};
 
 use entity::FieldType;
@@ -172,11 +172,6 @@ impl ApiError {
     /// The contract's code (`unknown_field`, …).
     pub fn code(&self) -> &'static str {
         self.error_code().name()
-    }
-
-    /// What kind of failure this is.
-    pub fn kind(&self) -> ErrorKind {
-        self.error_code().kind()
     }
 
     /// Seconds to wait before retrying, for the errors that carry them.

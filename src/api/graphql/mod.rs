@@ -31,10 +31,11 @@ use serde_json::json;
 
 use crate::auth::token::Principal;
 use crate::http::accept::names_html;
-use crate::http::error::{ApiError, HttpError};
+use crate::http::error::{ApiError, HttpError, code_status};
 use crate::http::limits::MAX_BODY_BYTES;
 use crate::state::AppState;
 use query::cost::CostGate;
+use query::error::Code;
 
 mod gate;
 
@@ -111,21 +112,21 @@ pub async fn endpoint(
     let principal = principal?;
     let Some(media) = media.filter(|m| *m != Media::Html) else {
         return Ok(request_error(
-            StatusCode::NOT_ACCEPTABLE,
+            Code::NotAcceptable,
             Media::Json,
             format!("This endpoint answers {GRAPHQL_RESPONSE} or application/json."),
         ));
     };
     if is_get && !has_query(&request) {
         return Ok(request_error(
-            StatusCode::BAD_REQUEST,
+            Code::InvalidRequest,
             media,
             "A GraphQL GET needs ?query=… (a browser asking for text/html gets the IDE).".into(),
         ));
     }
     if !is_get && !is_json(request.headers()) {
         return Ok(request_error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Code::UnsupportedMediaType,
             media,
             "A GraphQL POST needs Content-Type: application/json.".into(),
         ));
@@ -157,7 +158,7 @@ pub async fn endpoint(
         },
         Err(Unreadable(error)) => {
             return Ok(request_error(
-                StatusCode::BAD_REQUEST,
+                Code::InvalidRequest,
                 media,
                 format!(
                     "The request is not a GraphQL request: send {{\"query\": \"{{ datasets {{ total }} }}\"}} \
@@ -170,7 +171,7 @@ pub async fn endpoint(
         && (list.is_empty() || list.len() > MAX_BATCH)
     {
         return Ok(request_error(
-            StatusCode::BAD_REQUEST,
+            Code::InvalidRequest,
             media,
             format!(
                 "A batch holds 1 to {MAX_BATCH} operations; this one holds {}.",
@@ -280,15 +281,10 @@ fn respond(media: Media, answer: BatchResponse) -> Response {
     with_media(status, media, body)
 }
 
-/// A request refused before GraphQL ran, as a GraphQL error list.
-fn request_error(status: StatusCode, media: Media, message: String) -> Response {
-    let code = match status {
-        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        _ => "invalid_request",
-    };
-    let body = json!({"errors": [{"message": message, "extensions": {"code": code}}]});
-    with_media(status, media, body)
+/// A request refused before GraphQL ran, as a GraphQL error list with `code`'s status.
+fn request_error(code: Code, media: Media, message: String) -> Response {
+    let body = json!({"errors": [{"message": message, "extensions": {"code": code.name()}}]});
+    with_media(code_status(code), media, body)
 }
 
 fn with_media(status: StatusCode, media: Media, body: serde_json::Value) -> Response {
@@ -314,7 +310,7 @@ impl From<ParseRequestError> for Unreadable {
 
 impl IntoResponse for Unreadable {
     fn into_response(self) -> Response {
-        request_error(StatusCode::BAD_REQUEST, Media::Json, self.0.to_string())
+        request_error(Code::InvalidRequest, Media::Json, self.0.to_string())
     }
 }
 

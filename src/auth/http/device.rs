@@ -25,6 +25,7 @@ use crate::auth::throttle::{self, Limit, Verdict};
 use crate::http::client_addr::{self, ClientAddr};
 use crate::state::AppState;
 use query::ApiError;
+use query::error::Code;
 
 /// The two device-flow routes, token revocation beside them, and the metadata that announces
 /// them, merged into the application router.
@@ -44,17 +45,15 @@ pub fn routes() -> Router<AppState> {
 /// (RFC 6749 §5.1).
 #[derive(Debug)]
 pub struct OAuthError {
-    status: StatusCode,
-    error: &'static str,
+    error: Code,
     description: String,
     /// Seconds for `Retry-After` (429 only).
     retry_after: Option<i64>,
 }
 
 impl OAuthError {
-    pub(super) fn bad(error: &'static str, description: impl Into<String>) -> Self {
+    pub(super) fn bad(error: Code, description: impl Into<String>) -> Self {
         OAuthError {
-            status: StatusCode::BAD_REQUEST,
             error,
             description: description.into(),
             retry_after: None,
@@ -67,8 +66,7 @@ impl OAuthError {
     /// its budget is refused before any code is looked at.
     fn rate_limited(what: &str, limit: Limit, retry_after: i64) -> Self {
         OAuthError {
-            status: StatusCode::TOO_MANY_REQUESTS,
-            error: "rate_limited",
+            error: Code::RateLimited,
             description: format!(
                 "Too many {what} from this address: at most {} in {} seconds. Try again in {retry_after} seconds.",
                 limit.max, limit.window_secs
@@ -80,8 +78,7 @@ impl OAuthError {
     pub(super) fn unavailable(e: impl std::fmt::Display) -> Self {
         tracing::error!(error = %e, "device flow: store failure");
         OAuthError {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            error: "temporarily_unavailable",
+            error: Code::TemporarilyUnavailable,
             description: "The service cannot reach its data store right now; try again shortly."
                 .into(),
             retry_after: None,
@@ -91,9 +88,10 @@ impl OAuthError {
 
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.error.status()).expect("the table's statuses");
         let mut response = no_store(
-            self.status,
-            json!({"error": self.error, "error_description": self.description}),
+            status,
+            json!({"error": self.error.name(), "error_description": self.description}),
         );
         if let Some(seconds) = self.retry_after {
             response
@@ -138,7 +136,7 @@ pub(super) fn parameters(
     if is_json {
         let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(trimmed) else {
             return Err(OAuthError::bad(
-                "invalid_request",
+                Code::InvalidRequest,
                 "The body is not a JSON object; send JSON or application/x-www-form-urlencoded.",
             ));
         };
@@ -153,7 +151,7 @@ pub(super) fn parameters(
                 Value::Null => {}
                 _ => {
                     return Err(OAuthError::bad(
-                        "invalid_request",
+                        Code::InvalidRequest,
                         format!("The parameter {name} must be a string."),
                     ));
                 }
@@ -162,7 +160,7 @@ pub(super) fn parameters(
     } else {
         let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(trimmed).map_err(|_| {
             OAuthError::bad(
-                "invalid_request",
+                Code::InvalidRequest,
                 "The body is not a valid application/x-www-form-urlencoded form.",
             )
         })?;
@@ -172,7 +170,7 @@ pub(super) fn parameters(
             }
             if out.contains_key(&name) {
                 return Err(OAuthError::bad(
-                    "invalid_request",
+                    Code::InvalidRequest,
                     format!("The parameter {name} is repeated; send it once."),
                 ));
             }
@@ -192,12 +190,12 @@ const TOKEN_PARAMETERS: &[&str] = &["grant_type", "device_code"];
 fn label(params: &mut HashMap<String, String>, name: &str) -> Result<Option<String>, OAuthError> {
     match params.remove(name) {
         Some(s) if s.chars().count() > MAX_LABEL => Err(OAuthError::bad(
-            "invalid_request",
+            Code::InvalidRequest,
             format!("{name} is longer than {MAX_LABEL} characters."),
         )),
         // The store's text cannot hold NUL (PostgreSQL refuses it): a client error, not a 503.
         Some(s) if s.contains('\0') => Err(OAuthError::bad(
-            "invalid_request",
+            Code::InvalidRequest,
             format!("{name} cannot contain the NUL character."),
         )),
         Some(s) if s.trim().is_empty() => Ok(None),
@@ -267,7 +265,7 @@ pub(crate) async fn start(
     let scope = scope::asked(&state.store, params.get("scope").map_or("", String::as_str))
         .await
         .map_err(|e| match e {
-            ApiError::InvalidScope { message } => OAuthError::bad("invalid_scope", message),
+            ApiError::InvalidScope { message } => OAuthError::bad(Code::InvalidScope, message),
             other => OAuthError::unavailable(other),
         })?;
     let started = grant::start(&state.store, device_name, client, &scope)
@@ -314,19 +312,19 @@ pub(crate) async fn token(
     let params = parameters(&headers, &body, TOKEN_PARAMETERS)?;
     let Some(grant_type) = params.get("grant_type") else {
         return Err(OAuthError::bad(
-            "invalid_request",
+            Code::InvalidRequest,
             format!("grant_type is missing; send grant_type={GRANT_TYPE_URN} (or device_code)."),
         ));
     };
     if grant_type != GRANT_TYPE_URN && grant_type != "device_code" {
         return Err(OAuthError::bad(
-            "unsupported_grant_type",
+            Code::UnsupportedGrantType,
             format!("Only the device code grant is supported: grant_type={GRANT_TYPE_URN}."),
         ));
     }
     let Some(device_code) = params.get("device_code").filter(|c| !c.is_empty()) else {
         return Err(OAuthError::bad(
-            "invalid_request",
+            Code::InvalidRequest,
             "device_code is missing; send the device_code from POST /api/v1/auth/device.",
         ));
     };
@@ -358,23 +356,23 @@ pub(crate) async fn token(
             ));
         }
         PollOutcome::Pending => OAuthError::bad(
-            "authorization_pending",
+            Code::AuthorizationPending,
             "The request has not been approved yet; poll again after the interval.",
         ),
         PollOutcome::SlowDown => OAuthError::bad(
-            "slow_down",
+            Code::SlowDown,
             "Polled sooner than the interval after the previous poll; the interval is now 5 seconds longer.",
         ),
         PollOutcome::Denied => OAuthError::bad(
-            "access_denied",
+            Code::AccessDenied,
             "The person refused this request at the approval page.",
         ),
         PollOutcome::Expired => OAuthError::bad(
-            "expired_token",
+            Code::ExpiredToken,
             "The device code has expired; start again with POST /api/v1/auth/device.",
         ),
         PollOutcome::Invalid => OAuthError::bad(
-            "invalid_grant",
+            Code::InvalidGrant,
             "The device code is unknown or has already been used.",
         ),
     })

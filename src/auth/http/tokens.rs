@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use entity::api_token;
 use query::catalog::rfc3339;
+use query::error::Code;
 use sea_orm::EntityTrait;
 
 use super::device::{OAuthError, parameters, take_budget};
@@ -84,7 +85,7 @@ pub(crate) async fn revoke(
     let params = parameters(&headers, &body, REVOKE_PARAMETERS)?;
     let Some(token) = params.get("token").filter(|t| !t.is_empty()) else {
         return Err(OAuthError::bad(
-            "invalid_request",
+            Code::InvalidRequest,
             "token is missing; send token=<the API token to revoke>.",
         ));
     };

@@ -1,6 +1,6 @@
-//! The API's errors on the wire (contract §7). The codes and messages live in the query layer's
-//! error table and [`ApiError`], shared with GraphQL and MCP; this module gives each kind of
-//! error its HTTP status and writes an error as an HTTP answer: the JSON body,
+//! The API's errors on the wire (contract §7). The codes, their statuses and messages live in
+//! the query layer's error table and [`ApiError`], shared with GraphQL and MCP; this module
+//! writes an error as an HTTP answer: the JSON body,
 //! `WWW-Authenticate` on 401 and 403, `Retry-After` on 429. [`ErrorBody`] is that body's shape in the
 //! OpenAPI document.
 
@@ -9,7 +9,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 pub use query::ApiError;
-use query::error::{Code, ErrorKind};
+use query::error::Code;
 
 use crate::store::StoreError;
 
@@ -52,26 +52,14 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// The HTTP status of each kind of error (contract §7): the one place a code meets a status.
-pub fn kind_status(kind: ErrorKind) -> StatusCode {
-    match kind {
-        ErrorKind::InvalidRequest | ErrorKind::InvalidDocument => StatusCode::BAD_REQUEST,
-        ErrorKind::Auth => StatusCode::UNAUTHORIZED,
-        ErrorKind::Forbidden => StatusCode::FORBIDDEN,
-        ErrorKind::NotFound => StatusCode::NOT_FOUND,
-        ErrorKind::Gone => StatusCode::GONE,
-        ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-        ErrorKind::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-        ErrorKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-        ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-        ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-    }
+/// The HTTP status of an error: its code's, from the error table (contract §7).
+pub fn status(error: &ApiError) -> StatusCode {
+    code_status(error.error_code())
 }
 
-/// The HTTP status of an error: its kind's.
-pub fn status(error: &ApiError) -> StatusCode {
-    kind_status(error.kind())
+/// The HTTP status of `code`.
+pub fn code_status(code: Code) -> StatusCode {
+    StatusCode::from_u16(code.status()).expect("the error table holds valid statuses")
 }
 
 impl IntoResponse for HttpError {
@@ -80,33 +68,27 @@ impl IntoResponse for HttpError {
         let status = status(&error);
         let mut response = (status, Json(error.body())).into_response();
         let headers = response.headers_mut();
-        match error.kind() {
-            ErrorKind::Auth => {
-                let challenge = if error.error_code() == Code::InvalidToken {
-                    "Bearer error=\"invalid_token\""
-                } else {
-                    "Bearer"
-                };
+        match &error {
+            ApiError::MissingToken => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::InvalidToken => {
+                let challenge = "Bearer error=\"invalid_token\"";
                 headers.insert(
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static(challenge),
                 );
             }
-            ErrorKind::Forbidden => {
-                if let ApiError::InsufficientScope { scope } = &error {
-                    let challenge =
-                        format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\"");
-                    if let Ok(value) = HeaderValue::from_str(&challenge) {
-                        headers.insert(header::WWW_AUTHENTICATE, value);
-                    }
-                }
-            }
-            ErrorKind::RateLimited => {
-                if let Some(retry_after) = error.retry_after() {
-                    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            ApiError::InsufficientScope { scope } => {
+                let challenge = format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\"");
+                if let Ok(value) = HeaderValue::from_str(&challenge) {
+                    headers.insert(header::WWW_AUTHENTICATE, value);
                 }
             }
             _ => {}
+        }
+        if let Some(retry_after) = error.retry_after() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
         }
         response
     }

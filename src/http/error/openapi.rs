@@ -1,11 +1,11 @@
 //! The API's errors in the OpenAPI document, generated from the query layer's error table: the
-//! shape of the body ([`ErrorBody`]) and one response per kind of error a client can meet
-//! ([`BadRequest`], [`Unauthorized`], …), each listing its kind's codes with an example body
-//! per code. Front ends and auth's endpoints reference them in their `#[utoipa::path]`s.
+//! shape of the body ([`ErrorBody`], whose `error` lists the table's codes of the API) and one
+//! response per status a client can meet ([`BadRequest`], [`Unauthorized`], …), each listing
+//! the codes of that status with an example body per code. Front ends and auth's endpoints reference them in their `#[utoipa::path]`s.
 
 use entity::FieldType;
 use query::ApiError;
-use query::error::{Code, ErrorKind};
+use query::error::{Answered, Code};
 use query::operators::{self, Op};
 use query::params::{MAX_GROUPS, MAX_PER_PAGE};
 use serde::Serialize;
@@ -22,12 +22,8 @@ use crate::http::limits::MAX_BODY_BYTES;
 /// members [`ApiError::extra`] adds for some codes.
 #[derive(Serialize, ToSchema)]
 pub struct ErrorBody {
-    /// A stable code: `invalid_parameter`, `missing_parameter`, `unknown_field`,
-    /// `text_field_exact_match`, `invalid_group_by`, `invalid_field`, `invalid_facet`, `no_geo_fields`,
-    /// `invalid_operator`, `invalid_scope`, `invalid_cursor`, `too_many_groups`, `missing_token`,
-    /// `invalid_token`, `insufficient_scope`, `dataset_not_found`, `record_not_found`, `not_found`,
-    /// `version_not_found`, `version_gone`, `method_not_allowed`, `request_timeout`, `payload_too_large`, `rate_limited`,
-    /// `unavailable`, `internal`.
+    /// A stable code of the error table (listed in the document from the table).
+    #[schema(schema_with = api_codes)]
     pub error: String,
     /// One sentence a person can act on.
     pub message: String,
@@ -75,9 +71,38 @@ pub struct ErrorBody {
     pub scope: Option<String>,
 }
 
-/// The example body of each code in the document.
-fn example(code: Code) -> ApiError {
-    match code {
+/// The codes answered in [`ErrorBody`], in the table's order.
+pub fn api_codes_iter() -> impl Iterator<Item = Code> {
+    Code::ALL
+        .iter()
+        .copied()
+        .filter(|code| code.answered() == Answered::Api)
+}
+
+/// `ErrorBody.error`: a string whose description lists the API's codes.
+fn api_codes() -> ObjectBuilder {
+    code_schema(api_codes_iter())
+}
+
+/// A string schema of an error code, its description listing `codes` and their statuses from
+/// the table, so no list is written by hand.
+pub fn code_schema(codes: impl IntoIterator<Item = Code>) -> ObjectBuilder {
+    let listed: Vec<String> = codes
+        .into_iter()
+        .map(|code| format!("`{}` ({})", code.name(), code.status()))
+        .collect();
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(format!("A stable code: {}.", listed.join(", "))))
+}
+
+/// The example body of each code of the API in the document; `None` for the codes answered
+/// elsewhere than in [`ErrorBody`].
+fn example(code: Code) -> Option<ApiError> {
+    if code.answered() != Answered::Api {
+        return None;
+    }
+    Some(match code {
         Code::InvalidParameter => ApiError::invalid(
             "per_page",
             format!("per_page must be between 1 and {MAX_PER_PAGE}."),
@@ -143,59 +168,45 @@ fn example(code: Code) -> ApiError {
         Code::RateLimited => ApiError::RateLimited { retry_after: 1 },
         Code::Unavailable => ApiError::Unavailable,
         Code::Internal => ApiError::Internal,
-        // GraphQL's own codes are answered in GraphQL errors, never in this body.
-        Code::QueryTooLarge
-        | Code::QueryTooDeep
-        | Code::QueryTooComplex
-        | Code::TooManyFragmentSpreads
-        | Code::TooManyAliases
-        | Code::TooManyFetches
-        | Code::GraphqlParseFailed
-        | Code::GraphqlValidationFailed
-        | Code::UnknownOperation
-        | Code::OperationNameRequired => ApiError::Internal,
-    }
+        // Answered elsewhere than in this body (GraphQL, OAuth, the site): returned above.
+        _ => return None,
+    })
 }
 
-/// What an answer of `kind` means, before the list of its codes.
-fn summary(kind: ErrorKind) -> String {
-    match kind {
-        ErrorKind::InvalidRequest => {
+/// What an error answer of `status` means, before the list of its codes.
+fn summary(status: u16) -> String {
+    match status {
+        400 => {
             "A parameter is malformed, out of range or names what the dataset does not have".into()
         }
-        ErrorKind::Auth => "No bearer token, or an unknown, revoked or expired one".into(),
-        ErrorKind::Forbidden => "The token is valid, but its scope does not cover this request".into(),
-        ErrorKind::NotFound => "No such dataset, record or version".into(),
-        ErrorKind::Gone => "The version asked for is no longer kept".into(),
-        ErrorKind::RequestTimeout => "The request body arrived slower than the server's floor (8 KiB per window); the connection is closed".into(),
-        ErrorKind::PayloadTooLarge => {
-            format!("The request body is larger than {MAX_BODY_BYTES} bytes")
-        }
-        ErrorKind::RateLimited => "Over the rate limit: wait `Retry-After` seconds".into(),
-        ErrorKind::Unavailable => {
+        401 => "No bearer token, or an unknown, revoked or expired one".into(),
+        403 => "The token is valid, but its scope does not cover this request".into(),
+        404 => "No such dataset, record or version".into(),
+        410 => "The version asked for is no longer kept".into(),
+        408 => "The request body arrived slower than the server's floor (8 KiB per window); the connection is closed".into(),
+        413 => format!("The request body is larger than {MAX_BODY_BYTES} bytes"),
+        429 => "Over the rate limit: wait `Retry-After` seconds".into(),
+        503 => {
             "The data store cannot be reached right now; the service recovers when it returns"
                 .into()
         }
-        ErrorKind::InvalidDocument | ErrorKind::MethodNotAllowed | ErrorKind::Internal => {
-            String::new()
-        }
+        _ => String::new(),
     }
 }
 
-/// The error answer of `kind`: the contract's body, the kind's codes from the table, an
-/// example per code, and the headers the kind's answers carry (as [`super::HttpError`] sets them).
-fn error_response(kind: ErrorKind) -> RefOr<utoipa::openapi::Response> {
-    let codes: Vec<Code> = Code::ALL
-        .iter()
-        .copied()
-        .filter(|code| code.kind() == kind)
+/// The error answer of `status`: the contract's body, the API's codes of that status from the
+/// table, an example per code, and the headers those answers carry (as [`super::HttpError`]
+/// sets them).
+fn error_response(status: u16) -> RefOr<utoipa::openapi::Response> {
+    let codes: Vec<Code> = api_codes_iter()
+        .filter(|code| code.status() == status)
         .collect();
     let names: Vec<String> = codes.iter().map(|c| format!("`{}`", c.name())).collect();
     let examples = codes.iter().map(|&code| {
         (
             code.name().to_string(),
             ExampleBuilder::new()
-                .value(Some(example(code).body()))
+                .value(example(code).map(|error| error.body()))
                 .build(),
         )
     });
@@ -206,11 +217,11 @@ fn error_response(kind: ErrorKind) -> RefOr<utoipa::openapi::Response> {
         .examples_from_iter(examples)
         .build();
     let mut response = ResponseBuilder::new()
-        .description(format!("{}: {}", summary(kind), names.join(", ")))
+        .description(format!("{}: {}", summary(status), names.join(", ")))
         .content("application/json", content)
         .build();
-    match kind {
-        ErrorKind::Auth => {
+    match status {
+        401 => {
             response.headers.insert(
                 "WWW-Authenticate".into(),
                 HeaderBuilder::new()
@@ -219,7 +230,7 @@ fn error_response(kind: ErrorKind) -> RefOr<utoipa::openapi::Response> {
                     .build(),
             );
         }
-        ErrorKind::RateLimited => {
+        429 => {
             response.headers.insert(
                 "Retry-After".into(),
                 HeaderBuilder::new()
@@ -234,7 +245,7 @@ fn error_response(kind: ErrorKind) -> RefOr<utoipa::openapi::Response> {
                     .build(),
             );
         }
-        ErrorKind::Forbidden => {
+        403 => {
             response.headers.insert(
                 "WWW-Authenticate".into(),
                 HeaderBuilder::new()
@@ -250,16 +261,16 @@ fn error_response(kind: ErrorKind) -> RefOr<utoipa::openapi::Response> {
     response.into()
 }
 
-/// One documented response per kind of error, named as the document's components name them.
+/// One documented response per status of error, named as the document's components name them.
 macro_rules! error_responses {
-    ($($(#[doc = $doc:literal])* $name:ident: $kind:ident;)*) => {
+    ($($(#[doc = $doc:literal])* $name:ident: $status:literal;)*) => {
         $(
             $(#[doc = $doc])*
             pub struct $name;
 
             impl<'r> ToResponse<'r> for $name {
                 fn response() -> (&'r str, RefOr<utoipa::openapi::Response>) {
-                    (stringify!($name), error_response(ErrorKind::$kind))
+                    (stringify!($name), error_response($status))
                 }
             }
         )*
@@ -268,23 +279,23 @@ macro_rules! error_responses {
 
 error_responses! {
     /// 400: the request's parameters.
-    BadRequest: InvalidRequest;
+    BadRequest: 400;
     /// 401: no token, or not a valid one.
-    Unauthorized: Auth;
+    Unauthorized: 401;
     /// 403: outside the token's scope.
-    Forbidden: Forbidden;
+    Forbidden: 403;
     /// 404: no such dataset, record or version.
-    NotFound: NotFound;
+    NotFound: 404;
     /// 410: a version no longer kept.
-    Gone: Gone;
+    Gone: 410;
     /// 408: a body that arrived slower than the server's floor; the connection is then closed.
-    RequestTimeout: RequestTimeout;
+    RequestTimeout: 408;
     /// 413: a body over [`MAX_BODY_BYTES`].
-    PayloadTooLarge: PayloadTooLarge;
+    PayloadTooLarge: 413;
     /// 429: over the rate limit, with `Retry-After`.
-    TooManyRequests: RateLimited;
+    TooManyRequests: 429;
     /// 503: the store cannot be reached right now.
-    Unavailable: Unavailable;
+    Unavailable: 503;
 }
 
 #[cfg(test)]
@@ -345,24 +356,23 @@ mod tests {
                 assert!(properties[key].is_object(), "{}: {key}", error.code());
             }
             let description = properties["error"]["description"].as_str().unwrap();
-            assert!(description.contains(error.code()), "{}", error.code());
+            let listed = format!("`{}` ({})", error.code(), error.error_code().status());
+            assert!(description.contains(&listed), "{listed}");
         }
     }
 
-    /// The codes `ErrorBody` documents are the table's, in its order: every code but GraphQL's
-    /// own, which are never answered in this body.
+    /// The codes `ErrorBody` documents are the table's codes of the API, in its order, each
+    /// with its status.
     #[test]
     fn error_body_lists_the_table() {
         let schema = serde_json::to_value(<ErrorBody as utoipa::PartialSchema>::schema()).unwrap();
         let description = schema["properties"]["error"]["description"]
             .as_str()
             .unwrap();
-        let codes: Vec<String> = Code::ALL
-            .iter()
-            .filter(|code| code.kind() != ErrorKind::InvalidDocument)
-            .map(|code| format!("`{}`", code.name()))
+        let codes: Vec<String> = api_codes_iter()
+            .map(|code| format!("`{}` ({})", code.name(), code.status()))
             .collect();
-        let listed = description.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert_eq!(listed, format!("A stable code: {}.", codes.join(", ")));
+        assert_eq!(description, format!("A stable code: {}.", codes.join(", ")));
+        assert!(!description.contains("query_too_deep"), "{description}");
     }
 }
