@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use query::request::places::{EARTH_RADIUS_M, distance_m};
+use query::{EARTH_RADIUS_M, distance_m};
 
 const POINTS: usize = 1_000_000;
 const CELL: f64 = 0.05;

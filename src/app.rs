@@ -45,7 +45,7 @@ pub async fn serve_metrics(state: AppState, listener: TcpListener) {
 }
 
 /// Checks the read replicas every [`REPLICAS_EVERY`]: whether each answers, is a replica of
-/// the store's database, and how far it has replayed (`query::engine::store::replicas`).
+/// the store's database, and how far it has replayed (`query::replicas`).
 async fn check_replicas(state: AppState) {
     let replicas = state.resolver.replicas().clone();
     if !replicas.any() {
@@ -60,7 +60,7 @@ async fn check_replicas(state: AppState) {
 }
 
 /// How often [`check_replicas`] runs; a replica not checked for
-/// `query::engine::store::replicas::STALE_AFTER` is not read.
+/// `query::replicas::STALE_AFTER` is not read.
 const REPLICAS_EVERY: Duration = Duration::from_secs(1);
 
 /// The maintenance tick.

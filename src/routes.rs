@@ -92,7 +92,7 @@ async fn metrics(State(state): State<AppState>) -> axum::response::Response {
         replicas_up: replicas
             .health()
             .iter()
-            .filter(|h| **h == query::engine::store::replicas::Health::Up)
+            .filter(|h| **h == query::replicas::Health::Up)
             .count() as u64,
     };
     (

@@ -19,29 +19,78 @@
 //! 6. [`resolver`]: the facade, [`Resolver`]: one prepare and one run per endpoint, the
 //!    caches, the single flight, the catalog, the guides' facts and the export plan.
 //!
-//! The front ends reach the modules they use by the short paths re-exported below
-//! (`query::params`, `query::memory`, `query::views`…).
+//! The floors' vocabulary (error codes, costs, operators, dates, scopes, log text) is public;
+//! the rest is the crate's own, and the front ends reach what they use by the short paths
+//! re-exported below (`query::params`, `query::memory`, `query::views`…): one list, the whole
+//! public surface.
 
-pub mod answer;
+#![warn(unreachable_pub)]
+
+mod answer;
 pub mod cost;
-pub mod dataset;
+mod dataset;
 pub mod dates;
-pub mod engine;
+mod engine;
 pub mod error;
 pub mod log_text;
 pub mod operators;
-pub mod request;
-pub mod resolver;
+mod request;
+mod resolver;
 pub mod scope;
 
+// The public surface: what the front ends, the import and the tests use, and nothing else.
 pub use answer::views;
-pub use dataset::{Dataset, DatasetSchema, packed, schema};
-pub use engine::memory;
+pub use dataset::schema::{Dataset, DatasetSchema};
 pub use error::ApiError;
+pub use request::agg::AggQuery;
+pub use request::export::ExportQuery;
+pub use request::filter::{MAX_SEARCH_CHARS, MAX_SEARCH_TERMS};
 pub use request::params::{
     self, AggParams, ExportFormat, ExportParams, FilterParams, Paging, RecordParams, SortParam,
 };
-pub use request::{AggQuery, ExportQuery, RecordQuery};
+pub use request::places::{EARTH_RADIUS_M, MAX_RADIUS_M, distance_m};
+pub use request::records::RecordQuery;
 pub use resolver::catalog::{CatalogEpoch, DATASET_FRESH_FOR};
-pub use resolver::{Resolver, catalog, export, facts, hex, versions};
+pub use resolver::{Prepared, RecordById, Resolver, hex};
 pub use scope::{Need, Scope};
+
+/// The in-memory indexes as the service configures and reports them.
+pub mod memory {
+    pub use crate::engine::memory::policy::{DEFAULT_BUDGET_BYTES, IndexPolicy};
+    pub use crate::engine::memory::{BeyondBudget, Held};
+}
+
+/// The read replicas' health, as `/readyz` and the metrics tell it.
+pub mod replicas {
+    pub use crate::engine::store::replicas::{Health, STALE_AFTER};
+}
+
+/// Instants written as the catalog writes them.
+pub mod catalog {
+    pub use crate::resolver::catalog::rfc3339;
+}
+
+/// The export's plan and stream.
+pub mod export {
+    pub use crate::resolver::export::{BATCH_RECORDS, Export, POSITION_BATCH};
+}
+
+/// A dataset's facts for its guide.
+pub mod facts {
+    pub use crate::resolver::facts::{DatasetFacts, FieldFacts, Range};
+}
+
+/// Versions and their changes.
+pub mod versions {
+    pub use crate::resolver::versions::Changes;
+}
+
+/// Record bodies packed without their keys (the import writes them so).
+pub mod packed {
+    pub use crate::dataset::packed::Layout;
+}
+
+/// A version's schema as the store and the import read it.
+pub mod schema {
+    pub use crate::dataset::schema::{FilterInfo, SchemaEntry};
+}

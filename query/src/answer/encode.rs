@@ -9,13 +9,13 @@ use crate::request::params::ExportFormat;
 
 /// One CSV column: its header (the field's dotted name) and the path to its value.
 #[derive(Debug)]
-pub struct CsvColumn {
+pub(crate) struct CsvColumn {
     pub name: String,
     path: Vec<String>,
 }
 
 /// `_id` and the fields a projection selects (all without one), in schema order.
-pub fn csv_columns(schema: &DatasetSchema, projection: Option<&[String]>) -> Vec<CsvColumn> {
+pub(crate) fn csv_columns(schema: &DatasetSchema, projection: Option<&[String]>) -> Vec<CsvColumn> {
     let selected = |name: &str| {
         projection.is_none_or(|paths| {
             paths.iter().any(|p| {
@@ -35,7 +35,7 @@ pub fn csv_columns(schema: &DatasetSchema, projection: Option<&[String]>) -> Vec
 
 /// One batch of records (`docs`, as stored) written to `out` in `format`: NDJSON lines shaped
 /// with `projection`, or CSV rows of `columns`.
-pub fn write_batch(
+pub(crate) fn write_batch(
     out: &mut Vec<u8>,
     format: ExportFormat,
     schema: &DatasetSchema,
@@ -75,7 +75,7 @@ fn csv_writer(out: &mut Vec<u8>) -> csv::Writer<&mut Vec<u8>> {
         .from_writer(out)
 }
 
-pub fn write_csv_record(out: &mut Vec<u8>, record: &[&str]) -> Result<(), ApiError> {
+pub(crate) fn write_csv_record(out: &mut Vec<u8>, record: &[&str]) -> Result<(), ApiError> {
     let mut writer = csv_writer(out);
     writer
         .write_record(record)

@@ -22,7 +22,7 @@ use crate::request::{AggQuery, GroupOrder};
 
 /// A part of a group's key, compared by type: strings in byte order, bins as numbers.
 #[derive(Clone, Debug, PartialEq)]
-pub enum KeyPart {
+pub(crate) enum KeyPart {
     Str(String),
     Num(f64),
 }
@@ -40,7 +40,7 @@ impl Hash for KeyPart {
 
 impl KeyPart {
     /// The order of keys: strings in byte order, numbers as numbers.
-    pub fn compare(&self, other: &KeyPart) -> Ordering {
+    pub(crate) fn compare(&self, other: &KeyPart) -> Ordering {
         match (self, other) {
             (KeyPart::Str(a), KeyPart::Str(b)) => a.cmp(b),
             (KeyPart::Num(a), KeyPart::Num(b)) => a.total_cmp(b),
@@ -65,12 +65,12 @@ impl KeyPart {
 }
 
 /// The key part of a date value under `bucket`: `None` when the text is not a date.
-pub fn date_part(text: &str, bucket: dates::DateBucket) -> Option<KeyPart> {
+pub(crate) fn date_part(text: &str, bucket: dates::DateBucket) -> Option<KeyPart> {
     bucket.key(dates::parse(text)?).map(KeyPart::Str)
 }
 
 /// The lower bound of the bin of `value` of `width` (`-0` written as `0`).
-pub fn bin(value: f64, width: f64) -> f64 {
+pub(crate) fn bin(value: f64, width: f64) -> f64 {
     let low = (value / width).floor() * width;
     if low == 0.0 { 0.0 } else { low }
 }
@@ -84,14 +84,14 @@ fn compare_numbers(a: f64, b: f64) -> Ordering {
 
 /// One group before ordering: its key (whatever the path identifies groups by), its records
 /// and the statistics of `field`.
-pub struct Tally<K> {
+pub(crate) struct Tally<K> {
     pub key: K,
     pub count: u64,
     pub numeric: Option<NumericStats>,
 }
 
 /// Refuses an answer of more than [`MAX_GROUPS`] groups without `limit` (contract §12.2).
-pub fn check_group_count(groups: u64, query: &AggQuery) -> Result<(), ApiError> {
+pub(crate) fn check_group_count(groups: u64, query: &AggQuery) -> Result<(), ApiError> {
     if groups > MAX_GROUPS && query.limit.is_none() {
         return Err(ApiError::TooManyGroups {
             groups,
@@ -103,7 +103,7 @@ pub fn check_group_count(groups: u64, query: &AggQuery) -> Result<(), ApiError> 
 
 /// The answer: groups in the request's order (ties by key ascending), the first `limit` of
 /// them, each with its key parts rendered by `parts`.
-pub fn finish<K>(
+pub(crate) fn finish<K>(
     query: &AggQuery,
     total_records: u64,
     mut groups: Vec<Tally<K>>,
@@ -178,13 +178,13 @@ pub fn finish<K>(
 
 /// Sum, average, extremes, missing count and percentiles `labels` of one group's values
 /// (`count` records).
-pub fn numeric_stats(mut values: Vec<f64>, labels: &[f64], count: u64) -> NumericStats {
+pub(crate) fn numeric_stats(mut values: Vec<f64>, labels: &[f64], count: u64) -> NumericStats {
     values.sort_unstable_by(f64::total_cmp);
     numeric_stats_sorted(&values, labels, count)
 }
 
 /// [`numeric_stats`] of values already in ascending order (summed in that order).
-pub fn numeric_stats_sorted(values: &[f64], labels: &[f64], count: u64) -> NumericStats {
+pub(crate) fn numeric_stats_sorted(values: &[f64], labels: &[f64], count: u64) -> NumericStats {
     let sum: f64 = values.iter().sum();
     let n = values.len();
     NumericStats {
@@ -199,13 +199,13 @@ pub fn numeric_stats_sorted(values: &[f64], labels: &[f64], count: u64) -> Numer
 
 /// Linear interpolation between closest ranks of sorted values (SQL `percentile_cont`, numpy's
 /// default).
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     percentile_at(sorted.len(), p, |k| sorted[k])
 }
 
 /// [`percentile`] of `len` values known by rank (`ranked(k)`: the k-th smallest, from 0), for
 /// values held as counts.
-pub fn percentile_at(len: usize, p: f64, ranked: impl Fn(usize) -> f64) -> Option<f64> {
+pub(crate) fn percentile_at(len: usize, p: f64, ranked: impl Fn(usize) -> f64) -> Option<f64> {
     let last = len.checked_sub(1)?;
     let rank = p / 100.0 * last as f64;
     let low = rank.floor() as usize;

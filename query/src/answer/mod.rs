@@ -2,9 +2,9 @@
 //! agg groups, how they are ordered and their statistics, relevance scores, and the export's
 //! encoders.
 
-pub mod encode;
-pub mod groups;
+pub(crate) mod encode;
+pub(crate) mod groups;
 #[cfg(feature = "openapi")]
 mod openapi;
-pub mod relevance;
+pub(crate) mod relevance;
 pub mod views;

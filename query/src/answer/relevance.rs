@@ -13,13 +13,13 @@
 use std::collections::HashMap;
 
 /// BM25's term-frequency saturation.
-pub const K1: f64 = 1.2;
+pub(crate) const K1: f64 = 1.2;
 /// BM25's length normalization.
-pub const B: f64 = 0.75;
+pub(crate) const B: f64 = 0.75;
 
 /// The query's term statistics over one version.
 #[derive(Clone, Debug)]
-pub struct Bm25 {
+pub(crate) struct Bm25 {
     /// Each query term's inverse document frequency, in the query's term order.
     idf: Vec<f64>,
     /// The average record length (characters); at least 1.
@@ -29,7 +29,7 @@ pub struct Bm25 {
 impl Bm25 {
     /// Statistics for a version of `records` records whose searched fields hold
     /// `total_length` characters in all; `document_frequency` per query term, in order.
-    pub fn new(records: u64, total_length: u64, document_frequency: &[u64]) -> Self {
+    pub(crate) fn new(records: u64, total_length: u64, document_frequency: &[u64]) -> Self {
         let n = records as f64;
         let idf = document_frequency
             .iter()
@@ -51,7 +51,7 @@ impl Bm25 {
 
     /// The score of a record of `length` characters in which each query term occurs
     /// `frequency[i]` times, summed in the query's term order.
-    pub fn score(&self, frequency: &[u32], length: u64) -> f64 {
+    pub(crate) fn score(&self, frequency: &[u32], length: u64) -> f64 {
         let norm = K1 * (1.0 - B + B * length as f64 / self.average_length);
         self.idf
             .iter()
@@ -65,7 +65,7 @@ impl Bm25 {
 }
 
 /// How often `term` occurs in `text`, as a substring without overlaps.
-pub fn occurrences(text: &str, term: &str) -> u32 {
+pub(crate) fn occurrences(text: &str, term: &str) -> u32 {
     if term.is_empty() {
         return 0;
     }
@@ -73,13 +73,13 @@ pub fn occurrences(text: &str, term: &str) -> u32 {
 }
 
 /// A text's length as BM25 counts it: characters.
-pub fn length(text: &str) -> u64 {
+pub(crate) fn length(text: &str) -> u64 {
     text.chars().count() as u64
 }
 
 /// The query's terms, each with the fields it searches: `q`'s terms in every text field of
 /// `text_fields`, then `q[name]`'s terms in their field.
-pub fn query_terms(
+pub(crate) fn query_terms(
     terms: &[String],
     field_terms: &[(usize, Vec<String>)],
     text_fields: &[usize],
@@ -95,7 +95,7 @@ pub fn query_terms(
 }
 
 /// The fields a query searches: every field of any of its terms, ascending.
-pub fn searched_fields(terms: &[(String, Vec<usize>)]) -> Vec<usize> {
+pub(crate) fn searched_fields(terms: &[(String, Vec<usize>)]) -> Vec<usize> {
     let mut fields: Vec<usize> = terms.iter().flat_map(|(_, f)| f.iter().copied()).collect();
     fields.sort_unstable();
     fields.dedup();
@@ -104,7 +104,7 @@ pub fn searched_fields(terms: &[(String, Vec<usize>)]) -> Vec<usize> {
 
 /// Scores records from their searched fields' texts, remembering what each distinct text
 /// contributes (the same value is often held by many records).
-pub struct Scorer<'a> {
+pub(crate) struct Scorer<'a> {
     bm25: &'a Bm25,
     terms: &'a [(String, Vec<usize>)],
     /// Per (field, text): its term frequencies and its length.
@@ -112,7 +112,7 @@ pub struct Scorer<'a> {
 }
 
 impl<'a> Scorer<'a> {
-    pub fn new(bm25: &'a Bm25, terms: &'a [(String, Vec<usize>)]) -> Self {
+    pub(crate) fn new(bm25: &'a Bm25, terms: &'a [(String, Vec<usize>)]) -> Self {
         Scorer {
             bm25,
             terms,
@@ -122,7 +122,7 @@ impl<'a> Scorer<'a> {
 
     /// The score of a record whose searched fields hold `texts` (field, lower-cased text; a
     /// field without a value is left out).
-    pub fn score(&mut self, texts: &[(usize, &'a str)]) -> f64 {
+    pub(crate) fn score(&mut self, texts: &[(usize, &'a str)]) -> f64 {
         let mut frequency = vec![0u32; self.terms.len()];
         let mut record_length = 0;
         for &(field, text) in texts {
@@ -151,7 +151,7 @@ impl<'a> Scorer<'a> {
 
 /// Orders rows (already in the order of the sort keys after `_score` or `_distance`, then
 /// file order) by score or distance, keeping that order among equal ones.
-pub fn order_stably<T>(rows: &mut [(T, f64)], descending: bool) {
+pub(crate) fn order_stably<T>(rows: &mut [(T, f64)], descending: bool) {
     if descending {
         rows.sort_by(|a, b| b.1.total_cmp(&a.1));
     } else {

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 /// The top-level key order of a version's records.
-pub struct FlatOrder {
+pub(crate) struct FlatOrder {
     /// Each key's place in the written object: `_id` is 0, the schema's keys follow in order.
     place: HashMap<String, usize>,
     /// Each place's key as `serde_json` writes it, with its colon.
@@ -21,7 +21,7 @@ pub struct FlatOrder {
 }
 
 impl FlatOrder {
-    pub fn new<'a>(top_keys: impl IntoIterator<Item = &'a str>) -> Self {
+    pub(crate) fn new<'a>(top_keys: impl IntoIterator<Item = &'a str>) -> Self {
         let mut place = HashMap::new();
         let mut keys = Vec::new();
         for key in std::iter::once("_id").chain(top_keys) {
@@ -38,7 +38,7 @@ impl FlatOrder {
 
     /// Writes `text` (one JSON object) in schema order to `out`, or answers `false` and leaves
     /// `out` as it was. `values` is scratch space, kept between calls.
-    pub fn shape(
+    pub(crate) fn shape(
         &self,
         text: &str,
         values: &mut Vec<Option<(usize, usize)>>,

@@ -2,8 +2,8 @@
 //! schema entries, record key order), how its bodies are packed, and the dataset resolved to
 //! that version for one request. Everything above reads a dataset through here.
 
-pub mod flat;
-pub mod packed;
-pub mod schema;
+pub(crate) mod flat;
+pub(crate) mod packed;
+pub(crate) mod schema;
 
-pub use schema::{Column, Dataset, DatasetSchema, Field};
+pub(crate) use schema::{Column, Dataset, DatasetSchema};

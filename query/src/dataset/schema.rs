@@ -61,7 +61,7 @@ pub struct FilterInfo {
 }
 
 /// [`FilterInfo::buckets`] of a type.
-pub fn buckets(field_type: FieldType) -> &'static [&'static str] {
+pub(crate) fn buckets(field_type: FieldType) -> &'static [&'static str] {
     match field_type {
         FieldType::Date => &crate::dates::DateBucket::NAMES,
         FieldType::Number => &["<width>"],

@@ -72,7 +72,7 @@ impl AggQuery {
 }
 
 /// Validates an aggregation request (contract §6, §12.2).
-pub fn agg_query(params: &AggParams, schema: &DatasetSchema) -> Result<AggQuery, ApiError> {
+pub(crate) fn agg_query(params: &AggParams, schema: &DatasetSchema) -> Result<AggQuery, ApiError> {
     check(params)?;
     if params.group_by.is_empty() {
         return Err(ApiError::MissingParameter {

@@ -21,7 +21,7 @@ pub struct ExportQuery {
 
 /// Validates an export request (contract §12.3): the conditions, sort and projection of a
 /// records request, checked by the same rules, and the format.
-pub fn export_query(
+pub(crate) fn export_query(
     params: &ExportParams,
     schema: &DatasetSchema,
 ) -> Result<ExportQuery, ApiError> {

@@ -147,7 +147,7 @@ impl Filter {
 }
 
 /// Splits full-text input into lower-cased terms (Unicode case folding as at import).
-pub fn terms(text: &str) -> Vec<String> {
+pub(crate) fn terms(text: &str) -> Vec<String> {
     text.split_whitespace().map(str::to_lowercase).collect()
 }
 
@@ -214,7 +214,7 @@ fn no_nul(params: &FilterParams) -> Result<(), ApiError> {
 }
 
 /// Checks the conditions of §5 against the schema.
-pub fn filter(params: &FilterParams, schema: &DatasetSchema) -> Result<Filter, ApiError> {
+pub(crate) fn filter(params: &FilterParams, schema: &DatasetSchema) -> Result<Filter, ApiError> {
     no_nul(params)?;
     search_within_limits(params)?;
     let mut out = Filter {

@@ -4,17 +4,17 @@
 //! two requests that mean the same thing are equal (their cache key and `ETag` too). Every rule of contract §5 and §6 is
 //! checked here, once, whichever front end the parameters came from.
 
-pub mod agg;
-pub mod export;
-pub mod filter;
+pub(crate) mod agg;
+pub(crate) mod export;
+pub(crate) mod filter;
 pub mod params;
-pub mod places;
-pub mod records;
-pub mod reserved;
+pub(crate) mod places;
+pub(crate) mod records;
+pub(crate) mod reserved;
 #[cfg(test)]
 mod tests;
 
-pub use agg::{AggQuery, GroupBy, GroupOrder, Grouping, agg_query};
-pub use export::{ExportQuery, export_query};
-pub use filter::{ExactValue, Filter, Range, RangeValue, filter, terms};
-pub use records::{DISTANCE, DISTANCE_M, Facets, RecordQuery, SCORE, projection, record_query};
+pub(crate) use agg::{AggQuery, GroupBy, GroupOrder, Grouping, agg_query};
+pub(crate) use export::{ExportQuery, export_query};
+pub(crate) use filter::{ExactValue, Filter, Range, RangeValue};
+pub(crate) use records::{DISTANCE_M, Facets, RecordQuery, SCORE, projection, record_query};

@@ -120,10 +120,10 @@ fn number(text: &str) -> Option<f64> {
 
 /// What `near` and `bbox` add to a filter: range conditions on the pair's fields (name,
 /// column, operator, value) and the exact test of a circle.
-pub type PlaceConditions<'a> = (Vec<(&'a str, Column, Op, Vec<String>)>, Option<Near>);
+pub(crate) type PlaceConditions<'a> = (Vec<(&'a str, Column, Op, Vec<String>)>, Option<Near>);
 
 /// `near` and `bbox` against the dataset's geo pair (`geo`: its latitude and longitude fields).
-pub fn place_conditions<'a>(
+pub(crate) fn place_conditions<'a>(
     near: Option<&str>,
     bbox: Option<&str>,
     geo: Option<(&'a str, &'a str)>,

@@ -62,7 +62,7 @@ pub struct Facets {
 }
 
 /// Validates a records request (contract §5).
-pub fn record_query(
+pub(crate) fn record_query(
     params: &RecordParams,
     schema: &DatasetSchema,
 ) -> Result<RecordQuery, ApiError> {
@@ -111,11 +111,11 @@ pub fn record_query(
 }
 
 /// The sort key of relevance, and the member that carries each record's score.
-pub const SCORE: &str = "_score";
+pub(crate) const SCORE: &str = "_score";
 /// The sort key of distance from `near`'s centre.
-pub const DISTANCE: &str = "_distance";
+pub(crate) const DISTANCE: &str = "_distance";
 /// The member that carries each record's distance, in whole metres.
-pub const DISTANCE_M: &str = "_distance_m";
+pub(crate) const DISTANCE_M: &str = "_distance_m";
 
 /// Checks `facet` against the schema: keyword fields, each once.
 fn facets(params: &RecordParams, schema: &DatasetSchema) -> Result<Option<Facets>, ApiError> {
@@ -198,7 +198,7 @@ pub(super) fn sort_keys(
 }
 
 /// Checks a `fields` projection (of records, a single record or an export).
-pub fn projection(
+pub(crate) fn projection(
     fields: Option<&[String]>,
     schema: &DatasetSchema,
 ) -> Result<Option<Vec<String>>, ApiError> {

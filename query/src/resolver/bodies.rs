@@ -18,11 +18,11 @@ use crate::error::ApiError;
 
 /// The share of the in-memory index budget (`ODQS_INDEX_MEMORY_MB`) that record bodies may
 /// take besides: a sixteenth, 64 MiB of a 1 GiB budget, up to [`BODY_CACHE_MAX`].
-pub const BODY_SHARE: u64 = 16;
+pub(crate) const BODY_SHARE: u64 = 16;
 
 /// The most record bodies may take, whatever the budget: the budget follows the machine's
 /// memory, and a cache of pages served lately gains little beyond this.
-pub const BODY_CACHE_MAX: u64 = 256 * 1024 * 1024;
+pub(crate) const BODY_CACHE_MAX: u64 = 256 * 1024 * 1024;
 
 /// Bytes one kept body costs besides its text: its key, the text's counted header and the
 /// map's slot.
@@ -36,7 +36,7 @@ const BODY_OVERHEAD: usize = 64;
 /// the young one takes its place; a body found in the old one moves back into the young one.
 /// Bodies asked for again and again stay; the rest are dropped a generation later.
 #[derive(Debug, Default)]
-pub struct Bodies {
+pub(crate) struct Bodies {
     /// Bytes both generations may take together; 0 keeps nothing.
     budget: usize,
     generations: Mutex<Generations>,
@@ -64,7 +64,7 @@ impl Generations {
 
 impl Bodies {
     /// Bodies within `budget` bytes (both generations together).
-    pub fn new(budget: u64) -> Self {
+    pub(crate) fn new(budget: u64) -> Self {
         Bodies {
             budget: usize::try_from(budget).unwrap_or(usize::MAX),
             generations: Mutex::default(),
@@ -72,12 +72,12 @@ impl Bodies {
     }
 
     /// Whether bodies are kept at all.
-    pub fn is_on(&self) -> bool {
+    pub(crate) fn is_on(&self) -> bool {
         self.budget > 0
     }
 
     /// The bodies kept of version `version` at `positions`, in their order.
-    pub fn get(&self, version: i64, positions: &[i64]) -> Vec<Option<Arc<str>>> {
+    pub(crate) fn get(&self, version: i64, positions: &[i64]) -> Vec<Option<Arc<str>>> {
         let half = self.budget / 2;
         let mut generations = self.generations.lock().expect("bodies lock");
         positions
@@ -95,7 +95,7 @@ impl Bodies {
     }
 
     /// Keeps `bodies` of version `version`, by position.
-    pub fn put(&self, version: i64, bodies: impl IntoIterator<Item = (i64, Arc<str>)>) {
+    pub(crate) fn put(&self, version: i64, bodies: impl IntoIterator<Item = (i64, Arc<str>)>) {
         let half = self.budget / 2;
         let mut generations = self.generations.lock().expect("bodies lock");
         for (pos, body) in bodies {

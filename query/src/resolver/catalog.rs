@@ -337,20 +337,20 @@ impl Datasets {
 
     /// The epoch to give [`Self::put`] with a dataset about to be read from the store: read
     /// before the statement, so a change committed meanwhile is not hidden.
-    pub fn epoch(&self) -> u64 {
+    pub(super) fn epoch(&self) -> u64 {
         self.epoch.current()
     }
 
     /// The dataset kept for `slug`, if resolved within [`DATASET_FRESH_FOR`] and no catalog
     /// change of this process came after.
-    pub fn get(&self, slug: &str) -> Option<Dataset> {
+    pub(super) fn get(&self, slug: &str) -> Option<Dataset> {
         let map = self.map.lock().expect("datasets lock");
         let (dataset, at, epoch) = map.get(slug)?;
         (*epoch == self.epoch() && at.elapsed() < DATASET_FRESH_FOR).then(|| dataset.clone())
     }
 
     /// Keeps `dataset` for `slug`, read from the store at `epoch` (see [`Self::epoch`]).
-    pub fn put(&self, slug: &str, dataset: Dataset, epoch: u64) {
+    pub(super) fn put(&self, slug: &str, dataset: Dataset, epoch: u64) {
         let mut map = self.map.lock().expect("datasets lock");
         if map.len() >= DATASET_CAPACITY {
             map.clear();

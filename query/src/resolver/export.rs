@@ -46,7 +46,7 @@ pub const POSITION_BATCH: u64 = 50_000;
 /// Store reads exports may run at once in this process (a batch of bodies, or a statement of
 /// positions while planning); an export's next read waits for a turn. Two of the SQLite
 /// pool's 8 connections and of PostgreSQL's 16, so ordinary requests always keep the rest.
-pub const EXPORT_READS_AT_ONCE: usize = 2;
+pub(crate) const EXPORT_READS_AT_ONCE: usize = 2;
 
 /// What exports have done in this process, for tests and logs: how many run now and how many
 /// record bodies they have read; and their share of the store.

@@ -29,11 +29,11 @@ use crate::request::params::{
 use crate::resolver::Resolver;
 
 /// How many common values a keyword or boolean field shows.
-pub const TOP_VALUES: usize = 5;
+pub(crate) const TOP_VALUES: usize = 5;
 /// How many frequent texts a text field shows.
-pub const TOP_TEXTS: usize = 3;
+pub(crate) const TOP_TEXTS: usize = 3;
 /// How many identifiers the guide quotes.
-pub const SAMPLE_IDS: u64 = 3;
+pub(crate) const SAMPLE_IDS: u64 = 3;
 
 /// One value and how many records hold it.
 #[derive(Clone, Debug, PartialEq)]

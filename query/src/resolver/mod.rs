@@ -2,21 +2,21 @@
 //! against it, and answers it from the in-memory index when one answers, else from the store,
 //! with the caches and the single flight in front of the store.
 
-pub mod agg;
-pub mod bodies;
-pub mod catalog;
-pub mod cursors;
-pub mod export;
-pub mod facets;
-pub mod facts;
-pub mod orders;
-pub mod places;
-pub mod record;
-pub mod records;
-pub mod relevance;
-pub mod single_flight;
-pub mod store_page;
-pub mod versions;
+pub(crate) mod agg;
+pub(crate) mod bodies;
+pub(crate) mod catalog;
+pub(crate) mod cursors;
+pub(crate) mod export;
+pub(crate) mod facets;
+pub(crate) mod facts;
+pub(crate) mod orders;
+pub(crate) mod places;
+pub(crate) mod record;
+pub(crate) mod records;
+pub(crate) mod relevance;
+pub(crate) mod single_flight;
+pub(crate) mod store_page;
+pub(crate) mod versions;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -29,18 +29,18 @@ pub(super) struct Order {
 
 impl Order {
     /// A whole order.
-    pub fn whole(rows: Vec<(u32, f64)>) -> Self {
+    pub(super) fn whole(rows: Vec<(u32, f64)>) -> Self {
         let total = rows.len();
         Order { rows, total }
     }
 
     /// The matches in all.
-    pub fn total(&self) -> u64 {
+    pub(super) fn total(&self) -> u64 {
         self.total as u64
     }
 
     /// The rows `offset..offset + limit`, or `None` when they lie beyond the rows kept.
-    pub fn page(&self, offset: u64, limit: u64) -> Option<&[(u32, f64)]> {
+    pub(super) fn page(&self, offset: u64, limit: u64) -> Option<&[(u32, f64)]> {
         let total = self.total as u64;
         let (start, end) = (offset.min(total), offset.saturating_add(limit).min(total));
         if start == end {
@@ -71,7 +71,7 @@ pub(super) struct Orders {
 
 impl Orders {
     /// The key of `query`'s order on `dataset`: its version, conditions and sort (not its page).
-    pub fn key(dataset: &Dataset, query: &RecordQuery) -> String {
+    pub(super) fn key(dataset: &Dataset, query: &RecordQuery) -> String {
         let order = (
             &query.filter,
             &query.sort,
@@ -86,14 +86,14 @@ impl Orders {
     }
 
     /// The order kept under `key`, when it holds the rows `offset..offset + limit`.
-    pub fn get(&self, key: &str, offset: u64, limit: u64) -> Option<Arc<Order>> {
+    pub(super) fn get(&self, key: &str, offset: u64, limit: u64) -> Option<Arc<Order>> {
         let guard = self.map.lock().expect("orders lock");
         let order = guard.0.get(key)?;
         order.page(offset, limit).is_some().then(|| order.clone())
     }
 
     /// Keeps `order` (or its head) under `key`.
-    pub fn put(&self, key: String, order: &Arc<Order>) {
+    pub(super) fn put(&self, key: String, order: &Arc<Order>) {
         let kept = Order::kept(order);
         let mut guard = self.map.lock().expect("orders lock");
         let (map, rows) = &mut *guard;

@@ -437,12 +437,12 @@ pub(super) struct Totals {
 
 impl Totals {
     /// The count kept for `key`, if any.
-    pub fn get(&self, key: &str) -> Option<u64> {
+    pub(super) fn get(&self, key: &str) -> Option<u64> {
         self.map.lock().expect("totals lock").get(key).copied()
     }
 
     /// Keeps `count` for `key`.
-    pub fn put(&self, key: String, count: u64) {
+    pub(super) fn put(&self, key: String, count: u64) {
         let mut map = self.map.lock().expect("totals lock");
         if map.len() >= CAPACITY {
             map.clear();

@@ -17,7 +17,7 @@ type Cell<V> = Arc<OnceCell<Result<V, ApiError>>>;
 /// Computations under way, by key (the request's validator: version, endpoint and normalized
 /// request).
 #[derive(Debug)]
-pub struct SingleFlight<V> {
+pub(crate) struct SingleFlight<V> {
     running: Mutex<HashMap<String, Cell<V>>>,
 }
 
@@ -32,7 +32,7 @@ impl<V> Default for SingleFlight<V> {
 impl<V: Clone> SingleFlight<V> {
     /// The answer of `compute`, or of the identical computation already running. If the
     /// caller running it goes away (a client hang-up), a waiting caller runs its own.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         key: String,
         compute: impl Future<Output = Result<V, ApiError>>,
@@ -53,12 +53,14 @@ impl<V: Clone> SingleFlight<V> {
     }
 
     /// Computations under way (tests watch it drain).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.running.lock().expect("single-flight lock").len()
     }
 
     /// Whether none is under way.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }

@@ -11,8 +11,8 @@ use query::params::{
     MAX_CATALOG_QUERY_CHARS, MAX_CURSOR_CHARS, MAX_FACET_SIZE, MAX_FACETS, MAX_GROUP_BY_FIELDS,
     MAX_GROUPS, MAX_IDS, MAX_PAGE, MAX_PER_PAGE, MAX_PERCENTILES, RECORD_PARAMETERS,
 };
-use query::request::filter::{MAX_SEARCH_CHARS, MAX_SEARCH_TERMS};
-use query::request::places::{EARTH_RADIUS_M, MAX_RADIUS_M};
+use query::{EARTH_RADIUS_M, MAX_RADIUS_M};
+use query::{MAX_SEARCH_CHARS, MAX_SEARCH_TERMS};
 use serde_json::json;
 use utoipa::IntoParams;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterStyle};

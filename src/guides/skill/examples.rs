@@ -4,8 +4,8 @@
 //! written.
 
 use entity::FieldType;
-use query::request::places::{MAX_RADIUS_M, distance_m};
 use query::views::json_number;
+use query::{MAX_RADIUS_M, distance_m};
 
 use super::{FieldFacts, Guide, Range};
 use crate::guides::text::{cell, code, plain, query};

@@ -27,7 +27,7 @@ const CHUNK: i64 = 5_000;
 /// number 6 (a 1–2 byte value and a 2-byte row in value order, with room for wider ones), a
 /// keyword or text 4 (a narrow code and a 2-byte row; a keyword id field nothing: `_id`
 /// answers for it).
-pub fn estimate(schema: &DatasetSchema, id_field: Option<&str>, rows: u64) -> u64 {
+pub(crate) fn estimate(schema: &DatasetSchema, id_field: Option<&str>, rows: u64) -> u64 {
     let per_row: u64 = 16
         + schema
             .fields
@@ -48,7 +48,7 @@ pub fn estimate(schema: &DatasetSchema, id_field: Option<&str>, rows: u64) -> u6
 /// row), else (PostgreSQL, or when that read fails) through the pool. A keyword `id_field` is
 /// held by `_id` ([`FieldIndex::Id`]): not read at all when its column is `_id` (as imports
 /// store it), else read only to check that each row's value is its `_id`.
-pub async fn build(
+pub(crate) async fn build(
     db: &DatabaseConnection,
     direct: Option<&Arc<DirectSqlite>>,
     schema: &DatasetSchema,

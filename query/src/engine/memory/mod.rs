@@ -16,16 +16,16 @@
 //! - [`select`]: filters and the order of a page; [`stats`]: grouped statistics, integer
 //!   columns by per-group histograms; [`relevance`]: pages by BM25 score.
 
-pub mod build;
-pub mod column;
-pub mod persist;
-pub mod places;
-mod policy;
-pub mod relevance;
-pub mod rows;
-pub mod select;
-pub mod stats;
-pub mod walk;
+pub(crate) mod build;
+pub(crate) mod column;
+pub(crate) mod persist;
+pub(crate) mod places;
+pub(crate) mod policy;
+pub(crate) mod relevance;
+pub(crate) mod rows;
+pub(crate) mod select;
+pub(crate) mod stats;
+pub(crate) mod walk;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,11 +40,11 @@ use column::{Dict, IdColumn, NumColumn, StrColumn, TextColumn};
 use crate::dataset::Dataset;
 use crate::engine::store::direct::DirectSqlite;
 
-pub use policy::{DEFAULT_BUDGET_BYTES, EVICT_IDLE, IndexPolicy};
+pub(crate) use policy::IndexPolicy;
 
 /// One field's column in an index.
 #[derive(Debug)]
-pub enum FieldIndex {
+pub(crate) enum FieldIndex {
     /// `json` fields: not filterable, not held.
     None,
     /// Keyword, date and boolean fields.
@@ -60,7 +60,7 @@ pub enum FieldIndex {
 
 /// One version's typed columns. Row `r` is the record at position `r + 1` in the file.
 #[derive(Debug)]
-pub struct MemIndex {
+pub(crate) struct MemIndex {
     pub version_id: i64,
     pub rows: u32,
     pub id: IdColumn,
@@ -76,7 +76,7 @@ pub struct MemIndex {
 
 impl MemIndex {
     /// Assembles an index and measures it.
-    pub fn new(
+    pub(crate) fn new(
         version_id: i64,
         rows: u32,
         id: IdColumn,
@@ -91,7 +91,7 @@ impl MemIndex {
     }
 
     /// Assembles an index whose text lengths are known (read from its file), and measures it.
-    pub fn assemble(
+    pub(crate) fn assemble(
         version_id: i64,
         rows: u32,
         id: IdColumn,
@@ -122,7 +122,7 @@ impl MemIndex {
     }
 
     /// How many rows `matches` holds (`None`: every row).
-    pub fn total(&self, matches: Option<&rows::Bits>) -> u64 {
+    pub(crate) fn total(&self, matches: Option<&rows::Bits>) -> u64 {
         matches.map_or(u64::from(self.rows), rows::Bits::count)
     }
 }
@@ -158,7 +158,7 @@ pub struct Held {
 
 /// The indexes of a process, one slot per dataset.
 #[derive(Debug)]
-pub struct Memory {
+pub(crate) struct Memory {
     policy: IndexPolicy,
     /// The instant slots' `last_used` counts from.
     epoch: Instant,
@@ -202,7 +202,7 @@ impl BeyondBudget {
 
 impl Memory {
     /// Indexes under `policy`.
-    pub fn new(policy: IndexPolicy, direct: Option<Arc<DirectSqlite>>) -> Self {
+    pub(crate) fn new(policy: IndexPolicy, direct: Option<Arc<DirectSqlite>>) -> Self {
         Memory {
             policy,
             epoch: Instant::now(),
@@ -214,14 +214,14 @@ impl Memory {
     }
 
     /// The same indexes kept in files in `dir` between runs ([`persist`]); `None`: not kept.
-    pub fn with_files(mut self, dir: Option<std::path::PathBuf>) -> Self {
+    pub(crate) fn with_files(mut self, dir: Option<std::path::PathBuf>) -> Self {
         self.files = dir.map(|dir| Arc::new(persist::Files::new(dir)));
         self
     }
 
     /// Deletes the index files of versions other than `live` (no longer the live version of
     /// any dataset): on a blocking thread, not waited for.
-    pub fn prune_files(&self, live: HashSet<i64>) {
+    pub(crate) fn prune_files(&self, live: HashSet<i64>) {
         if let Some(files) = self.files.clone() {
             tokio::task::spawn_blocking(move || {
                 let deleted = files.prune(&live);
@@ -236,13 +236,17 @@ impl Memory {
     }
 
     /// The policy in force.
-    pub fn policy(&self) -> IndexPolicy {
+    pub(crate) fn policy(&self) -> IndexPolicy {
         self.policy
     }
 
     /// The index of `dataset`'s live version, if it is built (or, under a waiting policy,
     /// once it is). `None` means: answer from the store.
-    pub async fn index(self: &Arc<Self>, db: &Reader, dataset: &Dataset) -> Option<Arc<MemIndex>> {
+    pub(crate) async fn index(
+        self: &Arc<Self>,
+        db: &Reader,
+        dataset: &Dataset,
+    ) -> Option<Arc<MemIndex>> {
         if self.policy.budget_bytes == 0 {
             return None;
         }
@@ -268,7 +272,7 @@ impl Memory {
 
     /// Starts building `dataset`'s live version in the background unless it is built or
     /// being built.
-    pub fn prepare(self: &Arc<Self>, db: &Reader, dataset: &Dataset) {
+    pub(crate) fn prepare(self: &Arc<Self>, db: &Reader, dataset: &Dataset) {
         if self.policy.budget_bytes == 0 {
             return;
         }
@@ -280,7 +284,7 @@ impl Memory {
     /// `Some` when `dataset`'s index would not fit the budget even with no other index held, so
     /// the store answers it whatever is asked (indexes turned off: `None`, nothing is beyond).
     /// From the estimate, not a build, so the metadata can say it before any query.
-    pub fn beyond_budget(&self, dataset: &Dataset) -> Option<BeyondBudget> {
+    pub(crate) fn beyond_budget(&self, dataset: &Dataset) -> Option<BeyondBudget> {
         let budget = self.policy.budget_bytes;
         let rows = dataset.meta.record_count.max(0) as u64;
         let estimate = build::estimate(&dataset.schema, dataset.meta.id_field.as_deref(), rows);
@@ -293,7 +297,7 @@ impl Memory {
 
     /// Notes whether `dataset` is beyond the budget (the periodic refresh passes every live
     /// dataset), and logs it the first time, with the budget that would hold it.
-    pub fn note_budget(&self, dataset: &Dataset) {
+    pub(crate) fn note_budget(&self, dataset: &Dataset) {
         let beyond = self.beyond_budget(dataset);
         let mut state = self.state.lock().expect("memory lock");
         let Some(beyond) = beyond else {
@@ -315,7 +319,7 @@ impl Memory {
     }
 
     /// The datasets noted beyond the budget, by slug.
-    pub fn beyond(&self) -> Vec<BeyondBudget> {
+    pub(crate) fn beyond(&self) -> Vec<BeyondBudget> {
         let state = self.state.lock().expect("memory lock");
         let mut all: Vec<BeyondBudget> = state
             .beyond
@@ -332,7 +336,7 @@ impl Memory {
 
     /// Whether this instance has been asked for `dataset_id` (its index built, being built, or
     /// beyond the budget): the periodic refresh builds new versions of those only.
-    pub fn serves(&self, dataset_id: i64) -> bool {
+    pub(crate) fn serves(&self, dataset_id: i64) -> bool {
         self.state
             .lock()
             .expect("memory lock")
@@ -377,7 +381,7 @@ impl Memory {
     }
 
     /// Drops the indexes of datasets not in `live` (removed since).
-    pub fn retain(&self, live: &HashSet<i64>) {
+    pub(crate) fn retain(&self, live: &HashSet<i64>) {
         let mut state = self.state.lock().expect("memory lock");
         let gone: Vec<i64> = state
             .slots
@@ -394,7 +398,7 @@ impl Memory {
     }
 
     /// Each index held, by slug.
-    pub fn report(&self) -> Vec<Held> {
+    pub(crate) fn report(&self) -> Vec<Held> {
         let state = self.state.lock().expect("memory lock");
         let mut held: Vec<Held> = state
             .slots
@@ -412,7 +416,7 @@ impl Memory {
     }
 
     /// Bytes held by built indexes.
-    pub fn used_bytes(&self) -> u64 {
+    pub(crate) fn used_bytes(&self) -> u64 {
         self.state.lock().expect("memory lock").used
     }
 

@@ -36,7 +36,7 @@ impl MemIndex {
 
     /// Every row of `matches` with its distance from `near`'s centre, nearest first unless
     /// `descending`, ties by `rest` and then file order.
-    pub fn distance_order(
+    pub(crate) fn distance_order(
         &self,
         matches: Option<&Bits>,
         near: &Near,

@@ -5,7 +5,7 @@ use std::time::Duration;
 /// An index used this recently is not let go to make room for another: two datasets that do not
 /// fit together are then not rebuilt in turn at every request; the later one is answered by
 /// the store until the other has been idle this long.
-pub const EVICT_IDLE: Duration = Duration::from_secs(60);
+pub(crate) const EVICT_IDLE: Duration = Duration::from_secs(60);
 
 /// The memory indexes may take unless configured.
 pub const DEFAULT_BUDGET_BYTES: u64 = 1024 * 1024 * 1024;

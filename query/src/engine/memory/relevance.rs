@@ -31,7 +31,7 @@ pub(super) fn text_lengths(fields: &[FieldIndex], texts: &Dict) -> Vec<u64> {
 impl MemIndex {
     /// Every row of `matches` (`None`: every row) with its score, best first unless
     /// `descending` is false, ties by `rest` (the sort's other keys) and then file order.
-    pub fn scored_order(
+    pub(crate) fn scored_order(
         &self,
         filter: &Filter,
         matches: Option<&Bits>,

@@ -17,13 +17,13 @@ use std::ops::Range;
 
 /// Rows `0..len` as bits.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bits {
+pub(crate) struct Bits {
     pub(super) words: Vec<u64>,
 }
 
 impl Bits {
     /// The empty set over `len` rows.
-    pub fn new(len: usize) -> Self {
+    pub(crate) fn new(len: usize) -> Self {
         Bits {
             words: vec![0; len.div_ceil(64)],
         }
@@ -31,14 +31,14 @@ impl Bits {
 
     /// Adds `row`.
     #[inline]
-    pub fn insert(&mut self, row: u32) {
+    pub(crate) fn insert(&mut self, row: u32) {
         self.words[row as usize / 64] |= 1 << (row % 64);
     }
 
     /// Adds the rows `base + low` for each of `lows` (`base` a multiple of 65,536 below the
     /// set's length).
     #[inline]
-    pub fn insert_block(&mut self, base: u32, lows: &[u16]) {
+    pub(crate) fn insert_block(&mut self, base: u32, lows: &[u16]) {
         let block = &mut self.words[base as usize / 64..];
         for &low in lows {
             block[usize::from(low >> 6)] |= 1 << (low & 63);
@@ -46,7 +46,7 @@ impl Bits {
     }
 
     /// Adds the rows `range`, a word at a time.
-    pub fn insert_range(&mut self, range: Range<u32>) {
+    pub(crate) fn insert_range(&mut self, range: Range<u32>) {
         let (start, end) = (range.start as usize, range.end as usize);
         if start >= end {
             return;
@@ -65,19 +65,19 @@ impl Bits {
 
     /// Whether `row` is in the set.
     #[inline]
-    pub fn contains(&self, row: u32) -> bool {
+    pub(crate) fn contains(&self, row: u32) -> bool {
         self.words[row as usize / 64] & (1 << (row % 64)) != 0
     }
 
     /// Keeps only the rows also in `other`.
-    pub fn intersect(&mut self, other: &Bits) {
+    pub(crate) fn intersect(&mut self, other: &Bits) {
         for (a, b) in self.words.iter_mut().zip(&other.words) {
             *a &= b;
         }
     }
 
     /// The rows in both `self` and `other`, as a new set.
-    pub fn and(&self, other: &Bits) -> Bits {
+    pub(crate) fn and(&self, other: &Bits) -> Bits {
         Bits {
             words: self
                 .words
@@ -89,14 +89,14 @@ impl Bits {
     }
 
     /// Adds every row of `other`.
-    pub fn union(&mut self, other: &Bits) {
+    pub(crate) fn union(&mut self, other: &Bits) {
         for (a, b) in self.words.iter_mut().zip(&other.words) {
             *a |= b;
         }
     }
 
     /// Turns the set of `0..len` into its complement.
-    pub fn invert(&mut self, len: usize) {
+    pub(crate) fn invert(&mut self, len: usize) {
         for w in &mut self.words {
             *w = !*w;
         }
@@ -109,17 +109,17 @@ impl Bits {
     }
 
     /// Number of rows in the set.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.words.iter().map(|w| u64::from(w.count_ones())).sum()
     }
 
     /// The rows in ascending order.
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.iter_from(0)
     }
 
     /// The rows in ascending order from the `skip`-th on, skipping whole words by their counts.
-    pub fn iter_from(&self, skip: u64) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn iter_from(&self, skip: u64) -> impl Iterator<Item = u32> + '_ {
         let mut left = skip;
         let mut first = self.words.len();
         for (i, word) in self.words.iter().enumerate() {
@@ -136,7 +136,7 @@ impl Bits {
 
     /// The rows in ascending order within `from..to`, `from` a multiple of 64 (a share of
     /// the rows for one thread of a parallel scan).
-    pub fn iter_within(&self, from: usize, to: usize) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn iter_within(&self, from: usize, to: usize) -> impl Iterator<Item = u32> + '_ {
         debug_assert_eq!(from % 64, 0);
         let first = (from / 64).min(self.words.len());
         let last = to.div_ceil(64).clamp(first, self.words.len());
@@ -144,7 +144,7 @@ impl Bits {
     }
 
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.words.capacity() * 8
     }
 }
@@ -175,14 +175,14 @@ const LOW_BITS: u32 = 16;
 /// ([`super::persist`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
-pub struct Stretch {
+pub(crate) struct Stretch {
     pub(super) start: u32,
     pub(super) high: u32,
 }
 
 /// A sequence of rows, held split into lower bits and stretches where that is smaller.
 #[derive(Debug)]
-pub enum RowList {
+pub(crate) enum RowList {
     /// Each row in full.
     Wide(Vec<u32>),
     /// Each row's lower 16 bits, and the stretches of equal upper bits.
@@ -202,7 +202,7 @@ impl Default for RowList {
 
 impl RowList {
     /// `rows` in whichever form takes fewer bytes.
-    pub fn new(rows: Vec<u32>) -> Self {
+    pub(crate) fn new(rows: Vec<u32>) -> Self {
         if let Some(&first) = rows.first()
             && u32::try_from(rows.len()).is_ok_and(|len| first.checked_add(len).is_some())
             && rows
@@ -239,7 +239,7 @@ impl RowList {
     }
 
     /// Number of rows.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             RowList::Wide(rows) => rows.len(),
             RowList::Split { low, .. } => low.len(),
@@ -248,13 +248,13 @@ impl RowList {
     }
 
     /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The row at `i`.
     #[inline]
-    pub fn get(&self, i: usize) -> u32 {
+    pub(crate) fn get(&self, i: usize) -> u32 {
         match self {
             RowList::Wide(rows) => rows[i],
             RowList::Split { low, stretches } => {
@@ -269,28 +269,28 @@ impl RowList {
     }
 
     /// The first row.
-    pub fn first(&self) -> Option<u32> {
+    pub(crate) fn first(&self) -> Option<u32> {
         (!self.is_empty()).then(|| self.get(0))
     }
 
     /// The last row.
-    pub fn last(&self) -> Option<u32> {
+    pub(crate) fn last(&self) -> Option<u32> {
         (!self.is_empty()).then(|| self.get(self.len() - 1))
     }
 
     /// Rows `range` of the list.
-    pub fn slice(&self, range: Range<usize>) -> Rows<'_> {
+    pub(crate) fn slice(&self, range: Range<usize>) -> Rows<'_> {
         debug_assert!(range.start <= range.end && range.end <= self.len());
         Rows { list: self, range }
     }
 
     /// The whole list.
-    pub fn all(&self) -> Rows<'_> {
+    pub(crate) fn all(&self) -> Rows<'_> {
         self.slice(0..self.len())
     }
 
     /// The first index whose row `before` is false for (`before` holds for a prefix).
-    pub fn partition_point(&self, before: impl Fn(u32) -> bool) -> usize {
+    pub(crate) fn partition_point(&self, before: impl Fn(u32) -> bool) -> usize {
         let (mut low, mut high) = (0, self.len());
         while low < high {
             let mid = low + (high - low) / 2;
@@ -304,7 +304,7 @@ impl RowList {
     }
 
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         match self {
             RowList::Wide(rows) => rows.capacity() * 4,
             RowList::Split { low, stretches } => {
@@ -317,34 +317,34 @@ impl RowList {
 
 /// A part of a [`RowList`], borrowed.
 #[derive(Clone, Debug)]
-pub struct Rows<'a> {
+pub(crate) struct Rows<'a> {
     list: &'a RowList,
     range: Range<usize>,
 }
 
 impl<'a> Rows<'a> {
     /// Number of rows.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.range.len()
     }
 
     /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.range.is_empty()
     }
 
     /// The row at `i` of this part.
-    pub fn get(&self, i: usize) -> u32 {
+    pub(crate) fn get(&self, i: usize) -> u32 {
         self.list.get(self.range.start + i)
     }
 
     /// The first row.
-    pub fn first(&self) -> Option<u32> {
+    pub(crate) fn first(&self) -> Option<u32> {
         (!self.is_empty()).then(|| self.get(0))
     }
 
     /// The rows in list order.
-    pub fn iter(&self) -> RowIter<'a> {
+    pub(crate) fn iter(&self) -> RowIter<'a> {
         match self.list {
             RowList::Wide(rows) => RowIter::Wide(rows[self.range.clone()].iter().copied()),
             RowList::Run { first, .. } => RowIter::Run(self.run_rows(*first)),
@@ -371,7 +371,7 @@ impl<'a> Rows<'a> {
 
     /// Adds these rows to `bits`, stretch by stretch: a stretch's rows share one block of
     /// 65,536 bits, so each is one shift and one OR into that block.
-    pub fn insert_into(&self, bits: &mut Bits) {
+    pub(crate) fn insert_into(&self, bits: &mut Bits) {
         match self.list {
             RowList::Wide(rows) => rows[self.range.clone()]
                 .iter()
@@ -404,13 +404,14 @@ impl<'a> Rows<'a> {
     }
 
     /// The rows, copied.
-    pub fn to_vec(&self) -> Vec<u32> {
+    #[cfg(test)]
+    pub(crate) fn to_vec(&self) -> Vec<u32> {
         self.iter().collect()
     }
 }
 
 /// The rows of a [`Rows`], in order.
-pub enum RowIter<'a> {
+pub(crate) enum RowIter<'a> {
     Wide(std::iter::Copied<std::slice::Iter<'a, u32>>),
     Run(Range<u32>),
     Split {

@@ -22,7 +22,7 @@ const MERGED_PAGES_UP_TO: u64 = 10_000;
 
 impl MemIndex {
     /// The rows matching `filter`; `None` when it has no condition (every row).
-    pub fn matches<'s>(&'s self, filter: &Filter) -> Option<Bits> {
+    pub(crate) fn matches<'s>(&'s self, filter: &Filter) -> Option<Bits> {
         // A frequent value's kept set stays borrowed until a second condition meets it; the
         // two then make a new set in one pass (no copy of the first to intersect in place).
         let mut acc: Option<Cow<'s, Bits>> = None;
@@ -92,7 +92,7 @@ impl MemIndex {
     /// a sorted page can then test each row against them, and leave their intersection
     /// (a pass over a bit a row: a megabyte for each 8.4 million rows) unmade once its total is
     /// known. `None` for anything else.
-    pub fn kept_sets<'s>(&'s self, filter: &Filter) -> Option<Vec<&'s Bits>> {
+    pub(crate) fn kept_sets<'s>(&'s self, filter: &Filter) -> Option<Vec<&'s Bits>> {
         if filter.exact.len() < 2 || !filter.terms.is_empty() || !filter.is_empty_but_exact() {
             return None;
         }
@@ -273,7 +273,7 @@ impl MemIndex {
     /// holds one code per field, so the total is the matched codes' row counts summed and the
     /// page a merge of their row lists: no bit set of every match (a common term would set
     /// a bit per matching row to show 20).
-    pub fn text_page(
+    pub(crate) fn text_page(
         &self,
         filter: &Filter,
         sort: &[(Column, bool)],

@@ -100,7 +100,7 @@ impl<'a> Component<'a> {
 impl MemIndex {
     /// The answer to `query` among `matches` (`None`: every row). `None` when a field is not
     /// indexed in the shape its type needs (the store answers).
-    pub fn agg(
+    pub(crate) fn agg(
         &self,
         matches: Option<&Bits>,
         query: &AggQuery,

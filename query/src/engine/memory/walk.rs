@@ -75,7 +75,7 @@ impl MemIndex {
     }
 
     /// Rows `offset..offset + limit` of the matches in `sort` order (then file order).
-    pub fn page(
+    pub(crate) fn page(
         &self,
         matches: Option<&Bits>,
         sort: &[(Column, bool)],
@@ -87,7 +87,7 @@ impl MemIndex {
 
     /// [`page`](Self::page) of the rows in every one of `sets` (none: every row), their
     /// intersection never made: each row the sorted walk meets is looked up in each set.
-    pub fn page_within(
+    pub(crate) fn page_within(
         &self,
         sets: &[&Bits],
         sort: &[(Column, bool)],
@@ -100,7 +100,7 @@ impl MemIndex {
     /// The `limit` matches that come after row `after` in `sort` order (then file order): a
     /// cursor's page (contract §13.2). The walk starts at `after`'s own run of equal first-key
     /// values, found by a binary search, so a deep page costs what the first one does.
-    pub fn page_after(
+    pub(crate) fn page_after(
         &self,
         matches: Option<&Bits>,
         sort: &[(Column, bool)],
@@ -322,7 +322,7 @@ impl NumColumn {
     /// The value most rows hold and how many hold it (the smallest such value on a tie), run
     /// by run of equal values, each run's end found by a galloping search: a column of few
     /// distinct values costs a few searches, not a pass over its rows.
-    pub fn mode(&self) -> Option<(f64, u64)> {
+    pub(crate) fn mode(&self) -> Option<(f64, u64)> {
         let mut best: Option<(f64, u64)> = None;
         for run in (EqualRuns { column: self }).forward_from(0) {
             let count = run.len() as u64;

@@ -16,14 +16,14 @@ const MAX_IDLE: usize = 8;
 
 /// Read-only connections to one SQLite file, taken one per read.
 #[derive(Debug)]
-pub struct DirectSqlite {
+pub(crate) struct DirectSqlite {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
 }
 
 impl DirectSqlite {
     /// Reads of the SQLite file at `path`; `None` when it is not a file (an in-memory store).
-    pub fn new(path: &Path) -> Option<Self> {
+    pub(crate) fn new(path: &Path) -> Option<Self> {
         path.is_file().then(|| DirectSqlite {
             path: path.to_path_buf(),
             idle: Mutex::new(Vec::new()),
@@ -34,7 +34,7 @@ impl DirectSqlite {
     /// particular order. One position (a record by id) is a primary-key lookup, a run of
     /// consecutive positions (a page in file order) one range of the primary key, and others
     /// are passed as one JSON array, so a page is one statement whatever its size.
-    pub fn bodies(
+    pub(crate) fn bodies(
         &self,
         version_id: i64,
         positions: &[i64],
@@ -68,7 +68,7 @@ impl DirectSqlite {
     /// first) chunk after chunk from position `after` up to `through`, until a chunk comes
     /// back short, handing each row to `each` on this thread (an index build). Each chunk is a
     /// statement of its own, so no read holds the WAL for the whole scan.
-    pub fn scan(
+    pub(crate) fn scan(
         &self,
         sql: &str,
         chunk: i64,
@@ -102,7 +102,7 @@ impl DirectSqlite {
     /// Runs `sql` with `values` bound as one statement, handing each row to `each` on this
     /// thread (a grouped statistic on the store path folds millions of rows this way); stops
     /// at the first error `each` returns.
-    pub fn each_row<E: From<rusqlite::Error>>(
+    pub(crate) fn each_row<E: From<rusqlite::Error>>(
         &self,
         sql: &str,
         values: &[rusqlite::types::Value],
@@ -145,7 +145,7 @@ impl DirectSqlite {
 
 /// `values` as rusqlite binds them; `None` when one has a type the SQLite statements never
 /// bind (the caller then goes through sqlx).
-pub fn bound(values: &[sea_orm::Value]) -> Option<Vec<rusqlite::types::Value>> {
+pub(crate) fn bound(values: &[sea_orm::Value]) -> Option<Vec<rusqlite::types::Value>> {
     use rusqlite::types::Value as Sqlite;
     use sea_orm::Value;
     values

@@ -19,7 +19,7 @@ use crate::error::ApiError;
 use crate::request::{AggQuery, Grouping};
 
 /// Each group's key, count and values of `field`, as a store path folds them.
-pub type Groups = Vec<(Vec<KeyPart>, (u64, Vec<f64>))>;
+pub(crate) type Groups = Vec<(Vec<KeyPart>, (u64, Vec<f64>))>;
 
 /// [`Groups`] with each key's place in them, so a row or a part's group costs one look-up.
 #[derive(Default)]
@@ -128,7 +128,7 @@ enum RowTally {
 
 /// The grouped statement's rows folded through sqlx's stream (PostgreSQL, or SQLite when
 /// the direct read failed).
-pub async fn fold_stream(
+pub(crate) async fn fold_stream(
     db: &DatabaseConnection,
     statement: sea_orm::Statement,
     query: &AggQuery,
@@ -159,7 +159,7 @@ pub async fn fold_stream(
 /// so the order they arrive in changes nothing). A read stops once it holds `cap` groups (the
 /// caller then counts them in the store). `None` when there is no direct reader or it
 /// failed, and the caller streams through sqlx.
-pub async fn fold_direct(
+pub(crate) async fn fold_direct(
     direct: Option<Arc<DirectSqlite>>,
     statement: &sea_orm::Statement,
     query: &AggQuery,
@@ -241,7 +241,7 @@ fn merge(parts: Vec<Groups>) -> Groups {
 
 /// The number of groups a capped grouped statement has in all, for the message of
 /// `too_many_groups`: the statement without its cap, counted by the store.
-pub async fn count_store_groups(
+pub(crate) async fn count_store_groups(
     db: &DatabaseConnection,
     capped: sea_orm::Statement,
 ) -> Result<u64, ApiError> {

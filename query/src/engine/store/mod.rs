@@ -5,10 +5,10 @@
 //! file ([`tally`]), and the read replicas that take reads of records off a PostgreSQL primary
 //! ([`replicas`]).
 
-pub mod copy;
-pub mod direct;
-pub mod fold;
-pub mod replicas;
-pub mod split;
-pub mod sql;
-pub mod tally;
+pub(crate) mod copy;
+pub(crate) mod direct;
+pub(crate) mod fold;
+pub(crate) mod replicas;
+pub(crate) mod split;
+pub(crate) mod sql;
+pub(crate) mod tally;

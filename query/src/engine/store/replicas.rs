@@ -25,7 +25,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, State
 /// A replica not checked for this long is not read (the checks run every second).
 pub const STALE_AFTER: Duration = Duration::from_secs(5);
 /// How long one check of a replica may take before it counts as down.
-pub const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The primary and its replicas, with what is known of each replica.
 #[derive(Debug)]
@@ -51,7 +51,7 @@ pub struct Answered {
 
 /// One replica.
 #[derive(Debug)]
-pub struct Replica {
+pub(crate) struct Replica {
     /// Its URL without the password, for the logs.
     pub name: String,
     db: DatabaseConnection,

@@ -11,24 +11,24 @@ use super::direct::{self, DirectSqlite};
 use crate::dataset::DatasetSchema;
 
 /// Statements over at least this many records are read in parts.
-pub const SPLIT_FROM: u64 = 200_000;
+pub(crate) const SPLIT_FROM: u64 = 200_000;
 
 /// The parts such a statement is read in, one blocking thread each (the machines odqs runs on
 /// have two cores or more).
-pub const PARTS: u64 = 2;
+pub(crate) const PARTS: u64 = 2;
 
 /// Whether a statement on `schema`'s table with conditions (`filtered`) is read in parts:
 /// always without conditions, and with them when the table has no column indexes (each part
 /// is then a scan of its range, as the whole would be a scan of the table); with indexes a
 /// range of positions could turn the planner away from a selective one.
-pub fn may_split(schema: &DatasetSchema, filtered: bool) -> bool {
+pub(crate) fn may_split(schema: &DatasetSchema, filtered: bool) -> bool {
     !filtered || !schema.store_indexes
 }
 
 /// The ranges of positions (first and last, both included) a statement over `records` rows is
 /// read in: [`PARTS`] when `split` and there are [`SPLIT_FROM`] rows or more, else one range
 /// of none (the statement as it is).
-pub fn ranges(records: i64, split: bool) -> Vec<Option<(i64, i64)>> {
+pub(crate) fn ranges(records: i64, split: bool) -> Vec<Option<(i64, i64)>> {
     let records = records.max(0) as u64;
     if !split || records < SPLIT_FROM {
         return vec![None];
@@ -40,7 +40,11 @@ pub fn ranges(records: i64, split: bool) -> Vec<Option<(i64, i64)>> {
 }
 
 /// `sql` (ending with its conditions) and its `values`, limited to the positions of `range`.
-pub fn in_range(sql: &str, values: &[Value], range: Option<(i64, i64)>) -> (String, Vec<Value>) {
+pub(crate) fn in_range(
+    sql: &str,
+    values: &[Value],
+    range: Option<(i64, i64)>,
+) -> (String, Vec<Value>) {
     let (mut sql, mut values) = (sql.to_string(), values.to_vec());
     if let Some((first, last)) = range {
         sql.push_str(" AND \"pos\" BETWEEN ? AND ?");
@@ -53,7 +57,7 @@ pub fn in_range(sql: &str, values: &[Value], range: Option<(i64, i64)>) -> (Stri
 /// as rusqlite binds them), the parts side by side on blocking threads; their results in
 /// position order. `None` when there is no direct reader, a value has a type the direct read
 /// does not bind, or a part failed: the caller then asks the store.
-pub async fn each_part<T, E>(
+pub(crate) async fn each_part<T, E>(
     direct: Option<Arc<DirectSqlite>>,
     statement: &sea_orm::Statement,
     (records, split): (i64, bool),
@@ -85,7 +89,7 @@ where
 
 /// A `SELECT COUNT(*), … WHERE …` statement's counts (each column of its one row), its
 /// parts counted side by side and added.
-pub async fn counts(
+pub(crate) async fn counts(
     direct: Option<Arc<DirectSqlite>>,
     statement: &sea_orm::Statement,
     records: i64,
@@ -121,7 +125,7 @@ pub async fn counts(
 /// The rows of a `SELECT "pos", c1, … WHERE …` statement of integer columns (each `None`
 /// where NULL), `width` columns each, flattened, in position order: its parts read side by
 /// side and put one after the other.
-pub async fn integer_rows(
+pub(crate) async fn integer_rows(
     direct: Option<Arc<DirectSqlite>>,
     statement: &sea_orm::Statement,
     (records, split): (i64, bool),

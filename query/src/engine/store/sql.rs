@@ -10,14 +10,14 @@ use crate::request::{ExactValue, Filter, RangeValue};
 
 /// A statement being written: text plus bound values.
 #[derive(Clone)]
-pub struct Sql {
+pub(crate) struct Sql {
     backend: DatabaseBackend,
     pub text: String,
     values: Vec<Value>,
 }
 
 impl Sql {
-    pub fn new(backend: DatabaseBackend) -> Self {
+    pub(crate) fn new(backend: DatabaseBackend) -> Self {
         Sql {
             backend,
             text: String::with_capacity(256),
@@ -26,13 +26,13 @@ impl Sql {
     }
 
     /// Appends SQL text (never client input).
-    pub fn push(&mut self, text: &str) -> &mut Self {
+    pub(crate) fn push(&mut self, text: &str) -> &mut Self {
         self.text.push_str(text);
         self
     }
 
     /// Appends a placeholder bound to `value`.
-    pub fn bind(&mut self, value: impl Into<Value>) -> &mut Self {
+    pub(crate) fn bind(&mut self, value: impl Into<Value>) -> &mut Self {
         self.values.push(value.into());
         match self.backend {
             DatabaseBackend::Postgres => {
@@ -45,7 +45,7 @@ impl Sql {
     }
 
     /// Appends a double-quoted identifier that comes from the schema.
-    pub fn ident(&mut self, name: &str) -> &mut Self {
+    pub(crate) fn ident(&mut self, name: &str) -> &mut Self {
         debug_assert!(!name.contains('"'));
         self.text.push('"');
         self.text.push_str(name);
@@ -54,13 +54,13 @@ impl Sql {
     }
 
     /// The finished statement.
-    pub fn build(self) -> Statement {
+    pub(crate) fn build(self) -> Statement {
         Statement::from_sql_and_values(self.backend, self.text, self.values)
     }
 }
 
 /// A filter whose full-text terms have been resolved to text-dictionary ids.
-pub struct ResolvedFilter<'a> {
+pub(crate) struct ResolvedFilter<'a> {
     pub filter: &'a Filter,
     /// For each `q` term, the ids of the dictionary values containing it.
     pub term_ids: Vec<Vec<i64>>,
@@ -77,7 +77,7 @@ pub struct ResolvedFilter<'a> {
 
 impl ResolvedFilter<'_> {
     /// Whether some term or date range matched nothing, so no record can match.
-    pub fn matches_nothing(&self) -> bool {
+    pub(crate) fn matches_nothing(&self) -> bool {
         self.term_ids.iter().any(Vec::is_empty)
             || self.field_ids.iter().any(Vec::is_empty)
             || self.date_values.iter().any(Vec::is_empty)
@@ -86,14 +86,14 @@ impl ResolvedFilter<'_> {
 }
 
 /// Whether a range compares instants (a date field's).
-pub fn is_date_range(range: &crate::request::Range) -> bool {
+pub(crate) fn is_date_range(range: &crate::request::Range) -> bool {
     matches!(range.lower, Some((RangeValue::Time(_), _)))
         || matches!(range.upper, Some((RangeValue::Time(_), _)))
 }
 
 /// The smallest string above every string that starts with `prefix`, in byte (code point)
 /// order; `None` when there is none.
-pub fn prefix_end(prefix: &str) -> Option<String> {
+pub(crate) fn prefix_end(prefix: &str) -> Option<String> {
     let mut chars: Vec<char> = prefix.chars().collect();
     while let Some(last) = chars.pop() {
         let next = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
@@ -107,7 +107,7 @@ pub fn prefix_end(prefix: &str) -> Option<String> {
 
 /// Which index a records statement should be read through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
+pub(crate) enum Access {
     /// Let the store's planner choose.
     Planner,
     /// Walk this sort column's index and check the conditions row by row. On SQLite the
@@ -119,7 +119,7 @@ pub enum Access {
 }
 
 /// `FROM "records_vN" WHERE …` for a resolved filter (`WHERE 1=1` when it has no condition).
-pub fn from_where(
+pub(crate) fn from_where(
     sql: &mut Sql,
     schema: &DatasetSchema,
     resolved: &ResolvedFilter<'_>,
@@ -313,7 +313,11 @@ fn in_texts(sql: &mut Sql, values: &[String]) {
 }
 
 /// The distinct stored texts of `column` (a date field's, for its ranges).
-pub fn distinct_values(backend: DatabaseBackend, version_id: i64, column: &str) -> Statement {
+pub(crate) fn distinct_values(
+    backend: DatabaseBackend,
+    version_id: i64,
+    column: &str,
+) -> Statement {
     let mut sql = Sql::new(backend);
     sql.push("SELECT DISTINCT ")
         .ident(column)
@@ -328,7 +332,11 @@ pub fn distinct_values(backend: DatabaseBackend, version_id: i64, column: &str) 
 /// The statement that finds the dictionary ids of values containing `term` (lower-cased):
 /// a trigram index search for terms of three characters or more, a scan of the (small)
 /// dictionary for shorter ones.
-pub fn dictionary_lookup(backend: DatabaseBackend, version_id: i64, term: &str) -> Statement {
+pub(crate) fn dictionary_lookup(
+    backend: DatabaseBackend,
+    version_id: i64,
+    term: &str,
+) -> Statement {
     let table = text_table(version_id);
     let mut sql = Sql::new(backend);
     match backend {
@@ -367,7 +375,7 @@ pub fn dictionary_lookup(backend: DatabaseBackend, version_id: i64, term: &str) 
 
 /// Which part of a two-part sort a statement reads.
 #[derive(Clone, Copy, PartialEq)]
-pub enum Part {
+pub(crate) enum Part {
     /// No sort, or a sort key that is never missing (`_id`): one ordered read.
     All,
     /// Records that have the first sort key's value.
@@ -379,7 +387,7 @@ pub enum Part {
 /// Appends the rest of a condition and the order of one `part` of a sort (after
 /// [`from_where`]): ` AND c IS NOT NULL ORDER BY c DESC, …, "pos"` and the like; the file order
 /// (`pos`) breaks every tie.
-pub fn order_by(sql: &mut Sql, schema: &DatasetSchema, sort: &[(Column, bool)], part: Part) {
+pub(crate) fn order_by(sql: &mut Sql, schema: &DatasetSchema, sort: &[(Column, bool)], part: Part) {
     let mut keys = sort.iter();
     sql.push(" ");
     if part != Part::All {
@@ -410,13 +418,13 @@ pub fn order_by(sql: &mut Sql, schema: &DatasetSchema, sort: &[(Column, bool)], 
 
 /// The sort-key values of one row, read to go on after it (a cursor's keyset): `None` where
 /// the row has no value.
-pub type KeyValues = Vec<Option<Value>>;
+pub(crate) type KeyValues = Vec<Option<Value>>;
 
 /// ` AND …`: the rows that come after the row at `pos` whose sort keys hold `values`, in the
 /// order [`order_by`] writes for `sort` (each key's missing values after its others, then
 /// `pos`). On the part of the rows with the first key's value, that key's bound comes first as
 /// a range of its own, so an index on it (or the planner) starts there instead of at the top.
-pub fn after_row(
+pub(crate) fn after_row(
     sql: &mut Sql,
     schema: &DatasetSchema,
     sort: &[(Column, bool)],

@@ -19,16 +19,16 @@ use crate::dataset::DatasetSchema;
 use crate::error::ApiError;
 
 /// The distinct values a field's counts may hold before they are dropped.
-pub const DISTINCT_CAP: usize = 100_000;
+pub(crate) const DISTINCT_CAP: usize = 100_000;
 
-pub type Counts<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+pub(crate) type Counts<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// A text field's dictionary ids: how many records hold each, and the first one's position.
-pub type TextCounts = Counts<i64, (u64, i64)>;
+pub(crate) type TextCounts = Counts<i64, (u64, i64)>;
 
 /// What one read found in one field's column.
 #[derive(Debug, Default)]
-pub struct ColumnTally {
+pub(crate) struct ColumnTally {
     /// Records without a value (the column is NULL).
     pub nulls: u64,
     /// Keyword, boolean and date values by their text: how many records hold each; `None`
@@ -45,11 +45,11 @@ pub struct ColumnTally {
 }
 
 /// Each field's tally, by its place in the schema; `None` for fields without a column.
-pub type Tallies = Vec<Option<ColumnTally>>;
+pub(crate) type Tallies = Vec<Option<ColumnTally>>;
 
 /// Tallies every column of version `schema` (or only those of the fields at `only`) in one
 /// read; `None` when the read fails (the caller then asks the store field by field).
-pub async fn tally_direct(
+pub(crate) async fn tally_direct(
     direct: Arc<DirectSqlite>,
     schema: Arc<DatasetSchema>,
     (id_field, only): (Option<String>, Option<Vec<usize>>),

@@ -19,7 +19,7 @@ const DIGITS: usize = 10;
 
 /// Every row's id, in file order.
 #[derive(Debug)]
-pub enum Ids {
+pub(crate) enum Ids {
     /// Plain decimal numbers, each the text of its id.
     Numbers(Vec<u32>),
     /// Any texts.
@@ -35,7 +35,7 @@ impl Default for Ids {
 impl Ids {
     /// Appends `id` as the next row's. A text that is not a plain number turns the numbers
     /// held so far into texts, once.
-    pub fn push(&mut self, id: &str) {
+    pub(crate) fn push(&mut self, id: &str) {
         match self {
             Ids::Numbers(numbers) => match plain_number(id) {
                 Some(n) => numbers.push(n),
@@ -48,7 +48,7 @@ impl Ids {
     }
 
     /// Appends `other`'s ids after this one's (a build read in parts).
-    pub fn append(&mut self, other: &Ids) {
+    pub(crate) fn append(&mut self, other: &Ids) {
         match (&mut *self, other) {
             (Ids::Numbers(a), Ids::Numbers(b)) => a.extend_from_slice(b),
             (_, other) => {
@@ -75,20 +75,15 @@ impl Ids {
     }
 
     /// Number of rows.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Ids::Numbers(numbers) => numbers.len(),
             Ids::Texts(texts) => texts.len(),
         }
     }
 
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Row `row`'s id.
-    pub fn get(&self, row: u32) -> IdText<'_> {
+    pub(crate) fn get(&self, row: u32) -> IdText<'_> {
         match self {
             Ids::Numbers(numbers) => IdText::Digits(Digits::of(numbers[row as usize])),
             Ids::Texts(texts) => IdText::Text(texts.get(row)),
@@ -96,7 +91,7 @@ impl Ids {
     }
 
     /// How rows `a` and `b`'s ids compare, byte by byte.
-    pub fn compare(&self, a: u32, b: u32) -> Ordering {
+    pub(crate) fn compare(&self, a: u32, b: u32) -> Ordering {
         match self {
             Ids::Numbers(numbers) => {
                 byte_order_key(numbers[a as usize]).cmp(&byte_order_key(numbers[b as usize]))
@@ -116,7 +111,7 @@ impl Ids {
     }
 
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         match self {
             Ids::Numbers(numbers) => numbers.capacity() * 4,
             Ids::Texts(texts) => texts.bytes(),
@@ -148,7 +143,7 @@ fn byte_order_key(n: u32) -> u64 {
 
 /// A number's decimal text, held inline.
 #[derive(Clone, Copy, Debug)]
-pub struct Digits {
+pub(crate) struct Digits {
     buf: [u8; DIGITS],
     start: u8,
 }
@@ -182,7 +177,7 @@ impl Deref for Digits {
 
 /// One row's id: borrowed text, or a number's digits.
 #[derive(Clone, Copy, Debug)]
-pub enum IdText<'a> {
+pub(crate) enum IdText<'a> {
     Text(&'a str),
     Digits(Digits),
 }
@@ -202,7 +197,7 @@ impl Deref for IdText<'_> {
 /// dictionary would add each row's code and each code's row list, and building one would
 /// hash every id.
 #[derive(Debug, Default)]
-pub struct IdColumn {
+pub(crate) struct IdColumn {
     /// Row `r`'s id is `ids.get(r)`.
     pub(in crate::engine::memory) ids: Ids,
     /// The rows in byte order of their ids.
@@ -212,7 +207,7 @@ pub struct IdColumn {
 impl IdColumn {
     /// The column of `ids`, one per row in file order; `None` when two rows share one (an
     /// import never publishes that).
-    pub fn new(mut ids: Ids) -> Option<Self> {
+    pub(crate) fn new(mut ids: Ids) -> Option<Self> {
         ids.shrink_to_fit();
         let mut sorted: Vec<u32> = (0..ids.len() as u32).collect();
         match &ids {
@@ -234,12 +229,12 @@ impl IdColumn {
     }
 
     /// The id of `row`.
-    pub fn get(&self, row: u32) -> IdText<'_> {
+    pub(crate) fn get(&self, row: u32) -> IdText<'_> {
         self.ids.get(row)
     }
 
     /// How rows `a` and `b`'s ids compare, byte by byte.
-    pub fn compare(&self, a: u32, b: u32) -> Ordering {
+    pub(crate) fn compare(&self, a: u32, b: u32) -> Ordering {
         self.ids.compare(a, b)
     }
 
@@ -248,7 +243,7 @@ impl IdColumn {
     /// Numbered ids are first looked for where a row number puts them (id `n` at row `n - 1`
     /// or `n`): ids are unique, so a row holding it there is the answer, without the binary
     /// search of the byte order, whose steps each look up a row of `sorted`.
-    pub fn find(&self, id: &str) -> Option<u32> {
+    pub(crate) fn find(&self, id: &str) -> Option<u32> {
         let i = match &self.ids {
             Ids::Numbers(numbers) => {
                 let n = plain_number(id)?;
@@ -271,12 +266,12 @@ impl IdColumn {
     }
 
     /// The rows in byte order of their ids.
-    pub fn sorted(&self) -> &RowList {
+    pub(crate) fn sorted(&self) -> &RowList {
         &self.sorted
     }
 
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.ids.bytes() + self.sorted.bytes()
     }
 }

@@ -13,9 +13,11 @@ mod strings;
 #[cfg(test)]
 mod tests;
 
-pub use ids::{IdColumn, IdText, Ids};
-pub use numbers::{NumBuilder, NumColumn, Numbers};
-pub use strings::{Code, Codes, Dict, Postings, StrBuilder, StrColumn, TextColumn, code_counts};
+pub(crate) use ids::{IdColumn, Ids};
+pub(crate) use numbers::{NumBuilder, NumColumn, Numbers};
+pub(crate) use strings::{
+    Code, Codes, Dict, Postings, StrBuilder, StrColumn, TextColumn, code_counts,
+};
 
 /// The code of a row that has no value.
-pub const MISSING: u32 = u32::MAX;
+pub(crate) const MISSING: u32 = u32::MAX;

@@ -7,7 +7,7 @@ use super::*;
 /// the column exactly (small integers take 1–2 bytes instead of 8).
 /// Integer types give their smallest value to "missing"; floats use NaN.
 #[derive(Debug)]
-pub enum Numbers {
+pub(crate) enum Numbers {
     I8(Vec<i8>),
     I16(Vec<i16>),
     I32(Vec<i32>),
@@ -56,7 +56,7 @@ impl Numbers {
 
     /// The value of `row`; NaN when it has none.
     #[inline]
-    pub fn get(&self, row: usize) -> f64 {
+    pub(crate) fn get(&self, row: usize) -> f64 {
         match self {
             Numbers::I8(v) => match v[row] {
                 i8::MIN => f64::NAN,
@@ -76,7 +76,7 @@ impl Numbers {
     }
 
     /// Number of rows.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Numbers::I8(v) => v.len(),
             Numbers::I16(v) => v.len(),
@@ -84,11 +84,6 @@ impl Numbers {
             Numbers::F32(v) => v.len(),
             Numbers::F64(v) => v.len(),
         }
-    }
-
-    /// Whether there are no rows.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     pub(super) fn reserve(&mut self, more: usize) {
@@ -125,7 +120,7 @@ impl Numbers {
 
 /// A number field: values per row (NaN when missing) and the rows that have one, in order.
 #[derive(Debug, Default)]
-pub struct NumColumn {
+pub(crate) struct NumColumn {
     pub values: Numbers,
     /// Rows with a value, by value then row (SQL's order, ties in file order).
     pub order: RowList,
@@ -136,14 +131,15 @@ pub(super) const COUNTING_SPAN: i64 = 1 << 20;
 
 impl NumColumn {
     /// The column of `values` (NaN for a missing value).
-    pub fn new(values: Vec<f64>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(values: Vec<f64>) -> Self {
         let mut builder = NumBuilder::default();
         values.into_iter().for_each(|v| builder.push(v));
         builder.finish()
     }
 
     /// The part of [`Self::order`] whose value equals `value`.
-    pub fn equal(&self, value: f64) -> Rows<'_> {
+    pub(crate) fn equal(&self, value: f64) -> Rows<'_> {
         let low = self
             .order
             .partition_point(|r| self.values.get(r as usize) < value);
@@ -154,7 +150,7 @@ impl NumColumn {
     }
 
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.values.bytes() + self.order.bytes()
     }
 }
@@ -162,7 +158,7 @@ impl NumColumn {
 /// Collects a number column row by row in the narrowest type its values so far allow, so a
 /// build never holds every column as `f64`.
 #[derive(Debug, Default)]
-pub struct NumBuilder {
+pub(crate) struct NumBuilder {
     pub(super) values: Numbers,
     /// Rows expected: room kept for them when the type widens.
     pub(super) rows: usize,
@@ -170,7 +166,7 @@ pub struct NumBuilder {
 
 impl NumBuilder {
     /// A builder with room for `rows` rows.
-    pub fn with_capacity(rows: usize) -> Self {
+    pub(crate) fn with_capacity(rows: usize) -> Self {
         NumBuilder {
             values: Numbers::I8(Vec::with_capacity(rows)),
             rows,
@@ -179,7 +175,7 @@ impl NumBuilder {
 
     /// Appends the next row's value (NaN or an infinity: none). `-0.0` is kept as `0.0`, as
     /// the stores give it back.
-    pub fn push(&mut self, value: f64) {
+    pub(crate) fn push(&mut self, value: f64) {
         let v = if value == 0.0 {
             0.0
         } else if value.is_finite() {
@@ -210,7 +206,7 @@ impl NumBuilder {
 
     /// Appends the rows `other` collected after this builder's (a build read in parts),
     /// widening the type when `other`'s values need it.
-    pub fn append(&mut self, other: NumBuilder) {
+    pub(crate) fn append(&mut self, other: NumBuilder) {
         let more = other.values;
         match (&mut self.values, &more) {
             (Numbers::I8(a), Numbers::I8(b)) => a.extend_from_slice(b),
@@ -223,7 +219,7 @@ impl NumBuilder {
     }
 
     /// The column, with its value order.
-    pub fn finish(self) -> NumColumn {
+    pub(crate) fn finish(self) -> NumColumn {
         let mut values = self.values;
         values.shrink_to_fit();
         let order = match &values {

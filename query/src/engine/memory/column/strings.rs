@@ -19,31 +19,26 @@ use super::*;
 
 /// Distinct strings in byte order, in one buffer.
 #[derive(Debug, Default)]
-pub struct Dict {
+pub(crate) struct Dict {
     pub(in crate::engine::memory) text: String,
     pub(in crate::engine::memory) ends: Vec<u32>,
 }
 
 impl Dict {
     /// Number of values.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.ends.len()
     }
 
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
     /// The value with code `code`.
-    pub fn get(&self, code: u32) -> &str {
+    pub(crate) fn get(&self, code: u32) -> &str {
         let i = code as usize;
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         &self.text[start..self.ends[i] as usize]
     }
 
     /// The code of `value`, if present (binary search: the values are sorted).
-    pub fn find(&self, value: &str) -> Option<u32> {
+    pub(crate) fn find(&self, value: &str) -> Option<u32> {
         let (mut low, mut high) = (0usize, self.len());
         while low < high {
             let mid = (low + high) / 2;
@@ -58,28 +53,28 @@ impl Dict {
 
     /// Appends `value` as the next code. [`Self::find`] needs values appended in byte order;
     /// a dictionary only searched with [`Self::containing`] may take any order.
-    pub fn push(&mut self, value: &str) {
+    pub(crate) fn push(&mut self, value: &str) {
         self.text.push_str(value);
         self.ends.push(self.text.len() as u32);
     }
 
     /// Appends `other`'s values after this one's, in its order (a build read in parts: the
     /// ids of the rows after this part's).
-    pub fn append(&mut self, other: &Dict) {
+    pub(crate) fn append(&mut self, other: &Dict) {
         let base = self.text.len() as u32;
         self.text.push_str(&other.text);
         self.ends.extend(other.ends.iter().map(|end| end + base));
     }
 
     /// Codes of the values containing `needle`.
-    pub fn containing(&self, needle: &str) -> Vec<u32> {
+    pub(crate) fn containing(&self, needle: &str) -> Vec<u32> {
         (0..self.len() as u32)
             .filter(|&code| self.get(code).contains(needle))
             .collect()
     }
 
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.text.capacity() + self.ends.capacity() * 4
     }
 }
@@ -87,7 +82,7 @@ impl Dict {
 // Per-row codes.
 
 /// Rows per code of `codes` (codes below `distinct`).
-pub fn code_counts(codes: &Codes, distinct: usize) -> Vec<u32> {
+pub(crate) fn code_counts(codes: &Codes, distinct: usize) -> Vec<u32> {
     let mut counts = vec![0u32; distinct];
     for row in 0..codes.len() {
         let code = codes.get(row);
@@ -99,7 +94,7 @@ pub fn code_counts(codes: &Codes, distinct: usize) -> Vec<u32> {
 }
 
 /// One of the code types of [`Codes`], for loops compiled once per type.
-pub trait Code: Copy + PartialEq {
+pub(crate) trait Code: Copy + PartialEq {
     /// The value standing for [`MISSING`].
     const NONE: Self;
     /// The code as `u32`.
@@ -161,7 +156,7 @@ impl Code for u32 {
 /// A column's codes by row in the narrowest unsigned type its dictionary needs (a
 /// carrier takes one byte, not four); each type's largest value stands for [`MISSING`].
 #[derive(Clone, Debug)]
-pub enum Codes {
+pub(crate) enum Codes {
     U8(Vec<u8>),
     U16(Vec<u16>),
     U32(Vec<u32>),
@@ -175,7 +170,7 @@ impl Default for Codes {
 
 impl Codes {
     /// Room for `rows` codes below `distinct`, in the type they need.
-    pub fn with_capacity(distinct: usize, rows: usize) -> Self {
+    pub(crate) fn with_capacity(distinct: usize, rows: usize) -> Self {
         if distinct < usize::from(u8::MAX) {
             Codes::U8(Vec::with_capacity(rows))
         } else if distinct < usize::from(u16::MAX) {
@@ -186,7 +181,8 @@ impl Codes {
     }
 
     /// `codes` (each below `distinct`, or [`MISSING`]) in the narrowest type.
-    pub fn new(codes: Vec<u32>, distinct: usize) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(codes: Vec<u32>, distinct: usize) -> Self {
         let mut narrow = Codes::with_capacity(distinct, codes.len());
         codes.into_iter().for_each(|code| narrow.push(code));
         narrow
@@ -194,7 +190,7 @@ impl Codes {
 
     /// Appends the next row's code, widening the type when the code needs it (a build does
     /// not know its number of distinct values until the end).
-    pub fn push(&mut self, code: u32) {
+    pub(crate) fn push(&mut self, code: u32) {
         /// `v` in the wider type `U`, with room for as many codes.
         fn widen<T: Code, U: Code>(v: &Vec<T>) -> Vec<U> {
             let mut wide = Vec::with_capacity(v.capacity());
@@ -221,7 +217,7 @@ impl Codes {
     }
 
     /// Appends `other`'s rows, each code `c` as `map(c)` ([`MISSING`] stays missing).
-    pub fn append(&mut self, other: &Codes, map: impl Fn(u32) -> u32) {
+    pub(crate) fn append(&mut self, other: &Codes, map: impl Fn(u32) -> u32) {
         for row in 0..other.len() {
             let code = other.get(row);
             self.push(if code == MISSING { MISSING } else { map(code) });
@@ -252,7 +248,7 @@ impl Codes {
 
     /// The code of `row`; [`MISSING`] when it has none.
     #[inline]
-    pub fn get(&self, row: usize) -> u32 {
+    pub(crate) fn get(&self, row: usize) -> u32 {
         match self {
             Codes::U8(c) => c[row].code(),
             Codes::U16(c) => c[row].code(),
@@ -261,7 +257,7 @@ impl Codes {
     }
 
     /// Number of rows.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Codes::U8(c) => c.len(),
             Codes::U16(c) => c.len(),
@@ -269,18 +265,13 @@ impl Codes {
         }
     }
 
-    /// Whether there are no rows.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The codes, widened.
-    pub fn to_vec(&self) -> Vec<u32> {
+    pub(crate) fn to_vec(&self) -> Vec<u32> {
         (0..self.len()).map(|r| self.get(r)).collect()
     }
 
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         match self {
             Codes::U8(c) => c.capacity(),
             Codes::U16(c) => c.capacity() * 2,
@@ -294,7 +285,7 @@ impl Codes {
 /// Rows per code: `rows[starts[c]..starts[c + 1]]`, ascending. A frequent code's rows are a
 /// bit set instead ([`Self::dense`]); its count is kept.
 #[derive(Debug, Default)]
-pub struct Postings {
+pub(crate) struct Postings {
     pub(in crate::engine::memory) starts: Vec<u32>,
     pub(in crate::engine::memory) rows: RowList,
     /// Rows per code, when some codes' rows are left out (empty otherwise).
@@ -313,7 +304,7 @@ pub(super) const DENSE_SHARE: usize = 32;
 impl Postings {
     /// Groups the rows of `codes` by code (`MISSING` rows are left out), frequent codes as bit
     /// sets (`counts`: each code's rows).
-    pub fn new(codes: &Codes, counts: &[u32]) -> Self {
+    pub(crate) fn new(codes: &Codes, counts: &[u32]) -> Self {
         let rows = codes.len();
         let frequent = |code: u32| counts[code as usize] as usize * DENSE_SHARE >= rows;
         let mut postings = Postings::listing(codes, counts, |code| !frequent(code));
@@ -340,7 +331,7 @@ impl Postings {
 
     /// Groups the rows of `codes` by code, listing only those of the codes `listed` accepts;
     /// `counts` are each code's rows.
-    pub fn listing(codes: &Codes, counts: &[u32], listed: impl Fn(u32) -> bool) -> Self {
+    pub(crate) fn listing(codes: &Codes, counts: &[u32], listed: impl Fn(u32) -> bool) -> Self {
         let keep: Vec<bool> = (0..counts.len() as u32).map(&listed).collect();
         let mut starts = vec![0u32; counts.len() + 1];
         for (code, &n) in counts.iter().enumerate() {
@@ -369,7 +360,7 @@ impl Postings {
     }
 
     /// The rows of `code` as a bit set, when the code is frequent enough to keep one.
-    pub fn dense(&self, code: u32) -> Option<&Bits> {
+    pub(crate) fn dense(&self, code: u32) -> Option<&Bits> {
         self.dense
             .binary_search_by_key(&code, |(c, _)| *c)
             .ok()
@@ -377,7 +368,7 @@ impl Postings {
     }
 
     /// Adds the rows holding `code` to `bits`: a word-wise union for a frequent code.
-    pub fn add_to(&self, code: u32, bits: &mut Bits) {
+    pub(crate) fn add_to(&self, code: u32, bits: &mut Bits) {
         match self.dense(code) {
             Some(dense) => bits.union(dense),
             None => self.rows(code).insert_into(bits),
@@ -385,7 +376,7 @@ impl Postings {
     }
 
     /// The first row holding `code`.
-    pub fn first(&self, code: u32) -> Option<u32> {
+    pub(crate) fn first(&self, code: u32) -> Option<u32> {
         match self.dense(code) {
             Some(dense) => dense.iter().next(),
             None => self.rows(code).first(),
@@ -393,14 +384,14 @@ impl Postings {
     }
 
     /// The rows holding `code`, ascending (none for a frequent code: see [`Self::dense`]).
-    pub fn rows(&self, code: u32) -> Rows<'_> {
+    pub(crate) fn rows(&self, code: u32) -> Rows<'_> {
         let c = code as usize;
         self.rows
             .slice(self.starts[c] as usize..self.starts[c + 1] as usize)
     }
 
     /// Number of rows holding `code`.
-    pub fn len(&self, code: u32) -> u32 {
+    pub(crate) fn len(&self, code: u32) -> u32 {
         match self.sizes.get(code as usize) {
             Some(&n) => n,
             None => self.starts[code as usize + 1] - self.starts[code as usize],
@@ -418,7 +409,7 @@ impl Postings {
 
 /// A keyword, date or boolean field, or `_id`: codes into a sorted dictionary.
 #[derive(Debug, Default)]
-pub struct StrColumn {
+pub(crate) struct StrColumn {
     pub dict: Dict,
     /// Per row; [`MISSING`] when the row has no value.
     pub codes: Codes,
@@ -427,19 +418,19 @@ pub struct StrColumn {
 
 impl StrColumn {
     /// The rows of `code` as a bit set, when the value is frequent enough to keep one.
-    pub fn dense(&self, code: u32) -> Option<&Bits> {
+    pub(crate) fn dense(&self, code: u32) -> Option<&Bits> {
         self.postings.dense(code)
     }
 
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.dict.bytes() + self.codes.bytes() + self.postings.bytes()
     }
 }
 
 /// Collects a string column row by row, then sorts its dictionary.
 #[derive(Default)]
-pub struct StrBuilder {
+pub(crate) struct StrBuilder {
     /// Each distinct value once, with its provisional code (order of first appearance). Hashed
     /// with foldhash, not SipHash: a build hashes every value of every row, and these keys come
     /// from the store, not from a request.
@@ -449,7 +440,7 @@ pub struct StrBuilder {
 
 impl StrBuilder {
     /// A builder with room for `rows` rows of few distinct values.
-    pub fn with_capacity(rows: usize) -> Self {
+    pub(crate) fn with_capacity(rows: usize) -> Self {
         StrBuilder {
             seen: HashMap::default(),
             codes: Codes::with_capacity(0, rows),
@@ -457,7 +448,7 @@ impl StrBuilder {
     }
 
     /// Appends the next row's value.
-    pub fn push(&mut self, value: Option<&str>) {
+    pub(crate) fn push(&mut self, value: Option<&str>) {
         let code = match value {
             None => MISSING,
             Some(v) => match self.seen.get(v) {
@@ -473,7 +464,7 @@ impl StrBuilder {
     }
 
     /// Appends the rows `other` collected after this builder's (a build read in parts).
-    pub fn append(&mut self, other: StrBuilder) {
+    pub(crate) fn append(&mut self, other: StrBuilder) {
         let mut map = vec![0u32; other.seen.len()];
         for (value, code) in other.seen {
             let next = self.seen.len() as u32;
@@ -483,7 +474,7 @@ impl StrBuilder {
     }
 
     /// The column, with codes renumbered in byte order of the values.
-    pub fn finish(self) -> StrColumn {
+    pub(crate) fn finish(self) -> StrColumn {
         let StrBuilder { seen, mut codes } = self;
         let mut values: Vec<(Box<str>, u32)> = seen.into_iter().collect();
         values.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -513,14 +504,14 @@ impl StrBuilder {
 /// A text field: codes into the version's text dictionary, with rows per code (frequent codes
 /// as bit sets, like a keyword's values).
 #[derive(Debug, Default)]
-pub struct TextColumn {
+pub(crate) struct TextColumn {
     pub codes: Codes,
     pub postings: Postings,
 }
 
 impl TextColumn {
     /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.codes.bytes() + self.postings.bytes()
     }
 }

@@ -24,24 +24,24 @@ pub(super) trait Take: Sized {
 
 /// The byte before each variant's arrays (a change is a new [`super::FORMAT`]).
 mod tag {
-    pub const CODES_U8: u8 = 1;
-    pub const CODES_U16: u8 = 2;
-    pub const CODES_U32: u8 = 4;
-    pub const NUMBERS_I8: u8 = 1;
-    pub const NUMBERS_I16: u8 = 2;
-    pub const NUMBERS_I32: u8 = 3;
-    pub const NUMBERS_F32: u8 = 4;
-    pub const NUMBERS_F64: u8 = 5;
-    pub const LIST_WIDE: u8 = 0;
-    pub const LIST_SPLIT: u8 = 1;
-    pub const LIST_RUN: u8 = 2;
-    pub const FIELD_NONE: u8 = 0;
-    pub const FIELD_STR: u8 = 1;
-    pub const FIELD_NUM: u8 = 2;
-    pub const FIELD_TEXT: u8 = 3;
-    pub const FIELD_ID: u8 = 4;
-    pub const IDS_TEXTS: u8 = 0;
-    pub const IDS_NUMBERS: u8 = 1;
+    pub(super) const CODES_U8: u8 = 1;
+    pub(super) const CODES_U16: u8 = 2;
+    pub(super) const CODES_U32: u8 = 4;
+    pub(super) const NUMBERS_I8: u8 = 1;
+    pub(super) const NUMBERS_I16: u8 = 2;
+    pub(super) const NUMBERS_I32: u8 = 3;
+    pub(super) const NUMBERS_F32: u8 = 4;
+    pub(super) const NUMBERS_F64: u8 = 5;
+    pub(super) const LIST_WIDE: u8 = 0;
+    pub(super) const LIST_SPLIT: u8 = 1;
+    pub(super) const LIST_RUN: u8 = 2;
+    pub(super) const FIELD_NONE: u8 = 0;
+    pub(super) const FIELD_STR: u8 = 1;
+    pub(super) const FIELD_NUM: u8 = 2;
+    pub(super) const FIELD_TEXT: u8 = 3;
+    pub(super) const FIELD_ID: u8 = 4;
+    pub(super) const IDS_TEXTS: u8 = 0;
+    pub(super) const IDS_NUMBERS: u8 = 1;
 }
 
 fn check(ok: bool, why: &str) -> io::Result<()> {

@@ -39,12 +39,12 @@ use super::{FieldIndex, MemIndex};
 use crate::dataset::Dataset;
 
 /// The first bytes of every index file.
-pub const MAGIC: &[u8; 8] = b"ODQSIDX\0";
+pub(crate) const MAGIC: &[u8; 8] = b"ODQSIDX\0";
 
 /// The layout of the file; a change to any structure's arrays bumps it, and files of another
 /// format are refused (and rebuilt). 2: a keyword id field is held by `_id` alone
 /// ([`FieldIndex::Id`]).
-pub const FORMAT: u64 = 3;
+pub(crate) const FORMAT: u64 = 3;
 
 /// The name of a version's file ends so.
 const SUFFIX: &str = ".idx";
@@ -56,7 +56,7 @@ const BUFFER: usize = 1 << 20;
 /// What an index was built from: the dataset (its id, slug and creation instant, so a store made
 /// again from scratch, whose version ids start over, does not match), the version (its id and
 /// number), the row count and each field's name, type and column.
-pub fn fingerprint(dataset: &Dataset) -> [u8; 32] {
+pub(crate) fn fingerprint(dataset: &Dataset) -> [u8; 32] {
     let mut hash = Sha256::new();
     let meta = &dataset.meta;
     let mut put = |part: &str| {
@@ -81,7 +81,7 @@ pub fn fingerprint(dataset: &Dataset) -> [u8; 32] {
 
 /// What a file must say to be used: the version, its rows and its [`fingerprint`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     pub version_id: i64,
     pub rows: u32,
     pub fingerprint: [u8; 32],
@@ -89,7 +89,7 @@ pub struct Header {
 
 impl Header {
     /// The header an index of `dataset`'s version must carry.
-    pub fn of(dataset: &Dataset) -> Self {
+    pub(crate) fn of(dataset: &Dataset) -> Self {
         Header {
             version_id: dataset.schema.version_id,
             rows: dataset.meta.record_count.clamp(0, i64::from(u32::MAX)) as u32,
@@ -127,7 +127,7 @@ impl Header {
 }
 
 /// Writes `index` with `header` to `out`; the bytes written.
-pub fn write<W: Write>(index: &MemIndex, header: &Header, out: W) -> io::Result<(W, u64)> {
+pub(crate) fn write<W: Write>(index: &MemIndex, header: &Header, out: W) -> io::Result<(W, u64)> {
     let mut sink = Sink::new(out);
     header.put(&mut sink)?;
     index.texts.put(&mut sink)?;
@@ -142,7 +142,7 @@ pub fn write<W: Write>(index: &MemIndex, header: &Header, out: W) -> io::Result<
 
 /// Reads an index of `size` bytes written by [`write`], refusing it unless its header is
 /// `expected` and its checksum matches.
-pub fn read<R: Read>(input: R, size: u64, expected: &Header) -> io::Result<MemIndex> {
+pub(crate) fn read<R: Read>(input: R, size: u64, expected: &Header) -> io::Result<MemIndex> {
     let mut source = Source::new(input, size)?;
     expected.check(&mut source)?;
     let rows = expected.rows as usize;
@@ -176,7 +176,7 @@ pub fn read<R: Read>(input: R, size: u64, expected: &Header) -> io::Result<MemIn
 
 /// What looking for a version's file found.
 #[derive(Debug)]
-pub enum Found {
+pub(crate) enum Found {
     /// No file: build.
     Missing,
     /// A file that is not this version's valid index (deleted): build.
@@ -187,7 +187,7 @@ pub enum Found {
 
 /// The directory of index files.
 #[derive(Debug)]
-pub struct Files {
+pub(crate) struct Files {
     dir: PathBuf,
     /// Numbers the temporary files of this process's writes.
     writes: AtomicU64,
@@ -195,25 +195,20 @@ pub struct Files {
 
 impl Files {
     /// Index files in `dir` (made when the first one is written).
-    pub fn new(dir: PathBuf) -> Self {
+    pub(crate) fn new(dir: PathBuf) -> Self {
         Files {
             dir,
             writes: AtomicU64::new(0),
         }
     }
 
-    /// The directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The file of version `version_id`.
-    pub fn path(&self, version_id: i64) -> PathBuf {
+    pub(crate) fn path(&self, version_id: i64) -> PathBuf {
         self.dir.join(format!("v{version_id}{SUFFIX}"))
     }
 
     /// Reads the file of `expected`'s version (blocking); a file refused is deleted.
-    pub fn load(&self, expected: &Header) -> Found {
+    pub(crate) fn load(&self, expected: &Header) -> Found {
         let path = self.path(expected.version_id);
         let file = match File::open(&path) {
             Ok(file) => file,
@@ -234,7 +229,7 @@ impl Files {
 
     /// Writes `index` as its version's file (blocking): to a temporary file, synced, then
     /// renamed over the file's name. The bytes written.
-    pub fn save(&self, index: &MemIndex, header: &Header) -> io::Result<u64> {
+    pub(crate) fn save(&self, index: &MemIndex, header: &Header) -> io::Result<u64> {
         if index.rows != header.rows || index.version_id != header.version_id {
             // Read back, the header's count would size every array: never write a mismatch.
             return Err(invalid("the index is not of the version's rows"));
@@ -264,7 +259,7 @@ impl Files {
 
     /// Deletes the files (and left-over temporary files) of versions not in `keep`: versions
     /// no longer live have no index. The number deleted.
-    pub fn prune(&self, keep: &HashSet<i64>) -> usize {
+    pub(crate) fn prune(&self, keep: &HashSet<i64>) -> usize {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return 0;
         };
@@ -290,7 +285,7 @@ fn version_of(name: &str) -> Option<i64> {
 
 /// Loads `dataset`'s index from its file on a blocking thread, logging what happened: `None`
 /// when there is no valid file (a refused one is deleted), so the caller builds.
-pub async fn load(files: &Arc<Files>, dataset: &Dataset) -> Option<MemIndex> {
+pub(crate) async fn load(files: &Arc<Files>, dataset: &Dataset) -> Option<MemIndex> {
     let header = Header::of(dataset);
     let started = Instant::now();
     let (files, wanted) = (files.clone(), header.clone());
@@ -315,7 +310,7 @@ pub async fn load(files: &Arc<Files>, dataset: &Dataset) -> Option<MemIndex> {
 
 /// Writes `index` as `dataset`'s file on a blocking thread, not waited for: requests never
 /// wait on it, and a failure (disk full, a read-only directory) is a warning, nothing more.
-pub fn save_in_background(files: &Arc<Files>, dataset: &Dataset, index: Arc<MemIndex>) {
+pub(crate) fn save_in_background(files: &Arc<Files>, dataset: &Dataset, index: Arc<MemIndex>) {
     let header = Header::of(dataset);
     let (files, slug) = (files.clone(), dataset.meta.slug.clone());
     tokio::task::spawn_blocking(move || {
