@@ -63,7 +63,6 @@ install_missing() {
     local missing
     missing="$(missing_packages | sort -u | tr '\n' ' ')"
     [ -z "${missing// /}" ] && { say "every tool is installed"; return; }
-    is_root || die "missing: $missing; install them (Debian: sudo apt-get install $missing) or run this as root"
     command -v apt-get >/dev/null 2>&1 || die "missing: $missing, and apt-get is not here to install them"
     say "installing $missing"
     export DEBIAN_FRONTEND=noninteractive
@@ -90,7 +89,10 @@ start_docker() {
     die "dockerd does not answer docker info after 60 s: $(tail -n 3 /var/log/dockerd.log | tr '\n' ' ')"
 }
 
-is_root || die "the cluster run makes network namespaces and runs PostgreSQL as the postgres user: run this as root"
+if ! is_root; then
+    missing="$(missing_packages | sort -u | tr '\n' ' ')"
+    die "tier 2 needs root (the cluster run makes network namespaces)${missing:+ and these Debian packages: ${missing% } (apt-get install ${missing% })}: run sudo bash tests/tier2.sh, which installs them"
+fi
 install_missing
 # The configuration the haproxy:2.6 image runs, checked by the same HAProxy (the instances'
 # names resolve only inside the stack, which -c reports as a warning).
