@@ -89,28 +89,34 @@ start_docker() {
     die "dockerd does not answer docker info after 60 s: $(tail -n 3 /var/log/dockerd.log | tr '\n' ' ')"
 }
 
-if ! is_root; then
-    missing="$(missing_packages | sort -u | tr '\n' ' ')"
-    die "tier 2 needs root (the cluster run makes network namespaces)${missing:+ and these Debian packages: ${missing% } (apt-get install ${missing% })}: run sudo bash tests/tier2.sh, which installs them"
-fi
-install_missing
-# The configuration the haproxy:2.6 image runs, checked by the same HAProxy (the instances'
-# names resolve only inside the stack, which -c reports as a warning).
-haproxy_check="$(haproxy -c -f deploy/haproxy.cfg 2>&1)" \
-    || die "deploy/haproxy.cfg does not pass haproxy -c: $haproxy_check"
-start_docker
-# No image registry is reachable: the base images are built here offline, then the odqs image
-# (a cold release build takes about 12 minutes on 2 cores; an unchanged tree is a cache hit).
-# The tests run `up --no-build` and never build.
-say "building the stand-in base images (deploy/images/build-base.sh)"
-bash deploy/images/build-base.sh || die "deploy/images/build-base.sh failed"
-say "building the odqs image (docker-compose build odqs)"
-docker-compose -f docker-compose.yml build odqs || die "docker-compose build odqs failed"
+# The whole run is one function, read before it starts: an edit to this file while it runs
+# cannot change what it does.
+main() {
+    if ! is_root; then
+        missing="$(missing_packages | sort -u | tr '\n' ' ')"
+        die "tier 2 needs root (the cluster run makes network namespaces)${missing:+ and these Debian packages: ${missing% } (apt-get install ${missing% })}: run sudo bash tests/tier2.sh, which installs them"
+    fi
+    install_missing
+    # The configuration the haproxy:2.6 image runs, checked by the same HAProxy (the instances'
+    # names resolve only inside the stack, which -c reports as a warning).
+    haproxy_check="$(haproxy -c -f deploy/haproxy.cfg 2>&1)" \
+        || die "deploy/haproxy.cfg does not pass haproxy -c: $haproxy_check"
+    start_docker
+    # No image registry is reachable: the base images are built here offline, then the odqs image
+    # (a cold release build takes about 12 minutes on 2 cores; an unchanged tree is a cache hit).
+    # The tests run `up --no-build` and never build.
+    say "building the stand-in base images (deploy/images/build-base.sh)"
+    bash deploy/images/build-base.sh || die "deploy/images/build-base.sh failed"
+    say "building the odqs image (docker-compose build odqs)"
+    docker-compose -f docker-compose.yml build odqs || die "docker-compose build odqs failed"
 
-filter=()
-if [ "${1:-}" = "--" ]; then
-    shift
-    filter=("$@")
-fi
-say "running the tier-2 tests"
-cargo test --workspace --no-fail-fast -- --ignored "${filter[@]}"
+    filter=()
+    if [ "${1:-}" = "--" ]; then
+        shift
+        filter=("$@")
+    fi
+    say "running the tier-2 tests"
+    cargo test --workspace --no-fail-fast -- --ignored "${filter[@]}"
+}
+
+main "$@"
