@@ -1,15 +1,13 @@
 //! `GET /datasets/{slug}/records/{id}` (contract §5): one record by its `_id`, optionally
 //! projected; from the in-memory index's id column and the body cache when it can, else by the
-//! store's primary key.
+//! store's primary key (`engine::store::record`).
 
-use entity::record::{self, records_table};
-use sea_orm::FromQueryResult;
 use serde_json::Value;
 
 use super::{Prepared, RecordById, Resolver};
 use crate::answer::views::RecordBody;
 use crate::dataset::Dataset;
-use crate::engine::store::sql::Sql;
+use crate::engine::store;
 use crate::error::ApiError;
 use crate::request;
 
@@ -88,7 +86,6 @@ impl Resolver {
             // No id holds one, and PostgreSQL cannot take one as a bound text.
             return Err(ApiError::RecordNotFound { id: id.into() });
         }
-        let backend = self.backend();
         let schema = &dataset.schema;
         if let Some(index) = self.memory_index(dataset).await {
             let not_found = || ApiError::RecordNotFound { id: id.into() };
@@ -96,20 +93,8 @@ impl Resolver {
             let stored = self.stored_at_positions(schema, &[row]).await?.pop();
             return stored.ok_or_else(not_found)?.shaped(schema, fields);
         }
-        let mut sql = Sql::new(backend);
-        sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
-            .push(record::doc_select(backend))
-            .push(" FROM ")
-            .ident(&records_table(schema.version_id))
-            .push(" WHERE \"_id\" = ")
-            .bind(id.to_string());
-        let statement = sql.build();
         let reader = self.reader(schema.version_id).await;
-        let found = reader
-            .run(|db| {
-                let statement = statement.clone();
-                async move { record::Model::find_by_statement(statement).one(&db).await }
-            })
+        let found = store::record::by_id(&reader, schema, id)
             .await?
             .ok_or_else(|| ApiError::RecordNotFound { id: id.into() })?;
         Ok(RecordBody::Shaped(schema.shape(found.doc, fields)))

@@ -14,8 +14,8 @@ use crate::answer::views::{RecordBody, RecordPage};
 use crate::cost;
 use crate::dataset::Dataset;
 use crate::dataset::schema::{Column, DatasetSchema};
-use crate::engine::store::split;
-use crate::engine::store::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
+use crate::engine::store;
+use crate::engine::store::sql::ResolvedFilter;
 use crate::error::ApiError;
 use crate::request::params::RecordParams;
 use crate::request::places::Near;
@@ -134,17 +134,8 @@ impl Resolver {
     }
 
     async fn dictionary_ids(&self, version_id: i64, term: &str) -> Result<Vec<i64>, ApiError> {
-        let rows = self
-            .reader(version_id)
-            .await
-            .query_all(dictionary_lookup(self.backend(), version_id, term))
-            .await?;
-        let mut ids = rows
-            .iter()
-            .map(|row| row.try_get::<i64>("", "id"))
-            .collect::<Result<Vec<_>, _>>()?;
-        ids.sort_unstable();
-        Ok(ids)
+        let reader = self.reader(version_id).await;
+        store::count::dictionary_ids(&reader, version_id, term).await
     }
 
     /// Number of records matching `resolved` (and, with `has_value`, having that column's
@@ -167,35 +158,13 @@ impl Resolver {
         if let Some(n) = self.totals.get(&key(has_value)) {
             return Ok(n);
         }
-        // With `has_value`, the matches with the value and all of them in one read (a sorted
-        // page asks for both), each kept for the next request that asks.
-        let mut sql = Sql::new(self.backend());
-        sql.push("SELECT COUNT(*) AS n");
-        if let Some(column) = has_value {
-            sql.push(", COUNT(")
-                .ident(schema.sql_column(column))
-                .push(") AS v");
-        }
-        from_where(&mut sql, schema, resolved, Access::Planner);
-        let statement = sql.build();
-        let split = split::may_split(schema, !resolved.filter.is_empty());
+        // With `has_value`, the matches with the value and all of them in one read, each kept
+        // for the next request that asks.
+        let reader = self.reader(schema.version_id).await;
         let records = dataset.meta.record_count;
-        let counts = match split::counts(self.direct.clone(), &statement, records, split).await {
-            Some(counts) => counts,
-            None => {
-                let row = self
-                    .reader(schema.version_id)
-                    .await
-                    .query_one(statement)
-                    .await?
-                    .ok_or(ApiError::Internal)?;
-                let mut counts = vec![row.try_get::<i64>("", "n")?.max(0) as u64];
-                if has_value.is_some() {
-                    counts.push(row.try_get::<i64>("", "v")?.max(0) as u64);
-                }
-                counts
-            }
-        };
+        let direct = self.direct.clone();
+        let counts =
+            store::count::matches(direct, &reader, schema, resolved, has_value, records).await?;
         let (&all, with_value) = counts.split_first().ok_or(ApiError::Internal)?;
         self.totals.put(key(None), all);
         if has_value.is_none() {

@@ -291,6 +291,11 @@ impl Replica {
 }
 
 impl Reader {
+    /// The store's kind (a replica is of the primary's).
+    pub(crate) fn backend(&self) -> sea_orm::DatabaseBackend {
+        sea_orm::ConnectionTrait::get_database_backend(&self.primary)
+    }
+
     /// Runs `read` on the chosen connection; when that is a replica and it fails, marks the
     /// replica down and runs `read` again on the primary.
     pub async fn run<T, E, F, Fut>(&self, read: F) -> Result<T, E>
