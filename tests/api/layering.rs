@@ -211,7 +211,6 @@ fn the_resolver_builds_no_sql_outside_its_shrinking_list() {
         "export.rs",
         "facts.rs",
         "mod.rs",
-        "places.rs",
         "relevance.rs",
         "store_page.rs",
         "versions.rs",

@@ -1,15 +1,15 @@
 //! Records by distance (`sort=_distance>` with `near`) from the store: the matches' points
 //! read in the order of the sort's other keys (then file order) and their distances measured
-//! by the function the index uses; the resolver keeps the order and cuts the page. And the
+//! by the function the index uses (the points read by `engine::store::points`); the resolver
+//! keeps the order and cuts the page. And the
 //! circle of `near` resolved to the positions within it, as full-text terms are resolved to
 //! dictionary ids.
-
-use sea_orm::DatabaseBackend;
 
 use super::Resolver;
 use crate::answer::relevance::order_stably;
 use crate::dataset::{Dataset, DatasetSchema};
-use crate::engine::store::sql::{Access, Part, ResolvedFilter, Sql, from_where, order_by};
+use crate::engine::store;
+use crate::engine::store::sql::ResolvedFilter;
 use crate::error::ApiError;
 use crate::request::places::{Near, distance_m};
 use crate::request::{Filter, RecordQuery};
@@ -29,19 +29,15 @@ impl Resolver {
         if resolved.matches_nothing() {
             return Ok(Vec::new());
         }
-        let mut sql = points(self.backend(), schema, near);
-        from_where(&mut sql, schema, &resolved, Access::Planner);
-        order_by(&mut sql, schema, &query.sort, Part::All);
-        let mut rows: Vec<(u32, f64)> = Vec::new();
-        for row in self
-            .reader(schema.version_id)
-            .await
-            .query_all(sql.build())
-            .await?
-        {
-            let lat: f64 = row.try_get("", "lat")?;
-            let lon: f64 = row.try_get("", "lon")?;
-            let pos: i64 = row.try_get("", "pos")?;
+        let reader = self.reader(schema.version_id).await;
+        let sort = Some(query.sort.as_slice());
+        let points = store::points::of_matches(&reader, schema, near, &resolved, sort).await?;
+        let mut rows: Vec<(u32, f64)> = Vec::with_capacity(points.len());
+        for (pos, lat, lon) in points {
+            // The circle's box is among the conditions: every match has both coordinates.
+            let (Some(lat), Some(lon)) = (lat, lon) else {
+                return Err(ApiError::Internal);
+            };
             rows.push(((pos - 1) as u32, distance_m(near.lat, near.lon, lat, lon)));
         }
         order_stably(&mut rows, descending);
@@ -72,34 +68,14 @@ impl Resolver {
             date_values: Vec::new(),
             near_positions: None,
         };
-        let mut sql = points(self.backend(), schema, near);
-        from_where(&mut sql, schema, &resolved, Access::Planner);
-        let mut positions = Vec::new();
-        for row in self
-            .reader(schema.version_id)
-            .await
-            .query_all(sql.build())
-            .await?
-        {
-            let lat: Option<f64> = row.try_get("", "lat")?;
-            let lon: Option<f64> = row.try_get("", "lon")?;
-            if let (Some(lat), Some(lon)) = (lat, lon)
-                && near.holds(lat, lon)
-            {
-                positions.push(row.try_get::<i64>("", "pos")?);
-            }
-        }
-        Ok(positions)
+        let reader = self.reader(schema.version_id).await;
+        let points = store::points::of_matches(&reader, schema, near, &resolved, None).await?;
+        let held = points
+            .into_iter()
+            .filter_map(|(pos, lat, lon)| match (lat, lon) {
+                (Some(lat), Some(lon)) if near.holds(lat, lon) => Some(pos),
+                _ => None,
+            });
+        Ok(held.collect())
     }
-}
-
-/// `SELECT pos, <lat> AS lat, <lon> AS lon`: each record's point, for the conditions to follow.
-fn points(backend: DatabaseBackend, schema: &DatasetSchema, near: &Near) -> Sql {
-    let mut sql = Sql::new(backend);
-    sql.push("SELECT \"pos\", ")
-        .ident(schema.sql_column(near.lat_column))
-        .push(" AS lat, ")
-        .ident(schema.sql_column(near.lon_column))
-        .push(" AS lon");
-    sql
 }
