@@ -384,6 +384,7 @@ async fn token_flood_stays_cheap(store: TestStore) {
             }
         }));
     }
+    let flood_started = Instant::now();
     let mut latencies = Vec::new();
     while tasks.iter().any(|t| !t.is_finished()) {
         let started = Instant::now();
@@ -394,6 +395,7 @@ async fn token_flood_stays_cheap(store: TestStore) {
     for task in tasks {
         task.await.unwrap();
     }
+    let flood_took = flood_started.elapsed();
     latencies.sort();
     let p99 = latencies[latencies.len() * 99 / 100];
     let checked = checked.load(std::sync::atomic::Ordering::SeqCst);
@@ -402,10 +404,12 @@ async fn token_flood_stays_cheap(store: TestStore) {
         latencies[latencies.len() / 2],
         latencies.len()
     );
-    // The budget refills at 100 a minute while the flood runs: a few more than the burst.
+    // The burst, and what the budget refilled (100 a minute) while the flood ran: on a busy
+    // machine the flood takes longer, and more may pass, but never more than that.
+    let refilled = (flood_took.as_secs_f64() / 60.0 * f64::from(per_address)).ceil() as usize;
     assert!(
-        checked <= per_address as usize + 20,
-        "{checked} made-up tokens reached the store"
+        checked <= per_address as usize + refilled + 1,
+        "{checked} made-up tokens reached the store in {flood_took:?}"
     );
     assert!(
         state.rate_limits.addresses.keys() <= 1,

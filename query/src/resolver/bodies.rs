@@ -5,15 +5,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use entity::record::records_table;
-use sea_orm::DatabaseBackend;
 use serde_json::Value;
 
 use super::Resolver;
-use crate::answer::views::RecordBody;
-use crate::dataset::packed::Layout;
 use crate::dataset::schema::DatasetSchema;
-use crate::engine::store::sql::Sql;
+use crate::engine::store;
+pub(super) use crate::engine::store::bodies::Stored;
 use crate::error::ApiError;
 
 /// The share of the in-memory index budget (`ODQS_INDEX_MEMORY_MB`) that record bodies may
@@ -202,116 +199,8 @@ impl Resolver {
         if positions.is_empty() {
             return Ok(Vec::new());
         }
-        let backend = self.backend();
-        // On an SQLite file the bodies come straight from the file; the statement below is only
-        // for PostgreSQL and for a direct read that failed.
-        if backend != DatabaseBackend::Postgres
-            && let Some(read) = self
-                .direct
-                .as_ref()
-                .and_then(|direct| direct.bodies(schema.version_id, positions).ok())
-        {
-            let mut found: HashMap<i64, String> = read.into_iter().collect();
-            return positions
-                .iter()
-                .map(|pos| {
-                    let text = found.remove(pos).ok_or(ApiError::Internal)?;
-                    Stored::text(schema, text)
-                })
-                .collect();
-        }
-        let mut sql = Sql::new(backend);
-        sql.push("SELECT \"pos\", \"doc\" FROM ")
-            .ident(&records_table(schema.version_id));
-        match backend {
-            DatabaseBackend::Postgres => {
-                sql.push(" WHERE \"pos\" = ANY(")
-                    .bind(positions.to_vec())
-                    .push(")");
-            }
-            _ => {
-                let json = serde_json::to_string(positions).expect("positions serialize");
-                sql.push(" WHERE \"pos\" IN (SELECT value FROM json_each(")
-                    .bind(json)
-                    .push("))");
-            }
-        }
-        let mut found: HashMap<i64, Stored> = HashMap::with_capacity(positions.len());
-        for row in self
-            .reader(schema.version_id)
-            .await
-            .query_all(sql.build())
-            .await?
-        {
-            let pos: i64 = row.try_get_by_index(0)?;
-            let doc = match backend {
-                DatabaseBackend::Postgres => Stored::Value(row.try_get_by_index::<Value>(1)?),
-                _ => Stored::text(schema, row.try_get_by_index(1)?)?,
-            };
-            found.insert(pos, doc);
-        }
-        positions
-            .iter()
-            .map(|pos| found.remove(pos).ok_or(ApiError::Internal))
-            .collect()
-    }
-}
-
-/// A record body as the store gives it (SQLite's text, PostgreSQL's JSONB read as a value), or
-/// as the body cache keeps it: already shaped, without a projection.
-pub(super) enum Stored {
-    Text(String),
-    Value(Value),
-    Shaped(Arc<str>),
-}
-
-impl Stored {
-    /// A body SQLite holds as text, unpacked ([`crate::dataset::packed`]).
-    pub(super) fn text(schema: &DatasetSchema, stored: String) -> Result<Stored, ApiError> {
-        if !Layout::is_packed(&stored) {
-            return Ok(Stored::Text(stored));
-        }
-        let doc = schema.layout.unpack(&stored).ok_or(ApiError::Internal)?;
-        Ok(Stored::Text(doc))
-    }
-
-    /// The body as a JSON value.
-    fn value(self) -> Result<Value, ApiError> {
-        match self {
-            Stored::Value(value) => Ok(value),
-            Stored::Text(text) => serde_json::from_str(&text).map_err(|_| ApiError::Internal),
-            Stored::Shaped(text) => serde_json::from_str(&text).map_err(|_| ApiError::Internal),
-        }
-    }
-
-    /// The text a page writes for this body without a projection: the stored text when it is
-    /// already shaped, else the shaped value written out (the same bytes
-    /// [`RecordBody::Shaped`] would write).
-    fn shaped_text(self, schema: &DatasetSchema) -> Result<Arc<str>, ApiError> {
-        match self.shaped(schema, None)? {
-            RecordBody::Stored(text) => Ok(text),
-            RecordBody::Shaped(value) => Ok(value.to_string().into()),
-        }
-    }
-
-    /// The body as a page shows it: the stored text itself when shaping would not change it,
-    /// else shaped and projected.
-    pub(super) fn shaped(
-        self,
-        schema: &DatasetSchema,
-        projection: Option<&[String]>,
-    ) -> Result<RecordBody, ApiError> {
-        match self {
-            Stored::Shaped(text) if projection.is_none() => Ok(RecordBody::Stored(text)),
-            Stored::Text(text)
-                if projection.is_none() && text.starts_with('{') && schema.is_shaped(&text) =>
-            {
-                Ok(RecordBody::Stored(text.into()))
-            }
-            stored => Ok(RecordBody::Shaped(
-                schema.shape(stored.value()?, projection),
-            )),
-        }
+        let reader = self.reader(schema.version_id).await;
+        store::bodies::at_positions(self.direct.as_deref(), &reader, schema, positions).await
     }
 }
 

@@ -6,12 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use entity::dataset;
 use entity::record::{ID_COLUMN, column_index};
-use entity::{dataset, dataset_field};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseBackend, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect, Statement,
-};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -21,6 +17,7 @@ use crate::answer::views::{
 };
 use crate::dataset::Dataset;
 use crate::dataset::schema::DatasetSchema;
+use crate::engine::store;
 use crate::error::ApiError;
 use crate::request::params::Paging;
 use crate::resolver::Resolver;
@@ -86,9 +83,7 @@ impl Resolver {
             return Ok(found);
         }
         let epoch = self.datasets.epoch();
-        let meta = dataset::Entity::find()
-            .filter(dataset::Column::Slug.eq(slug))
-            .one(&self.db)
+        let meta = store::catalog::by_slug(&self.db, slug)
             .await?
             .ok_or_else(|| ApiError::DatasetNotFound { slug: slug.into() })?;
         let schema = self.schema(&meta).await?;
@@ -116,11 +111,7 @@ impl Resolver {
         if let Some(found) = self.schemas.lock().expect("schemas lock").get(&version_id) {
             return Ok(found.clone());
         }
-        let rows = dataset_field::Entity::find()
-            .filter(dataset_field::Column::VersionId.eq(version_id))
-            .order_by_asc(dataset_field::Column::Position)
-            .all(&self.db)
-            .await?;
+        let rows = store::catalog::fields(&self.db, version_id).await?;
         let mut schema = DatasetSchema::new(version_id, rows);
         let has = |name: &String| schema.entries.iter().any(|e| &e.name == name);
         schema.geo = meta
@@ -151,19 +142,7 @@ impl Resolver {
         else {
             return Ok(false);
         };
-        let index = column_index(schema.version_id, column);
-        let backend = self.backend();
-        let sql = match backend {
-            DatabaseBackend::Postgres => {
-                "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1"
-            }
-            _ => "SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = ?",
-        };
-        let found = self
-            .db
-            .query_one_raw(Statement::from_sql_and_values(backend, sql, [index.into()]))
-            .await?;
-        Ok(found.is_some())
+        store::catalog::has_index(&self.db, column_index(schema.version_id, column)).await
     }
 
     /// `GET /datasets`: one page of the datasets, by slug; with search `words`
@@ -212,16 +191,11 @@ impl Resolver {
                 .collect();
             return Ok(DatasetList { datasets, total });
         }
-        let total = dataset::Entity::find().count(&self.db).await?;
+        let total = store::catalog::count(&self.db).await?;
         let rows = if paging.offset() >= total {
             Vec::new()
         } else {
-            dataset::Entity::find()
-                .order_by_asc(dataset::Column::Slug)
-                .offset(paging.offset())
-                .limit(paging.per_page)
-                .all(&self.db)
-                .await?
+            store::catalog::page(&self.db, paging.offset(), paging.per_page).await?
         };
         Ok(DatasetList {
             datasets: rows.iter().map(|row| self.item(row)).collect(),
@@ -232,10 +206,7 @@ impl Resolver {
     /// Every published dataset, by slug: the catalog the guides list (`catalog.md`, the home
     /// page, `odqs datasets list`).
     pub async fn catalog(&self) -> Result<Vec<dataset::Model>, ApiError> {
-        Ok(dataset::Entity::find()
-            .order_by_asc(dataset::Column::Slug)
-            .all(&self.db)
-            .await?)
+        store::catalog::all(&self.db).await
     }
 
     /// The URL of a dataset's metadata.

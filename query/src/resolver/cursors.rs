@@ -12,12 +12,11 @@
 //! cursors, and a restart keeps them valid. An altered cursor, or one used with other
 //! conditions, is 400 `invalid_cursor`.
 
-use sea_orm::ConnectionTrait;
 use sha2::{Digest, Sha256};
 
 use super::{Prepared, Resolver};
 use crate::dataset::Dataset;
-use crate::engine::store::sql::Sql;
+use crate::engine::store::secrets;
 use crate::error::ApiError;
 use crate::request::RecordQuery;
 use crate::request::params::RecordParams;
@@ -52,13 +51,7 @@ impl Resolver {
                     return Ok(key);
                 }
                 let made: [u8; 32] = rand::random();
-                let mut sql = Sql::new(self.backend());
-                sql.push("INSERT INTO \"secrets\" (\"name\", \"value\") VALUES (")
-                    .bind(KEY_NAME)
-                    .push(", ")
-                    .bind(super::hex(&made))
-                    .push(") ON CONFLICT (\"name\") DO NOTHING");
-                self.db.execute_raw(sql.build()).await?;
+                secrets::insert_if_absent(&self.db, KEY_NAME, super::hex(&made)).await?;
                 // Another instance may have made one first: the store's is the key.
                 self.read_cursor_key().await?.ok_or(ApiError::Internal)
             })
@@ -66,13 +59,9 @@ impl Resolver {
     }
 
     async fn read_cursor_key(&self) -> Result<Option<[u8; 32]>, ApiError> {
-        let mut sql = Sql::new(self.backend());
-        sql.push("SELECT \"value\" FROM \"secrets\" WHERE \"name\" = ")
-            .bind(KEY_NAME);
-        let Some(row) = self.db.query_one_raw(sql.build()).await? else {
+        let Some(text) = secrets::read(&self.db, KEY_NAME).await? else {
             return Ok(None);
         };
-        let text: String = row.try_get_by_index(0)?;
         let bytes = unhex(&text).ok_or(ApiError::Internal)?;
         Ok(Some(bytes.try_into().map_err(|_| ApiError::Internal)?))
     }

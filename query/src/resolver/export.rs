@@ -24,19 +24,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use super::{Prepared, Resolver};
+use super::{Engine, Prepared, Resolver};
 use crate::answer::encode::{self, CsvColumn};
 use crate::dataset::schema::Column;
 use crate::dataset::{Dataset, DatasetSchema};
-use crate::engine::store::sql::{Access, Sql, from_where};
-use crate::engine::store::sql::{Part, order_by};
+use crate::engine::store::page;
+use crate::engine::store::sql::{Access, Part};
 use crate::error::ApiError;
 use crate::request::params::ExportFormat;
 use crate::request::params::ExportParams;
 use crate::request::{self, ExportQuery, Filter};
 
-/// Records read from the store per statement and written per response chunk.
-pub const BATCH_RECORDS: usize = 1000;
+pub use crate::engine::store::bodies::BATCH_RECORDS;
 
 /// Positions read from the store per statement while planning: the rows of one statement are
 /// held at once (about 150 bytes each in the driver), so this bounds the planning's transient
@@ -131,13 +130,13 @@ impl Resolver {
         dataset: Dataset,
         query: ExportQuery,
     ) -> Result<Export, ApiError> {
-        let rows = match self.memory_index(&dataset).await {
-            Some(index) => {
+        let rows = match self.engine(&dataset).await {
+            Engine::Memory(index) => {
                 let matches = index.matches(&query.filter);
                 let total = index.total(matches.as_ref());
                 index.page(matches.as_ref(), &query.sort, 0, total)
             }
-            None => {
+            Engine::Store => {
                 self.export_positions(&dataset.schema, &query.filter, &query.sort)
                     .await?
             }
@@ -190,30 +189,24 @@ impl Resolver {
             Some(&(first, _)) if first != Column::Id => &[Part::HasValue, Part::Missing],
             _ => &[Part::All],
         };
+        let reader = self.reader(schema.version_id).await;
         let mut rows = Vec::new();
         for &part in parts {
+            let read = page::Read {
+                schema,
+                resolved: &resolved,
+                sort,
+                part,
+                access: Access::Planner,
+            };
             let mut offset = 0u64;
             loop {
-                let mut sql = Sql::new(self.backend());
-                sql.push("SELECT \"pos\"");
-                from_where(&mut sql, schema, &resolved, Access::Planner);
-                order_by(&mut sql, schema, sort, part);
-                sql.push(" LIMIT ")
-                    .bind(POSITION_BATCH as i64)
-                    .push(" OFFSET ")
-                    .bind(offset as i64);
                 let found = {
                     let _turn = self.export_turn().await?;
-                    self.reader(schema.version_id)
-                        .await
-                        .query_all(sql.build())
-                        .await?
+                    page::positions(&reader, &read, offset, POSITION_BATCH).await?
                 };
                 let n = found.len() as u64;
-                for row in found {
-                    let pos: i64 = row.try_get_by_index(0)?;
-                    rows.push(u32::try_from(pos - 1).map_err(|_| ApiError::Internal)?);
-                }
+                rows.extend(found);
                 if n < POSITION_BATCH {
                     break;
                 }

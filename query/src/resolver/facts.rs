@@ -10,8 +10,6 @@
 //! that holds it, not from the lower-cased search dictionary.
 
 use entity::FieldType;
-use entity::record::{records_table, text_table};
-use sea_orm::DatabaseBackend;
 use serde_json::Value;
 
 use crate::answer::groups::KeyPart;
@@ -19,14 +17,14 @@ use crate::answer::views::{AggResult, RecordPage, json_number};
 use crate::dataset::Dataset;
 use crate::dataset::schema::Field;
 use crate::engine::memory::{FieldIndex, MemIndex};
-use crate::engine::store::sql::Sql;
+use crate::engine::store;
 use crate::engine::store::tally::{self, ColumnTally, Tallies};
 use crate::error::ApiError;
 use crate::request;
 use crate::request::params::{
     AggParams, FilterParams, GroupByParam, RecordParams, add_condition, parse_sort, split_list,
 };
-use crate::resolver::Resolver;
+use crate::resolver::{Engine, Resolver};
 
 /// How many common values a keyword or boolean field shows.
 pub(crate) const TOP_VALUES: usize = 5;
@@ -130,7 +128,10 @@ fn value_at<'a>(record: &'a Value, name: &str) -> Option<&'a Value> {
 impl Resolver {
     /// The facts of `dataset`'s live version.
     pub async fn facts(&self, dataset: &Dataset) -> Result<DatasetFacts, ApiError> {
-        let index = self.memory_index(dataset).await;
+        let index = match self.engine(dataset).await {
+            Engine::Memory(index) => Some(index),
+            Engine::Store => None,
+        };
         let id_field = dataset.meta.id_field.as_deref();
         let tallies: Option<Tallies> = match (&index, &self.direct) {
             (None, Some(direct)) => {
@@ -341,30 +342,12 @@ impl Resolver {
         let Some(column) = field.column.as_deref() else {
             return Ok(Vec::new());
         };
-        let mut sql = Sql::new(self.backend());
-        sql.push("SELECT ")
-            .ident(column)
-            .push(" AS v, COUNT(*) AS n FROM ")
-            .ident(&records_table(dataset.schema.version_id))
-            .push(" WHERE ")
-            .ident(column)
-            .push(" IS NOT NULL GROUP BY ")
-            .ident(column)
-            .push(" ORDER BY n DESC, v ASC LIMIT 1");
-        let Some(row) = self
-            .reader(dataset.schema.version_id)
-            .await
-            .query_one(sql.build())
-            .await?
-        else {
-            return Ok(Vec::new());
-        };
-        let value: Option<f64> = row.try_get("", "v")?;
-        let count: i64 = row.try_get("", "n")?;
-        Ok(value
-            .map(|v| ValueCount {
+        let reader = self.reader(dataset.schema.version_id).await;
+        let mode = store::facts::number_mode(&reader, &dataset.schema, column).await?;
+        Ok(mode
+            .map(|(v, count)| ValueCount {
                 value: json_number(v),
-                count: count as u64,
+                count,
             })
             .into_iter()
             .collect())
@@ -424,52 +407,8 @@ impl Resolver {
         let Some(column) = field.column.as_deref() else {
             return Ok(Vec::new());
         };
-        let backend = self.backend();
-        let version = dataset.schema.version_id;
-        let records = records_table(version);
-        // The N-th highest count: every text with at least that many records is a candidate.
-        let mut sql = Sql::new(backend);
-        sql.push("SELECT COUNT(*) AS n FROM ")
-            .ident(&records)
-            .push(" WHERE ")
-            .ident(column)
-            .push(" IS NOT NULL GROUP BY ")
-            .ident(column)
-            .push(" ORDER BY n DESC LIMIT 1 OFFSET ")
-            .bind((TOP_TEXTS - 1) as i64);
-        let floor: i64 = match self.reader(version).await.query_one(sql.build()).await? {
-            Some(row) => row.try_get("", "n")?,
-            None => 1,
-        };
-        // The dictionary's id column: `tid` on PostgreSQL, the FTS5 rowid on SQLite.
-        let id = match backend {
-            DatabaseBackend::Postgres => "tid",
-            _ => "rowid",
-        };
-        let mut sql = Sql::new(backend);
-        sql.push("SELECT d.value AS v, top.n AS n, top.first AS first FROM (SELECT ")
-            .ident(column)
-            .push(" AS tid, COUNT(*) AS n, MIN(\"pos\") AS first FROM ")
-            .ident(&records)
-            .push(" WHERE ")
-            .ident(column)
-            .push(" IS NOT NULL GROUP BY ")
-            .ident(column)
-            .push(" HAVING COUNT(*) >= ")
-            .bind(floor)
-            .push(") AS top JOIN ")
-            .ident(&text_table(version))
-            .push(" AS d ON d.")
-            .push(id)
-            .push(" = top.tid");
-        let mut out = Vec::new();
-        for row in self.reader(version).await.query_all(sql.build()).await? {
-            let text: String = row.try_get("", "v")?;
-            let n: i64 = row.try_get("", "n")?;
-            let first: i64 = row.try_get("", "first")?;
-            out.push((text, n as u64, (first - 1) as u32));
-        }
-        Ok(out)
+        let reader = self.reader(dataset.schema.version_id).await;
+        store::facts::top_texts(&reader, &dataset.schema, column, TOP_TEXTS).await
     }
 
     /// [`Self::text_counts_from_store`] from one read's counts: the texts tied with or above

@@ -9,6 +9,7 @@ pub(crate) mod cursors;
 pub(crate) mod export;
 pub(crate) mod facets;
 pub(crate) mod facts;
+pub(crate) mod memory_page;
 pub(crate) mod orders;
 pub(crate) mod places;
 pub(crate) mod record;
@@ -21,15 +22,16 @@ pub(crate) mod versions;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use sea_orm::{DatabaseBackend, DatabaseConnection, EntityTrait};
+use sea_orm::DatabaseConnection;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+pub use crate::answer::hex;
 use crate::answer::views;
 use crate::dataset::{Dataset, DatasetSchema};
-use crate::engine::memory;
 use crate::engine::store::direct;
 use crate::engine::store::replicas::{Reader, Replicas};
+use crate::engine::{memory, store};
 use crate::error::ApiError;
 
 /// Runs validated requests on the store. One per process, shared by REST and GraphQL; cheap
@@ -70,6 +72,15 @@ fn body_cache(policy: memory::IndexPolicy) -> bodies::Bodies {
     bodies::Bodies::new((policy.budget_bytes / bodies::BODY_SHARE).min(bodies::BODY_CACHE_MAX))
 }
 
+/// The engine a request runs on ([`Resolver::engine`]).
+enum Engine {
+    /// The in-memory index of the version; it may still leave a request's shape to the store
+    /// (an agg it does not hold the columns of).
+    Memory(Arc<memory::MemIndex>),
+    /// The store, through the modules of [`crate::engine::store`].
+    Store,
+}
+
 /// Store computations under way, by kind of answer (see [`single_flight`]).
 #[derive(Debug, Default)]
 struct Flights {
@@ -81,13 +92,7 @@ impl Resolver {
     /// A resolver over `db`, building URLs from `site_url`; `catalog` counts the changes of
     /// the catalog made through the same store, so that they are seen at once.
     pub fn new(db: DatabaseConnection, site_url: &str, catalog: catalog::CatalogEpoch) -> Self {
-        let direct = match db.get_database_backend() {
-            DatabaseBackend::Sqlite => {
-                let options = db.get_sqlite_connection_pool().connect_options();
-                direct::DirectSqlite::new(options.get_filename()).map(Arc::new)
-            }
-            _ => None,
-        };
+        let direct = direct::DirectSqlite::of(&db);
         Resolver {
             direct: direct.clone(),
             site_url: site_url.trim_end_matches('/').into(),
@@ -146,20 +151,22 @@ impl Resolver {
         self.with_index_policy(policy)
     }
 
-    /// The in-memory index of `dataset`'s live version, when it is built (see
-    /// [`memory::IndexPolicy`]).
-    async fn memory_index(&self, dataset: &Dataset) -> Option<Arc<memory::MemIndex>> {
+    /// What answers a request on `dataset`: the in-memory index of its live version when it
+    /// is built (see [`memory::IndexPolicy`]), else the store. Chosen once a request.
+    async fn engine(&self, dataset: &Dataset) -> Engine {
         if !dataset.is_current() {
             // An older version asked for by number: the store answers it (see `versions`).
-            return None;
+            return Engine::Store;
         }
         let reader = self.reader(dataset.schema.version_id).await;
-        let index = self.memory.index(&reader, dataset).await;
-        if index.is_some() {
-            self.index_answers
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match self.memory.index(&reader, dataset).await {
+            Some(index) => {
+                self.index_answers
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Engine::Memory(index)
+            }
+            None => Engine::Store,
         }
-        index
     }
 
     /// Starts building the live version of every dataset this instance serves (has been asked
@@ -170,7 +177,7 @@ impl Resolver {
         if self.memory.policy().budget_bytes == 0 {
             return Ok(());
         }
-        let datasets = entity::dataset::Entity::find().all(&self.db).await?;
+        let datasets = store::catalog::all(&self.db).await?;
         let live: std::collections::HashSet<i64> = datasets.iter().map(|d| d.id).collect();
         self.memory.retain(&live);
         self.memory
@@ -208,10 +215,6 @@ impl Resolver {
     /// Bytes held by in-memory indexes.
     pub fn index_bytes(&self) -> u64 {
         self.memory.used_bytes()
-    }
-
-    fn backend(&self) -> DatabaseBackend {
-        self.db.get_database_backend()
     }
 
     /// `{base_url}`: the site URL and `/api/v1`.
@@ -266,16 +269,4 @@ pub struct RecordById {
 /// The records of `dataset`, for its weight.
 fn record_count(dataset: &Dataset) -> u64 {
     u64::try_from(dataset.meta.record_count).unwrap_or(0)
-}
-
-/// `bytes` in lower-case hexadecimal: ETags and token hashes, on every request, so one table
-/// look-up a digit rather than a formatted string a byte.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
 }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{Prepared, RecordById, Resolver};
+use super::{Engine, Prepared, RecordById, Resolver};
 use crate::answer::views::RecordBody;
 use crate::dataset::Dataset;
 use crate::engine::store;
@@ -87,7 +87,7 @@ impl Resolver {
             return Err(ApiError::RecordNotFound { id: id.into() });
         }
         let schema = &dataset.schema;
-        if let Some(index) = self.memory_index(dataset).await {
+        if let Engine::Memory(index) = self.engine(dataset).await {
             let not_found = || ApiError::RecordNotFound { id: id.into() };
             let row = index.id.find(id).ok_or_else(not_found)?;
             let stored = self.stored_at_positions(schema, &[row]).await?.pop();

@@ -6,10 +6,10 @@
 //! through the column's index, then those that don't, in file order.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use super::orders::{Order, Orders};
-use super::{Prepared, Resolver, record_count};
+use super::orders::Order;
+use super::{Engine, Prepared, Resolver, record_count};
 use crate::answer::views::{RecordBody, RecordPage};
 use crate::cost;
 use crate::dataset::Dataset;
@@ -100,23 +100,11 @@ impl Resolver {
             if !crate::engine::store::sql::is_date_range(range) {
                 continue;
             }
-            let statement = crate::engine::store::sql::distinct_values(
-                self.backend(),
-                schema.version_id,
-                schema.sql_column(*column),
-            );
-            let mut values = Vec::new();
-            for row in self
-                .reader(schema.version_id)
-                .await
-                .query_all(statement)
-                .await?
-            {
-                let text: String = row.try_get("", "v")?;
-                if crate::dates::parse(&text).is_some_and(|t| range.holds_instant(t)) {
-                    values.push(text);
-                }
-            }
+            let reader = self.reader(schema.version_id).await;
+            let column = schema.sql_column(*column);
+            let mut values =
+                store::count::distinct_texts(&reader, schema.version_id, column).await?;
+            values.retain(|text| crate::dates::parse(text).is_some_and(|t| range.holds_instant(t)));
             values.sort_unstable();
             date_values.push(values);
         }
@@ -183,123 +171,14 @@ impl Resolver {
     ) -> Result<RecordPage, ApiError> {
         // Each page carries the cursor of the next, signed with the store's key.
         self.cursor_key().await?;
-        let schema = &dataset.schema;
-        let offset = query.paging.offset();
-        let limit = query.paging.per_page;
-        if let Some(index) = self.memory_index(dataset).await {
-            // A facet counts every match, so the rows matched are kept for it when the page
-            // needed them, and found for it when the page did without.
-            let mut matched = None;
-            // Each record's `_score` or `_distance_m`, when the page is ordered by one.
-            let mut members: Option<(&str, Vec<serde_json::Value>)> = None;
-            let text_page = match (query.by_score, query.by_distance) {
-                (None, None) => index.text_page(&query.filter, &query.sort, offset, limit),
-                _ => None,
-            };
-            let (total, positions) = match (text_page, lead(query)) {
-                (Some(page), _) => page,
-                (None, Some((member, descending, near))) => {
-                    // The order (or its first pages) is kept: a later page within it, or the
-                    // same one, skips the scoring.
-                    let key = Orders::key(dataset, query);
-                    let order = match self.orders.get(&key, offset, limit) {
-                        Some(order) => order,
-                        None => {
-                            let matches = index.matches(&query.filter);
-                            let order = Arc::new(Order::whole(match near {
-                                None => index.scored_order(
-                                    &query.filter,
-                                    matches.as_ref(),
-                                    descending,
-                                    &query.sort,
-                                ),
-                                Some(near) => index.distance_order(
-                                    matches.as_ref(),
-                                    near,
-                                    descending,
-                                    &query.sort,
-                                ),
-                            }));
-                            matched = Some(matches);
-                            self.orders.put(key, &order);
-                            order
-                        }
-                    };
-                    let page = order.page(offset, limit).ok_or(ApiError::Internal)?;
-                    let value = |v: f64| match near {
-                        None => serde_json::Value::from(v),
-                        Some(_) => whole_metres(v),
-                    };
-                    members = Some((member, page.iter().map(|&(_, v)| value(v)).collect()));
-                    (order.total(), page.iter().map(|&(row, _)| row).collect())
-                }
-                (None, None) => 'page: {
-                    // A sorted page of frequent keyword values, its total kept: the walk looks
-                    // each row up in their sets, whose intersection is then never made.
-                    let kept = match (query.sort.is_empty(), query.after) {
-                        (false, None) => index.kept_sets(&query.filter),
-                        _ => None,
-                    };
-                    let key = kept.as_ref().map(|_| {
-                        let filter = serde_json::to_string(&query.filter).unwrap_or_default();
-                        total_key(schema.version_id, &filter, None)
-                    });
-                    if let (Some(sets), Some(total)) =
-                        (&kept, key.as_deref().and_then(|k| self.totals.get(k)))
-                    {
-                        break 'page (total, index.page_within(sets, &query.sort, offset, limit));
-                    }
-                    let matches = index.matches(&query.filter);
-                    let total = index.total(matches.as_ref());
-                    if let Some(key) = key {
-                        self.totals.put(key, total);
-                    }
-                    let page = match query.after {
-                        // A cursor's page: on from its row, not counted from the top.
-                        Some(after) => {
-                            index.page_after(matches.as_ref(), &query.sort, after, limit)
-                        }
-                        None => index.page(matches.as_ref(), &query.sort, offset, limit),
-                    };
-                    matched = Some(matches);
-                    (total, page)
-                }
-            };
-            let facets = match &query.facets {
-                None => None,
-                Some(_) => match self.facets_kept(dataset, query) {
-                    Some(kept) => Some(kept),
-                    None => {
-                        let matches = matched.unwrap_or_else(|| index.matches(&query.filter));
-                        self.facets(dataset, query, Some((&index, matches.as_ref())))
-                            .await?
-                    }
-                },
-            };
-            let projection = query.fields.as_deref();
-            let mut records = self
-                .stored_at_positions(schema, &positions)
-                .await?
-                .into_iter()
-                .map(|stored| stored.shaped(schema, projection))
-                .collect::<Result<Vec<_>, ApiError>>()?;
-            if let Some((name, values)) = members {
-                records = records
-                    .into_iter()
-                    .zip(values)
-                    .map(|(record, value)| record.with_member(name, value))
-                    .collect();
+        match self.engine(dataset).await {
+            Engine::Memory(index) => self.records_from_index(&index, dataset, query).await,
+            Engine::Store => {
+                let key = self.records_etag(dataset, query);
+                let read = self.records_from_store(dataset, query);
+                self.flights.records.run(key, read).await
             }
-            let last = positions.last().copied();
-            let mut page = self.record_page(dataset, query, total, records, last);
-            page.facets = facets;
-            return Ok(page);
         }
-        let key = self.records_etag(dataset, query);
-        self.flights
-            .records
-            .run(key, self.records_from_store(dataset, query))
-            .await
     }
 
     /// The page of a whole order, each record with its score or distance as `member`.
@@ -382,7 +261,7 @@ pub(super) fn whole_metres(metres: f64) -> serde_json::Value {
 /// Where [`Totals`] keeps the number of records of version `version_id` that match `filter`
 /// (its JSON) and, with `has_value`, have that column's value. The index and the store count
 /// alike, so either may keep a total the other reads.
-fn total_key(version_id: i64, filter: &str, has_value: Option<Column>) -> String {
+pub(super) fn total_key(version_id: i64, filter: &str, has_value: Option<Column>) -> String {
     format!("{version_id}|{filter}|{has_value:?}")
 }
 

@@ -9,13 +9,11 @@ use std::collections::HashMap;
 use super::Resolver;
 use crate::answer::relevance::{self, Bm25, Scorer};
 use crate::dataset::Dataset;
-use crate::dataset::schema::{Column, DatasetSchema};
-use crate::engine::store::sql::{Access, Part, ResolvedFilter, Sql, from_where, order_by};
-use crate::engine::store::{split, tally};
+use crate::dataset::schema::DatasetSchema;
+use crate::engine::store::sql::ResolvedFilter;
+use crate::engine::store::{tally, text};
 use crate::error::ApiError;
 use crate::request::{Filter, RecordQuery};
-use entity::record::{records_table, text_table};
-use sea_orm::DatabaseBackend;
 
 impl Resolver {
     /// Every match of `query` by relevance (rows, 0-based, with their scores) when no
@@ -76,44 +74,15 @@ impl Resolver {
         // The matches' text ids, in the order of the other sort keys, then file order: each
         // row `pos`, then an id a searched field, flattened.
         let width = 1 + searched.len();
-        let backend = self.backend();
-        let mut sql = Sql::new(backend);
-        sql.push("SELECT \"pos\"");
-        for (k, &field) in searched.iter().enumerate() {
-            sql.push(", ")
-                .ident(schema.sql_column(Column::Field(field)))
-                .push(&format!(" AS \"t{k}\""));
-        }
-        from_where(&mut sql, schema, &resolved, Access::Planner);
-        // In file order alone, the SQLite file is read in ranges side by side (a common word
-        // over a large version matches millions of rows); any other order through sqlx.
-        let direct = if query.sort.is_empty() {
-            let split = split::may_split(schema, true);
-            let records = dataset.meta.record_count;
-            let statement = sql.clone().build();
-            split::integer_rows(self.direct.clone(), &statement, (records, split), width).await
-        } else {
-            None
+        let reader = self.reader(schema.version_id).await;
+        let read = text::Matches {
+            schema,
+            resolved: &resolved,
+            searched: &searched,
+            sort: &query.sort,
+            records: dataset.meta.record_count,
         };
-        let matches = match direct {
-            Some(rows) => rows,
-            None => {
-                order_by(&mut sql, schema, &query.sort, Part::All);
-                let rows = self
-                    .reader(schema.version_id)
-                    .await
-                    .query_all(sql.build())
-                    .await?;
-                let mut matches = Vec::with_capacity(rows.len() * width);
-                for row in &rows {
-                    matches.push(Some(row.try_get::<i64>("", "pos")?));
-                    for k in 0..searched.len() {
-                        matches.push(row.try_get::<Option<i64>>("", &format!("t{k}"))?);
-                    }
-                }
-                matches
-            }
-        };
+        let matches = text::matches(self.direct.clone(), &reader, &read).await?;
         let mut ids: Vec<i64> = matches
             .chunks(width)
             .flat_map(|row| row[1..].iter().flatten())
@@ -203,27 +172,8 @@ impl Resolver {
         if let Some(n) = self.totals.get(&key) {
             return Ok(n);
         }
-        let backend = self.backend();
-        let id = match backend {
-            DatabaseBackend::Postgres => "\"tid\"",
-            _ => "rowid",
-        };
-        let mut sql = Sql::new(backend);
-        sql.push("SELECT SUM(LENGTH(d.\"value\")) AS n FROM ")
-            .ident(&records_table(schema.version_id))
-            .push(" r JOIN ")
-            .ident(&text_table(schema.version_id))
-            .push(&format!(" d ON d.{id} = r."))
-            .ident(schema.sql_column(Column::Field(field)));
-        let row = self
-            .reader(schema.version_id)
-            .await
-            .query_one(sql.build())
-            .await?;
-        let n = match row {
-            Some(row) => row.try_get::<Option<i64>>("", "n")?.unwrap_or(0).max(0) as u64,
-            None => 0,
-        };
+        let reader = self.reader(schema.version_id).await;
+        let n = text::length(&reader, schema, field).await?;
         self.totals.put(key, n);
         Ok(n)
     }
@@ -234,33 +184,8 @@ impl Resolver {
         version_id: i64,
         ids: &[i64],
     ) -> Result<HashMap<i64, String>, ApiError> {
-        let mut values = HashMap::with_capacity(ids.len());
-        if ids.is_empty() {
-            return Ok(values);
-        }
-        let backend = self.backend();
-        let mut sql = Sql::new(backend);
-        match backend {
-            DatabaseBackend::Postgres => {
-                sql.push("SELECT \"tid\" AS id, \"value\" FROM ")
-                    .ident(&text_table(version_id))
-                    .push(" WHERE \"tid\" = ANY(")
-                    .bind(ids.to_vec())
-                    .push(")");
-            }
-            _ => {
-                let json = serde_json::to_string(ids).expect("ids serialize");
-                sql.push("SELECT rowid AS id, \"value\" FROM ")
-                    .ident(&text_table(version_id))
-                    .push(" WHERE rowid IN (SELECT value FROM json_each(")
-                    .bind(json)
-                    .push("))");
-            }
-        }
-        for row in self.reader(version_id).await.query_all(sql.build()).await? {
-            values.insert(row.try_get::<i64>("", "id")?, row.try_get("", "value")?);
-        }
-        Ok(values)
+        let reader = self.reader(version_id).await;
+        text::values(&reader, version_id, ids).await
     }
 }
 

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use entity::record;
-use sea_orm::FromQueryResult;
 
 use super::Resolver;
 use super::orders::{Order, Orders};
@@ -14,9 +13,8 @@ use super::records::{clamp, lead};
 use crate::answer::views::{RecordBody, RecordPage};
 use crate::dataset::Dataset;
 use crate::dataset::schema::{Column, DatasetSchema};
-use crate::engine::store::sql::{
-    Access, KeyValues, Part, ResolvedFilter, Sql, after_row, from_where, order_by,
-};
+use crate::engine::store::page;
+use crate::engine::store::sql::{Access, KeyValue, Part, ResolvedFilter};
 use crate::error::ApiError;
 use crate::request::RecordQuery;
 
@@ -157,7 +155,8 @@ impl Resolver {
         limit: u64,
     ) -> Result<Vec<record::Model>, ApiError> {
         let pos = i64::from(after) + 1;
-        let values = self.key_values(schema, &query.sort, pos).await?;
+        let reader = self.reader(schema.version_id).await;
+        let values = page::key_values(&reader, schema, &query.sort, pos).await?;
         let keyset = Some((values.as_slice(), pos));
         let planner = Access::Planner;
         let first = match query.sort.first() {
@@ -223,51 +222,6 @@ impl Resolver {
         Ok(rows)
     }
 
-    /// The values of `sort`'s keys in the row at `pos`.
-    async fn key_values(
-        &self,
-        schema: &DatasetSchema,
-        sort: &[(Column, bool)],
-        pos: i64,
-    ) -> Result<KeyValues, ApiError> {
-        if sort.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut sql = Sql::new(self.backend());
-        sql.push("SELECT ");
-        for (i, &(column, _)) in sort.iter().enumerate() {
-            if i > 0 {
-                sql.push(", ");
-            }
-            sql.ident(schema.sql_column(column));
-        }
-        sql.push(" FROM ")
-            .ident(&record::records_table(schema.version_id))
-            .push(" WHERE \"pos\" = ")
-            .bind(pos);
-        let row = self
-            .reader(schema.version_id)
-            .await
-            .query_one(sql.build())
-            .await?
-            .ok_or(ApiError::InvalidCursor {
-                reason: "it names a row this version does not have",
-            })?;
-        let mut values = Vec::with_capacity(sort.len());
-        for (i, &(column, _)) in sort.iter().enumerate() {
-            let number = match column {
-                Column::Id => false,
-                Column::Field(f) => schema.fields[f].field_type == entity::FieldType::Number,
-            };
-            values.push(if number {
-                row.try_get_by_index::<Option<f64>>(i)?.map(Into::into)
-            } else {
-                row.try_get_by_index::<Option<String>>(i)?.map(Into::into)
-            });
-        }
-        Ok(values)
-    }
-
     /// Reads `limit` records of one part of the order, from `offset` on.
     async fn page(
         &self,
@@ -291,28 +245,18 @@ impl Resolver {
         resolved: &ResolvedFilter<'_>,
         query: &RecordQuery,
         (part, access): (Part, Access),
-        after: Option<(&[Option<sea_orm::Value>], i64)>,
+        after: Option<(&[KeyValue], i64)>,
         offset: u64,
         limit: u64,
     ) -> Result<Vec<record::Model>, ApiError> {
-        let backend = self.backend();
-        let mut sql = Sql::new(backend);
-        sql.push("SELECT \"pos\", \"_id\" AS \"id\", ")
-            .push(record::doc_select(backend));
-        from_where(&mut sql, schema, resolved, access);
-        if let Some((values, pos)) = after {
-            after_row(&mut sql, schema, &query.sort, values, pos, part);
-        }
-        order_by(&mut sql, schema, &query.sort, part);
-        sql.push(" LIMIT ").bind(clamp(limit));
-        sql.push(" OFFSET ").bind(clamp(offset));
-        let statement = sql.build();
         let reader = self.reader(schema.version_id).await;
-        Ok(reader
-            .run(|db| {
-                let statement = statement.clone();
-                async move { record::Model::find_by_statement(statement).all(&db).await }
-            })
-            .await?)
+        let read = page::Read {
+            schema,
+            resolved,
+            sort: &query.sort,
+            part,
+            access,
+        };
+        page::rows(&reader, &read, after, clamp(offset), clamp(limit)).await
     }
 }

@@ -10,25 +10,14 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use entity::dataset_version;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseBackend, EntityTrait, QueryFilter, QueryOrder, Set,
-};
-use sha2::{Digest, Sha256};
 
 use super::Resolver;
-use super::bodies::Stored;
 use super::catalog::rfc3339;
 use super::export::BATCH_RECORDS;
 use crate::answer::views::{VersionItem, VersionList};
-use crate::dataset::flat::FlatOrder;
 use crate::dataset::{Dataset, DatasetSchema};
-use crate::engine::store::copy;
-use crate::engine::store::direct::DirectSqlite;
-use crate::engine::store::sql::Sql;
+use crate::engine::store;
 use crate::error::ApiError;
-
-/// Rows read a statement when a version is read whole in `_id` order.
-const ID_BATCH: i64 = 50_000;
 
 impl Resolver {
     /// The dataset published under `slug` at `version` (its live version when `None`): 404
@@ -70,10 +59,7 @@ impl Resolver {
         let Ok(wanted) = i64::try_from(number) else {
             return Err(not_found);
         };
-        dataset_version::Entity::find()
-            .filter(dataset_version::Column::Slug.eq(slug))
-            .filter(dataset_version::Column::Number.eq(wanted))
-            .one(&self.db)
+        store::versions::row(&self.db, slug, wanted)
             .await?
             .ok_or(not_found)
     }
@@ -96,12 +82,7 @@ impl Resolver {
 
     /// Every published version of `slug`, newest first.
     async fn version_rows(&self, slug: &str) -> Result<Vec<dataset_version::Model>, ApiError> {
-        Ok(dataset_version::Entity::find()
-            .filter(dataset_version::Column::Slug.eq(slug))
-            .filter(dataset_version::Column::Number.is_not_null())
-            .order_by_desc(dataset_version::Column::Number)
-            .all(&self.db)
-            .await?)
+        store::versions::rows(&self.db, slug).await
     }
 
     /// `GET /datasets/{slug}/versions`: every version ever published, newest first. A
@@ -137,13 +118,7 @@ impl Resolver {
     /// The content hash of the version `schema` belongs to, computed and written to its row.
     pub async fn keep_content_hash(&self, schema: &DatasetSchema) -> Result<String, ApiError> {
         let hash = self.content_hash(schema).await?;
-        dataset_version::ActiveModel {
-            id: Set(schema.version_id),
-            content_hash: Set(Some(hash.clone())),
-            ..Default::default()
-        }
-        .update(&self.db)
-        .await?;
+        store::versions::keep_hash(&self.db, schema.version_id, hash.clone()).await?;
         Ok(hash)
     }
 
@@ -151,64 +126,8 @@ impl Resolver {
     /// (contract §13.1): read from the store whatever the index holds, a batch at a time, each
     /// line the bytes the export writes, so anyone can recompute it from an export.
     pub async fn content_hash(&self, schema: &DatasetSchema) -> Result<String, ApiError> {
-        // One read of every body in `_id` order; the batches below only when it cannot be made.
-        match (self.backend(), &self.direct) {
-            (DatabaseBackend::Postgres, _) => {
-                let pool = self.db.get_postgres_connection_pool();
-                match content_hash_postgres(pool, schema).await {
-                    Ok(hash) => return Ok(hash),
-                    Err(error) => {
-                        tracing::warn!(%error, "content hash not read by COPY; reading through the pool")
-                    }
-                }
-            }
-            (_, Some(direct)) => return content_hash_sqlite(Arc::clone(direct), schema).await,
-            (_, None) => {}
-        }
-        let rows = self.rows_by_id(schema).await?;
-        let mut hasher = Sha256::new();
-        let mut out = Vec::new();
-        for batch in rows.chunks(BATCH_RECORDS) {
-            // Read past the body cache, which serves pages.
-            let positions: Vec<i64> = batch.iter().map(|&row| i64::from(row) + 1).collect();
-            out.clear();
-            for stored in self.read_at_positions(schema, &positions).await? {
-                write_line(schema, stored, &mut out)?;
-            }
-            hasher.update(&out);
-        }
-        Ok(format!("sha256:{}", super::hex(&hasher.finalize())))
-    }
-
-    /// Every row of the version `schema` belongs to, in `_id` byte order: read by the unique
-    /// `_id` index a batch at a time, each batch after the last `_id` of the one before (a
-    /// keyset, so the whole read costs one pass, however large the version).
-    async fn rows_by_id(&self, schema: &DatasetSchema) -> Result<Vec<u32>, ApiError> {
-        let table = entity::record::records_table(schema.version_id);
-        let mut rows = Vec::new();
-        let mut last: Option<String> = None;
-        loop {
-            let mut sql = Sql::new(self.backend());
-            sql.push("SELECT \"pos\", \"_id\" FROM ").ident(&table);
-            if let Some(last) = &last {
-                sql.push(" WHERE \"_id\" > ").bind(last.clone());
-            }
-            sql.push(" ORDER BY \"_id\" LIMIT ").bind(ID_BATCH);
-            let found = self
-                .reader(schema.version_id)
-                .await
-                .query_all(sql.build())
-                .await?;
-            let n = found.len();
-            for row in &found {
-                let pos: i64 = row.try_get_by_index(0)?;
-                rows.push(u32::try_from(pos - 1).map_err(|_| ApiError::Internal)?);
-            }
-            match found.last() {
-                Some(row) if n as i64 == ID_BATCH => last = Some(row.try_get_by_index(1)?),
-                _ => return Ok(rows),
-            }
-        }
+        let reader = self.reader(schema.version_id).await;
+        store::hash::content_hash(&self.db, self.direct.as_ref(), &reader, schema).await
     }
 
     /// `GET /datasets/{slug}/changes?from=&to=`: the records that differ between two retained
@@ -292,7 +211,8 @@ struct Line {
 
 impl Side {
     async fn new(resolver: &Resolver, schema: &Arc<DatasetSchema>) -> Result<Self, ApiError> {
-        let rows = resolver.rows_by_id(schema).await?;
+        let reader = resolver.reader(schema.version_id).await;
+        let rows = store::versions::rows_by_id(&reader, schema).await?;
         Ok(Side {
             schema: schema.clone(),
             rows,
@@ -396,127 +316,4 @@ impl Changes {
         self.next = end;
         Ok(Some(out))
     }
-}
-
-/// [`Resolver::content_hash`] on an SQLite file: one statement reads the bodies in `_id` order
-/// on a thread of its own, by the unique `_id` index, while this task shapes and hashes them,
-/// so a large version's hash keeps both cores busy and no list of every row is held.
-async fn content_hash_sqlite(
-    direct: Arc<DirectSqlite>,
-    schema: &DatasetSchema,
-) -> Result<String, ApiError> {
-    // The table's name comes from an integer: nothing of a request reaches the SQL text.
-    let sql = format!(
-        "SELECT \"doc\" FROM \"{}\" ORDER BY \"_id\"",
-        entity::record::records_table(schema.version_id)
-    );
-    let (sender, mut batches) = tokio::sync::mpsc::channel::<Vec<String>>(4);
-    let read = tokio::task::spawn_blocking(move || {
-        let mut batch = Vec::with_capacity(BATCH_RECORDS);
-        direct.each_row::<ApiError>(&sql, &[], |row| {
-            batch.push(row.get(0)?);
-            if batch.len() == BATCH_RECORDS {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
-                // The hashing side stopped (its own error is the one to report).
-                sender.blocking_send(full).map_err(|_| ApiError::Internal)?;
-            }
-            Ok(())
-        })?;
-        if !batch.is_empty() {
-            sender
-                .blocking_send(batch)
-                .map_err(|_| ApiError::Internal)?;
-        }
-        Ok::<_, ApiError>(())
-    });
-    let mut hasher = Sha256::new();
-    let mut out = Vec::new();
-    while let Some(batch) = batches.recv().await {
-        out.clear();
-        for text in batch {
-            write_line(schema, Stored::text(schema, text)?, &mut out)?;
-        }
-        hasher.update(&out);
-    }
-    read.await.expect("the hash's read does not panic")?;
-    Ok(format!("sha256:{}", super::hex(&hasher.finalize())))
-}
-
-/// [`Resolver::content_hash`] on PostgreSQL: the bodies in `_id` order as one `COPY` stream
-/// of JSONB's text (one statement, where batches by position read each body through a
-/// statement's result map), cut into blocks that [`SHAPERS`] threads parse and shape while the
-/// server reads on; their lines are hashed in the stream's order.
-async fn content_hash_postgres(
-    pool: &sqlx::PgPool,
-    schema: &DatasetSchema,
-) -> Result<String, String> {
-    // The table's name comes from an integer: nothing of a request reaches the SQL text.
-    let select = format!(
-        "SELECT \"doc\" FROM \"{}\" ORDER BY \"_id\"",
-        entity::record::records_table(schema.version_id)
-    );
-    let schema = Arc::new((schema.clone(), FlatOrder::new(schema.top_keys())));
-    let (sender, mut blocks) = tokio::sync::mpsc::channel(SHAPERS);
-    let read = copy::send_blocks(pool, &select, HASH_CHUNK_BYTES, sender);
-    let hash = async move {
-        let mut hasher = Sha256::new();
-        let mut shaping = VecDeque::with_capacity(SHAPERS);
-        let mut more = true;
-        loop {
-            while more && shaping.len() < SHAPERS {
-                match blocks.recv().await {
-                    Some(block) => {
-                        let schema = Arc::clone(&schema);
-                        shaping.push_back(tokio::task::spawn_blocking(move || {
-                            export_lines(&schema.0, &schema.1, &block)
-                        }));
-                    }
-                    None => more = false,
-                }
-            }
-            let Some(next) = shaping.pop_front() else {
-                break;
-            };
-            hasher.update(next.await.map_err(|e| e.to_string())??);
-        }
-        Ok::<_, String>(hasher)
-    };
-    let ((), hasher) = tokio::try_join!(read, hash)?;
-    Ok(format!("sha256:{}", super::hex(&hasher.finalize())))
-}
-
-/// Threads parsing and shaping the bodies of the PostgreSQL hash: parsing JSONB's text costs
-/// more than the server's read of it, so one thread left the server waiting.
-const SHAPERS: usize = 2;
-
-/// A block of `COPY` lines (one JSONB body each) as the export's lines: a flat body reordered
-/// as text ([`FlatOrder`]), any other parsed and shaped.
-fn export_lines(schema: &DatasetSchema, flat: &FlatOrder, block: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(block.len());
-    let mut values = Vec::new();
-    copy::each_line(block, |line| {
-        let text = line.get(0)?.ok_or("a stored body is NULL")?;
-        if flat.shape(text, &mut values, &mut out) {
-            out.push(b'\n');
-            return Ok(());
-        }
-        let body = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        write_line(schema, Stored::Value(body), &mut out).map_err(|e| e.to_string())
-    })?;
-    Ok(out)
-}
-
-/// Bytes of `COPY` text a shaping thread takes at a time.
-const HASH_CHUNK_BYTES: usize = 1 << 20;
-
-/// One record's line of the export: the record as a page writes it, which the export's lines
-/// are byte for byte (contract §12.3); a stored body in the page's shape is copied, not parsed
-/// and written again.
-fn write_line(schema: &DatasetSchema, stored: Stored, out: &mut Vec<u8>) -> Result<(), ApiError> {
-    stored
-        .shaped(schema, None)?
-        .write_json(out)
-        .map_err(|_| ApiError::Internal)?;
-    out.push(b'\n');
-    Ok(())
 }

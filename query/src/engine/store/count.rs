@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::direct::DirectSqlite;
 use super::replicas::Reader;
 use super::split;
-use super::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, from_where};
+use super::sql::{Access, ResolvedFilter, Sql, dictionary_lookup, distinct_values, from_where};
 use crate::dataset::schema::{Column, DatasetSchema};
 use crate::error::ApiError;
 
@@ -61,4 +61,20 @@ pub(crate) async fn dictionary_ids(
         .collect::<Result<Vec<_>, _>>()?;
     ids.sort_unstable();
     Ok(ids)
+}
+
+/// The distinct stored texts of `column` in version `version_id` (a date field's, whose
+/// ranges are resolved to the texts whose instants lie in them).
+pub(crate) async fn distinct_texts(
+    reader: &Reader,
+    version_id: i64,
+    column: &str,
+) -> Result<Vec<String>, ApiError> {
+    let statement = distinct_values(reader.backend(), version_id, column);
+    reader
+        .query_all(statement)
+        .await?
+        .iter()
+        .map(|row| Ok(row.try_get("", "v")?))
+        .collect()
 }

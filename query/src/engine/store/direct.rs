@@ -22,6 +22,15 @@ pub(crate) struct DirectSqlite {
 }
 
 impl DirectSqlite {
+    /// Direct reads of the file behind `db` when it is an SQLite file.
+    pub(crate) fn of(db: &sea_orm::DatabaseConnection) -> Option<std::sync::Arc<Self>> {
+        if db.get_database_backend() != sea_orm::DatabaseBackend::Sqlite {
+            return None;
+        }
+        let options = db.get_sqlite_connection_pool().connect_options();
+        DirectSqlite::new(options.get_filename()).map(std::sync::Arc::new)
+    }
+
     /// Reads of the SQLite file at `path`; `None` when it is not a file (an in-memory store).
     pub(crate) fn new(path: &Path) -> Option<Self> {
         path.is_file().then(|| DirectSqlite {

@@ -282,7 +282,7 @@ fn bind_exact(sql: &mut Sql, value: &ExactValue) {
 /// `column` holds one of `ids`. PostgreSQL gets the ids as one bound array, so the planner sees
 /// how few they are (a sub-select hid that and it chose a sequential scan); SQLite reads them
 /// from one bound JSON array.
-fn in_ids(sql: &mut Sql, column: &str, ids: &[i64]) {
+pub(crate) fn in_ids(sql: &mut Sql, column: &str, ids: &[i64]) {
     sql.ident(column);
     match sql.backend {
         DatabaseBackend::Postgres => {
@@ -418,7 +418,10 @@ pub(crate) fn order_by(sql: &mut Sql, schema: &DatasetSchema, sort: &[(Column, b
 
 /// The sort-key values of one row, read to go on after it (a cursor's keyset): `None` where
 /// the row has no value.
-pub(crate) type KeyValues = Vec<Option<Value>>;
+pub(crate) type KeyValues = Vec<KeyValue>;
+
+/// One sort key's value in a row, `None` where the row has none.
+pub(crate) type KeyValue = Option<Value>;
 
 /// ` AND …`: the rows that come after the row at `pos` whose sort keys hold `values`, in the
 /// order [`order_by`] writes for `sort` (each key's missing values after its others, then

@@ -1,0 +1,121 @@
+//! Record bodies by position as the store gives them ([`Stored`]): straight from an SQLite
+//! file when it can be read directly, else by one statement.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use entity::record::records_table;
+use sea_orm::DatabaseBackend;
+use serde_json::Value;
+
+use super::direct::DirectSqlite;
+use super::replicas::Reader;
+use super::sql::{Sql, in_ids};
+use crate::answer::views::RecordBody;
+use crate::dataset::packed::Layout;
+use crate::dataset::schema::DatasetSchema;
+use crate::error::ApiError;
+
+/// Records read from the store per statement and written per response chunk.
+pub const BATCH_RECORDS: usize = 1000;
+
+/// The bodies at `positions` of `schema`'s version, in that order: from the SQLite file when
+/// `direct` reads it, else one statement through `reader` (PostgreSQL, or a direct read that
+/// failed).
+pub(crate) async fn at_positions(
+    direct: Option<&DirectSqlite>,
+    reader: &Reader,
+    schema: &DatasetSchema,
+    positions: &[i64],
+) -> Result<Vec<Stored>, ApiError> {
+    let backend = reader.backend();
+    if backend != DatabaseBackend::Postgres
+        && let Some(read) =
+            direct.and_then(|direct| direct.bodies(schema.version_id, positions).ok())
+    {
+        let mut found: HashMap<i64, String> = read.into_iter().collect();
+        return positions
+            .iter()
+            .map(|pos| {
+                let text = found.remove(pos).ok_or(ApiError::Internal)?;
+                Stored::text(schema, text)
+            })
+            .collect();
+    }
+    let mut sql = Sql::new(backend);
+    sql.push("SELECT \"pos\", \"doc\" FROM ")
+        .ident(&records_table(schema.version_id));
+    sql.push(" WHERE ");
+    in_ids(&mut sql, "pos", positions);
+    let mut found: HashMap<i64, Stored> = HashMap::with_capacity(positions.len());
+    for row in reader.query_all(sql.build()).await? {
+        let pos: i64 = row.try_get_by_index(0)?;
+        let doc = match backend {
+            DatabaseBackend::Postgres => Stored::Value(row.try_get_by_index::<Value>(1)?),
+            _ => Stored::text(schema, row.try_get_by_index(1)?)?,
+        };
+        found.insert(pos, doc);
+    }
+    positions
+        .iter()
+        .map(|pos| found.remove(pos).ok_or(ApiError::Internal))
+        .collect()
+}
+
+/// A record body as the store gives it (SQLite's text, PostgreSQL's JSONB read as a value), or
+/// as the body cache keeps it: already shaped, without a projection.
+pub(crate) enum Stored {
+    Text(String),
+    Value(Value),
+    Shaped(Arc<str>),
+}
+
+impl Stored {
+    /// A body SQLite holds as text, unpacked ([`crate::dataset::packed`]).
+    pub(crate) fn text(schema: &DatasetSchema, stored: String) -> Result<Stored, ApiError> {
+        if !Layout::is_packed(&stored) {
+            return Ok(Stored::Text(stored));
+        }
+        let doc = schema.layout.unpack(&stored).ok_or(ApiError::Internal)?;
+        Ok(Stored::Text(doc))
+    }
+
+    /// The body as a JSON value.
+    pub(crate) fn value(self) -> Result<Value, ApiError> {
+        match self {
+            Stored::Value(value) => Ok(value),
+            Stored::Text(text) => serde_json::from_str(&text).map_err(|_| ApiError::Internal),
+            Stored::Shaped(text) => serde_json::from_str(&text).map_err(|_| ApiError::Internal),
+        }
+    }
+
+    /// The text a page writes for this body without a projection: the stored text when it is
+    /// already shaped, else the shaped value written out (the same bytes
+    /// [`RecordBody::Shaped`] would write).
+    pub(crate) fn shaped_text(self, schema: &DatasetSchema) -> Result<Arc<str>, ApiError> {
+        match self.shaped(schema, None)? {
+            RecordBody::Stored(text) => Ok(text),
+            RecordBody::Shaped(value) => Ok(value.to_string().into()),
+        }
+    }
+
+    /// The body as a page shows it: the stored text itself when shaping would not change it,
+    /// else shaped and projected.
+    pub(crate) fn shaped(
+        self,
+        schema: &DatasetSchema,
+        projection: Option<&[String]>,
+    ) -> Result<RecordBody, ApiError> {
+        match self {
+            Stored::Shaped(text) if projection.is_none() => Ok(RecordBody::Stored(text)),
+            Stored::Text(text)
+                if projection.is_none() && text.starts_with('{') && schema.is_shaped(&text) =>
+            {
+                Ok(RecordBody::Stored(text.into()))
+            }
+            stored => Ok(RecordBody::Shaped(
+                schema.shape(stored.value()?, projection),
+            )),
+        }
+    }
+}
