@@ -6,9 +6,7 @@
 //! - [`objects`]: the answers as typed objects; records are a `JSON` scalar.
 //! - [`errors`]: rejections with the REST code in `extensions.code`.
 //! - [`limits`]: size, nesting, depth, complexity, spread, alias and fetch-count limits.
-//! - [`batch`]: the per-request memo that runs identical sub-requests once.
 
-pub mod batch;
 pub mod errors;
 pub mod inputs;
 pub mod limits;
@@ -19,7 +17,6 @@ use std::sync::Arc;
 
 use async_graphql::{EmptyMutation, EmptySubscription, Request, Response, Schema};
 
-pub use batch::Batch;
 pub use limits::{
     MAX_ALIASES, MAX_COMPLEXITY, MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_FETCHES, MAX_FRAGMENT_SPREADS,
     MAX_NESTING,
@@ -61,8 +58,8 @@ pub async fn execute(schema: &OdqsSchema, request: Request, scope: query::Scope)
 pub async fn execute_with(
     schema: &OdqsSchema,
     request: Request,
-    batch: Arc<Batch>,
+    memo: Arc<query::Memo>,
     scope: query::Scope,
 ) -> Response {
-    schema.execute(request.data(batch).data(scope)).await
+    schema.execute(request.data(memo).data(scope)).await
 }

@@ -8,12 +8,11 @@ use std::sync::Arc;
 use async_graphql::{Context, Json, Object, Result};
 use serde_json::Value;
 
-use crate::batch::Batch;
 use crate::errors::OrGraphql;
 use crate::inputs::{self, Conditions, FieldFilter, FieldSearch, GroupSort, SortKey};
 use crate::objects::{AggResult, Dataset, DatasetList, RecordPage};
-use query::cost::CostGate;
-use query::{self, Need, Paging, Resolver, Scope};
+use query::cost::{CostGate, Unmetered};
+use query::{self, Caller, Memo, Need, Paging, Resolver, Scope};
 
 /// The read API as a GraphQL schema. Every field reads with the token's `read` scope; a field
 /// on a dataset outside the scope fails alone with `insufficient_scope` (contract §13.3).
@@ -26,37 +25,37 @@ fn scope<'a>(ctx: &Context<'a>) -> Result<&'a Scope> {
         .ok_or_else(|| crate::errors::to_graphql(&query::ApiError::Internal))
 }
 
-/// The shared resolver and this request's memo (a private one when the caller gave none),
-/// once the token's scope allows reading `slug` (any dataset: `None`).
-fn parts<'a>(ctx: &Context<'a>, slug: Option<&str>) -> Result<(&'a Resolver, Arc<Batch>)> {
-    scope(ctx)?.require(Need::Read, slug).gql()?;
-    let resolver = ctx.data_unchecked::<Arc<Resolver>>().as_ref();
-    let batch = ctx.data_opt::<Arc<Batch>>().cloned().unwrap_or_default();
-    Ok((resolver, batch))
+/// What a field calls the query layer with: the shared resolver, and the caller as this request
+/// made it (the token's scope, the gate its heavy fields are weighed at, the document's memo).
+struct Parts<'a> {
+    resolver: &'a Resolver,
+    scope: &'a Scope,
+    memo: Arc<Memo>,
+    gate: Arc<dyn CostGate>,
 }
 
-/// The dataset published under `slug`, looked up once per request.
-async fn dataset(resolver: &Resolver, batch: &Batch, slug: &str) -> Result<query::Dataset> {
-    batch.dataset(slug, resolver.dataset(slug)).await.gql()
+impl Parts<'_> {
+    fn caller(&self) -> Caller<'_> {
+        Caller {
+            scope: self.scope,
+            gate: self.gate.as_ref(),
+            memo: Some(&self.memo),
+        }
+    }
 }
 
-/// The dataset under `slug` at `version` (the live one without), looked up once per request
-/// and version.
-async fn dataset_at(
-    resolver: &Resolver,
-    batch: &Batch,
-    slug: &str,
-    version: Option<i64>,
-) -> Result<query::Dataset> {
-    let Some(version) = inputs::version(version).gql()? else {
-        return dataset(resolver, batch, slug).await;
-    };
-    // A slug holds no NUL (the resolver refuses one), so the key is one (slug, version).
-    let key = format!("{slug}\0{version}");
-    batch
-        .dataset(&key, resolver.dataset_at(slug, Some(version)))
-        .await
-        .gql()
+/// This request's [`Parts`]: a private memo when the request came without one, and no charge
+/// when it came without a gate.
+fn parts<'a>(ctx: &Context<'a>) -> Result<Parts<'a>> {
+    Ok(Parts {
+        resolver: ctx.data_unchecked::<Arc<Resolver>>().as_ref(),
+        scope: scope(ctx)?,
+        memo: ctx.data_opt::<Arc<Memo>>().cloned().unwrap_or_default(),
+        gate: match ctx.data_opt::<Arc<dyn CostGate>>() {
+            Some(gate) => gate.clone(),
+            None => Arc::new(Unmetered),
+        },
+    })
 }
 
 #[Object]
@@ -73,7 +72,8 @@ impl QueryRoot {
         )]
         q: Option<String>,
     ) -> Result<DatasetList> {
-        let (resolver, _) = parts(ctx, None)?;
+        let resolver = parts(ctx)?.resolver;
+        scope(ctx)?.require(Need::Read, None).gql()?;
         let paging = Paging::new(
             inputs::count("page", page).gql()?,
             inputs::count("per_page", per_page).gql()?,
@@ -91,9 +91,13 @@ impl QueryRoot {
     /// every field below read with the token's `read` scope: on a dataset outside it the field
     /// fails alone, with `insufficient_scope`.
     async fn dataset(&self, ctx: &Context<'_>, slug: String) -> Result<Dataset> {
-        let (resolver, batch) = parts(ctx, Some(&slug))?;
-        let found = dataset(resolver, &batch, &slug).await?;
-        Ok(resolver.detail(&found).into())
+        let parts = parts(ctx)?;
+        let found = parts
+            .resolver
+            .call_dataset(&parts.caller(), &slug)
+            .await
+            .gql()?;
+        Ok(parts.resolver.detail(&found).into())
     }
 
     /// Search, filter, sort and page through a dataset's records (REST
@@ -136,7 +140,7 @@ impl QueryRoot {
         )]
         after: Option<String>,
     ) -> Result<RecordPage> {
-        let (resolver, batch) = parts(ctx, Some(&slug))?;
+        let parts = parts(ctx)?;
         let conditions = Conditions {
             q,
             search,
@@ -154,26 +158,15 @@ impl QueryRoot {
             facet_size,
         };
         let mut params = inputs::record_params(conditions, args).gql()?;
-        let prepared = match after {
-            None => {
-                let found = dataset_at(resolver, &batch, &slug, version).await?;
-                resolver.prepare_records_in(found, &params).gql()?
-            }
-            Some(cursor) => {
-                // A cursor pins its own version: the resolver reads it from the cursor.
-                params.version = inputs::version(version).gql()?;
-                params.cursor = Some(cursor);
-                resolver.prepare_records(&slug, &params).await.gql()?
-            }
-        };
-        weigh(ctx, prepared.extra)?;
-        let page = batch
-            .page(
-                prepared.etag.clone(),
-                Box::pin(resolver.run_records(&prepared)),
-            )
+        params.version = inputs::version(version).gql()?;
+        // A cursor pins its own version: the resolver reads it from the cursor.
+        params.cursor = after;
+        let ready = parts
+            .resolver
+            .call_records(&parts.caller(), &slug, &params)
             .await
             .gql()?;
+        let page = ready.run().await.gql()?;
         Ok(RecordPage::from(page.as_ref()))
     }
 
@@ -187,18 +180,15 @@ impl QueryRoot {
         #[graphql(desc = "The dataset version to read (REST version); default: the live one")]
         version: Option<i64>,
     ) -> Result<Json<Value>> {
-        let (resolver, batch) = parts(ctx, Some(&slug))?;
-        let found = dataset_at(resolver, &batch, &slug, version).await?;
-        let prepared = resolver
-            .prepare_record_in(found, &id, fields.as_deref())
-            .gql()?;
-        let record = batch
-            .record(
-                prepared.etag.clone(),
-                Box::pin(resolver.run_record(&prepared)),
-            )
+        let parts = parts(ctx)?;
+        let version = inputs::version(version).gql()?;
+        let record = (id.as_str(), fields.as_deref());
+        let ready = parts
+            .resolver
+            .call_record(&parts.caller(), &slug, record, version)
             .await
             .gql()?;
+        let record = ready.run().await.gql()?;
         Ok(Json(record.as_ref().clone()))
     }
 
@@ -240,7 +230,7 @@ impl QueryRoot {
         #[graphql(desc = "The dataset version to read (REST version); default: the live one")]
         version: Option<i64>,
     ) -> Result<AggResult> {
-        let (resolver, batch) = parts(ctx, Some(&slug))?;
+        let parts = parts(ctx)?;
         let conditions = Conditions {
             q,
             search,
@@ -257,24 +247,14 @@ impl QueryRoot {
             limit,
             min_count,
         };
-        let params = inputs::agg_params(conditions, grouping).gql()?;
-        let found = dataset_at(resolver, &batch, &slug, version).await?;
-        let prepared = resolver.prepare_agg_in(found, &params).gql()?;
-        weigh(ctx, prepared.extra)?;
-        let result = batch
-            .agg(prepared.etag.clone(), Box::pin(resolver.run_agg(&prepared)))
+        let mut params = inputs::agg_params(conditions, grouping).gql()?;
+        params.version = inputs::version(version).gql()?;
+        let ready = parts
+            .resolver
+            .call_agg(&parts.caller(), &slug, &params)
             .await
             .gql()?;
+        let result = ready.run().await.gql()?;
         Ok(AggResult::from(result.as_ref()))
-    }
-}
-
-/// Weighs a prepared request's extra cost (a scan of a dataset's columns: grouped statistics,
-/// full text) at the request's [`CostGate`] before it runs: refused, the field answers
-/// `rate_limited` and reads nothing.
-fn weigh(ctx: &Context<'_>, extra: Option<u64>) -> Result<()> {
-    match (ctx.data_opt::<std::sync::Arc<dyn CostGate>>(), extra) {
-        (Some(gate), Some(extra)) if extra > 0 => gate.weigh(extra).gql(),
-        _ => Ok(()),
     }
 }

@@ -23,6 +23,16 @@ pub trait CostGate: Send + Sync {
     fn weigh(&self, extra: u64) -> Result<(), crate::ApiError>;
 }
 
+/// A gate that takes nothing: for a caller outside any budget (a GraphQL document run without
+/// a token's gate).
+pub struct Unmetered;
+
+impl CostGate for Unmetered {
+    fn weigh(&self, _extra: u64) -> Result<(), crate::ApiError> {
+        Ok(())
+    }
+}
+
 /// Records of a dataset per extra request a scan of its columns weighs.
 pub const ROWS_PER_REQUEST: u64 = 10_000;
 

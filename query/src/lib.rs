@@ -16,8 +16,9 @@
 //!    export's encoders.
 //! 5. [`engine`]: what answers: the in-memory index ([`engine::memory`]) and the store
 //!    ([`engine::store`]: SQL for both stores, direct SQLite reads, the agg fold).
-//! 6. [`resolver`]: the facade, [`Resolver`]: one prepare and one run per endpoint, the
-//!    caches, the single flight, the catalog, the guides' facts and the export plan.
+//! 6. [`resolver`]: the facade, [`Resolver`]: one call per request kind below every front end
+//!    ([`Caller`], [`Ready`]), the caches, the single flight, the catalog, the guides' facts and
+//!    the export plan.
 //!
 //! The floors' vocabulary (error codes, costs, operators, dates, scopes, log text) is public;
 //! the rest is the crate's own, and the front ends reach what they use by the short paths
@@ -50,7 +51,9 @@ pub use request::params::{
 };
 pub use request::places::{EARTH_RADIUS_M, MAX_RADIUS_M, distance_m};
 pub use request::records::RecordQuery;
+pub use resolver::call::{Caller, Ready};
 pub use resolver::catalog::{CatalogEpoch, DATASET_FRESH_FOR};
+pub use resolver::memo::Memo;
 pub use resolver::{Prepared, RecordById, Resolver, hex};
 pub use scope::{Need, Scope};
 

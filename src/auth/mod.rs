@@ -4,7 +4,7 @@
 //!
 //! - [`token`]: minting and hashing API tokens, who a token acts for (and its "last used"
 //!   writes), and the live tokens known without a query; [`rate_limit`]: request budgets per
-//!   token and per client address; [`export_slots`]: how many exports run at once.
+//!   token and per client address, and [`cost_gate`]: a token's budget as each call weighs it; [`export_slots`]: how many exports run at once.
 //! - [`grant`]: the device grant's states in the store, its paths and limits.
 //! - [`account`], [`password`], [`session`], [`throttle`]: sign-up and sign-in, Argon2id on
 //!   bounded workers, server-side sessions, and the counters for logins, user codes, sign-ups and
@@ -15,6 +15,7 @@
 //!   discovery document.
 
 pub mod account;
+pub mod cost_gate;
 pub mod export_slots;
 pub mod grant;
 pub mod http;

@@ -165,6 +165,15 @@ impl Principal {
     pub fn require(&self, need: Need, slug: &str) -> Result<(), ApiError> {
         self.scope.require(need, Some(slug))
     }
+
+    /// The token as the query layer's calls take it: its scope, weighed at `gate`.
+    pub fn caller<'a>(&'a self, gate: &'a dyn query::cost::CostGate) -> query::Caller<'a> {
+        query::Caller {
+            scope: &self.scope,
+            gate,
+            memo: None,
+        }
+    }
 }
 
 /// When each token's "last used" was last written by this process.

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::helpers::{TestStore, api_token, get_with, load_demo, post_graphql};
-use graphql::{Batch, MAX_DEPTH, MAX_FETCHES, execute_with};
+use graphql::{MAX_DEPTH, MAX_FETCHES, execute_with};
+use query::Memo as Batch;
 use serde_json::{Value, json};
 
 /// The first error's `extensions.code`.

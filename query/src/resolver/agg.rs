@@ -15,19 +15,9 @@ use crate::request::params::AggParams;
 use crate::request::{self, AggQuery};
 
 impl Resolver {
-    /// `GET /datasets/{slug}/agg`, prepared: the dataset resolved, the parameters validated
-    /// against its schema, the tag and the weight (a scan of the dataset's columns).
-    pub async fn prepare_agg(
-        &self,
-        slug: &str,
-        params: &AggParams,
-    ) -> Result<Prepared<AggQuery>, ApiError> {
-        let dataset = self.dataset_at(slug, params.version).await?;
-        self.prepare_agg_in(dataset, params)
-    }
-
-    /// [`Self::prepare_agg`] on a dataset already resolved.
-    pub fn prepare_agg_in(
+    /// `GET /datasets/{slug}/agg` on `dataset`, prepared: the parameters validated against its
+    /// schema, the tag and the weight (a scan of the dataset's columns).
+    pub(crate) fn prepare_agg_in(
         &self,
         dataset: Dataset,
         params: &AggParams,
@@ -44,12 +34,19 @@ impl Resolver {
     }
 
     /// Runs a prepared agg request.
-    pub async fn run_agg(&self, prepared: &Prepared<AggQuery>) -> Result<AggResult, ApiError> {
+    pub(crate) async fn run_agg(
+        &self,
+        prepared: &Prepared<AggQuery>,
+    ) -> Result<AggResult, ApiError> {
         self.agg(&prepared.dataset, &prepared.query).await
     }
 
     /// `GET /datasets/{slug}/agg`.
-    pub async fn agg(&self, dataset: &Dataset, query: &AggQuery) -> Result<AggResult, ApiError> {
+    pub(crate) async fn agg(
+        &self,
+        dataset: &Dataset,
+        query: &AggQuery,
+    ) -> Result<AggResult, ApiError> {
         if let Engine::Memory(index) = self.engine(dataset).await {
             let matches = index.matches(&query.filter);
             if let Some(result) = index.agg(matches.as_ref(), query) {

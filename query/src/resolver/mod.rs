@@ -4,11 +4,13 @@
 
 pub(crate) mod agg;
 pub(crate) mod bodies;
+pub(crate) mod call;
 pub(crate) mod catalog;
 pub(crate) mod cursors;
 pub(crate) mod export;
 pub(crate) mod facets;
 pub(crate) mod facts;
+pub(crate) mod memo;
 pub(crate) mod memory_page;
 pub(crate) mod orders;
 pub(crate) mod places;

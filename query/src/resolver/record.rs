@@ -12,24 +12,9 @@ use crate::error::ApiError;
 use crate::request;
 
 impl Resolver {
-    /// `GET /datasets/{slug}/records/{id}`, prepared: the dataset resolved, the projection
-    /// validated, the tag; at `version` when given (contract §13.1).
-    pub async fn prepare_record(
-        &self,
-        slug: &str,
-        id: &str,
-        fields: Option<&[String]>,
-        version: Option<u64>,
-    ) -> Result<Prepared<RecordById>, ApiError> {
-        let version = version
-            .map(|n| crate::request::params::version_number("version", n))
-            .transpose()?;
-        let dataset = self.dataset_at(slug, version).await?;
-        self.prepare_record_in(dataset, id, fields)
-    }
-
-    /// [`Self::prepare_record`] on a dataset already resolved.
-    pub fn prepare_record_in(
+    /// `GET /datasets/{slug}/records/{id}` on `dataset` (at the version asked for), prepared:
+    /// the projection validated, the tag.
+    pub(crate) fn prepare_record_in(
         &self,
         dataset: Dataset,
         id: &str,
@@ -49,7 +34,7 @@ impl Resolver {
     }
 
     /// Runs a prepared single-record request, as stored text when it can.
-    pub async fn run_record_body(
+    pub(crate) async fn run_record_body(
         &self,
         prepared: &Prepared<RecordById>,
     ) -> Result<RecordBody, ApiError> {
@@ -59,13 +44,16 @@ impl Resolver {
     }
 
     /// Runs a prepared single-record request, as a JSON value.
-    pub async fn run_record(&self, prepared: &Prepared<RecordById>) -> Result<Value, ApiError> {
+    pub(crate) async fn run_record(
+        &self,
+        prepared: &Prepared<RecordById>,
+    ) -> Result<Value, ApiError> {
         let RecordById { id, fields } = &prepared.query;
         self.record(&prepared.dataset, id, fields.as_deref()).await
     }
 
     /// One record by id, optionally projected, as a JSON value (GraphQL, MCP).
-    pub async fn record(
+    pub(crate) async fn record(
         &self,
         dataset: &Dataset,
         id: &str,
@@ -76,7 +64,7 @@ impl Resolver {
 
     /// `GET /datasets/{slug}/records/{id}`: one record, optionally projected; its stored text
     /// when shaping would not change it, as on a page.
-    pub async fn record_body(
+    pub(crate) async fn record_body(
         &self,
         dataset: &Dataset,
         id: &str,

@@ -24,7 +24,7 @@ use crate::request::{self, Filter, RecordQuery};
 impl Resolver {
     /// `GET /datasets/{slug}/records`, prepared: the dataset resolved, the parameters
     /// validated against its schema, the tag and the weight (full text weighs like a scan).
-    pub async fn prepare_records(
+    pub(crate) async fn prepare_records(
         &self,
         slug: &str,
         params: &RecordParams,
@@ -39,7 +39,7 @@ impl Resolver {
 
     /// [`Self::prepare_records`] on a dataset already resolved (GraphQL resolves each slug
     /// once a document).
-    pub fn prepare_records_in(
+    pub(crate) fn prepare_records_in(
         &self,
         dataset: Dataset,
         params: &RecordParams,
@@ -60,7 +60,7 @@ impl Resolver {
     }
 
     /// Runs a prepared records request: one page.
-    pub async fn run_records(
+    pub(crate) async fn run_records(
         &self,
         prepared: &Prepared<RecordQuery>,
     ) -> Result<RecordPage, ApiError> {
@@ -164,7 +164,7 @@ impl Resolver {
     }
 
     /// `GET /datasets/{slug}/records`.
-    pub async fn records(
+    pub(crate) async fn records(
         &self,
         dataset: &Dataset,
         query: &RecordQuery,

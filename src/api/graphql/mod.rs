@@ -37,9 +37,7 @@ use crate::state::AppState;
 use query::cost::CostGate;
 use query::error::Code;
 
-mod gate;
-
-use gate::TokenGate;
+use crate::auth::cost_gate::TokenGate;
 
 /// The most operations one batch (a JSON array body) may carry; each counts its own fetches.
 pub const MAX_BATCH: usize = 10;

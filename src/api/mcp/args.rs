@@ -1,6 +1,6 @@
 //! The tools' arguments: the JSON face of the REST query strings. Each argument type turns
 //! into the typed parameters the resolver takes, read by the same syntax rules as a REST
-//! request's (`query::params`), and validated by the resolver's `prepare_…` like any request:
+//! request's (`query::params`), and validated by the resolver's calls like any request:
 //! every rule (names, operators, bounds, limits) is checked there, once, and a broken one is
 //! the same error with the same code. The bounds written here only describe those rules to the client, from
 //! the same constants.

@@ -27,6 +27,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::args::{Aggregate, Describe, ExportRecords, GetRecord, ListDatasets, SearchRecords};
+use crate::auth::cost_gate::TokenGate;
 use crate::auth::http::gate::Authenticated;
 use crate::auth::token::Principal;
 use crate::guides::tools::NAMES;
@@ -49,22 +50,6 @@ impl Tools {
         Tools { state }
     }
 
-    /// Charges a prepared request's weight beyond one (a scan of a dataset's columns: grouped
-    /// statistics, full text) to the token, as the REST endpoints do (`query::cost`), refusing
-    /// when the budget cannot pay.
-    fn weigh(&self, principal: &Principal, extra: Option<u64>) -> Result<(), ApiError> {
-        let Some(extra) = extra else {
-            return Ok(());
-        };
-        self.state
-            .rate_limits
-            .weigh(principal.token_id, extra)
-            .map(|_| ())
-            .map_err(|refused| ApiError::RateLimited {
-                retry_after: refused.reset_secs,
-            })
-    }
-
     /// Runs tool `name` with `arguments`, as the token `principal`.
     async fn call(
         &self,
@@ -73,6 +58,8 @@ impl Tools {
         principal: Principal,
     ) -> Result<CallToolResult, ApiError> {
         let resolver = &self.state.resolver;
+        let gate = TokenGate::new(self.state.rate_limits.clone(), principal.token_id);
+        let caller = principal.caller(gate.as_ref());
         let answer = match name {
             "list_datasets" => {
                 let args: ListDatasets = parse(arguments)?;
@@ -100,33 +87,26 @@ impl Tools {
             }
             "search_records" => {
                 let args: SearchRecords = parse(arguments)?;
-                principal.require(Need::Read, &args.dataset)?;
                 let params = args.params()?;
-                let prepared = resolver.prepare_records(&args.dataset, &params).await?;
-                self.weigh(&principal, prepared.extra)?;
-                json(resolver.run_records(&prepared).await?)
+                let ready = resolver
+                    .call_records(&caller, &args.dataset, &params)
+                    .await?;
+                json(ready.run().await?.as_ref())
             }
             "get_record" => {
                 let args: GetRecord = parse(arguments)?;
-                principal.require(Need::Read, &args.dataset)?;
                 let projection = ProjectionParams::parse(args.fields().as_deref())?;
-                let prepared = resolver
-                    .prepare_record(
-                        &args.dataset,
-                        &args.id,
-                        projection.fields.as_deref(),
-                        args.version,
-                    )
+                let record = (args.id.as_str(), projection.fields.as_deref());
+                let ready = resolver
+                    .call_record(&caller, &args.dataset, record, args.version)
                     .await?;
-                resolver.run_record(&prepared).await?
+                ready.run().await?.as_ref().clone()
             }
             "aggregate" => {
                 let args: Aggregate = parse(arguments)?;
-                principal.require(Need::Read, &args.dataset)?;
                 let params = args.params()?;
-                let prepared = resolver.prepare_agg(&args.dataset, &params).await?;
-                self.weigh(&principal, prepared.extra)?;
-                json(resolver.run_agg(&prepared).await?)
+                let ready = resolver.call_agg(&caller, &args.dataset, &params).await?;
+                json(ready.run().await?.as_ref())
             }
             "export_records" => {
                 let args: ExportRecords = parse(arguments)?;

@@ -5,11 +5,11 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::query_string::{agg_params, pairs};
+use crate::auth::cost_gate::TokenGate;
 use crate::auth::token::Principal;
-use crate::http::caching::{conditional, set_dataset_version};
+use crate::http::caching::{conditional_written, set_dataset_version};
 use crate::http::error::HttpError;
 use crate::state::AppState;
-use query::Need;
 
 /// Grouped statistics: every group in one answer, by count descending then key.
 #[utoipa::path(get, path = "/datasets/{slug}/agg", tag = "agg", operation_id = "aggregate",
@@ -42,19 +42,18 @@ pub async fn aggregate(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
-    principal.require(Need::Read, &slug)?;
     let params = agg_params(&pairs(query.as_deref()))?;
-    let prepared = state.resolver.prepare_agg(&slug, &params).await?;
-    let extra = prepared.extra.unwrap_or(0);
-    let charge = match state.rate_limits.weigh(principal.token_id, extra) {
-        Ok(charge) => charge,
-        Err(refused) => return Ok(super::refusal(refused)),
+    let gate = TokenGate::new(state.rate_limits.clone(), principal.token_id);
+    let answer = async {
+        let caller = principal.caller(gate.as_ref());
+        let ready = state.resolver.call_agg(&caller, &slug, &params).await?;
+        let run = ready.run();
+        let write = |result: &std::sync::Arc<query::views::AggResult>, out: &mut Vec<u8>| {
+            serde_json::to_writer(out, result.as_ref())
+        };
+        let mut response = conditional_written(&headers, ready.etag().into(), run, write).await?;
+        set_dataset_version(&mut response, ready.dataset().version());
+        Ok(response)
     };
-    let etag = prepared.etag.clone();
-    let mut response = conditional(&headers, etag, state.resolver.run_agg(&prepared)).await?;
-    set_dataset_version(&mut response, prepared.dataset.version());
-    if let Some(charge) = charge {
-        response.extensions_mut().insert(charge);
-    }
-    Ok(response)
+    Ok(super::charged(&gate, answer.await))
 }

@@ -13,6 +13,20 @@ pub(crate) mod versions;
 
 use crate::http::error::{ApiError, HttpError};
 
+/// A weighed answer with the gate's last charge, granted or refused, in its extensions: the API
+/// gate writes the `RateLimit` headers from it.
+pub(crate) fn charged(
+    gate: &crate::auth::cost_gate::TokenGate,
+    answer: Result<axum::response::Response, HttpError>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut response = answer.unwrap_or_else(IntoResponse::into_response);
+    if let Some(charge) = gate.last_charge() {
+        response.extensions_mut().insert(charge);
+    }
+    response
+}
+
 /// The 429 answer to a request [`RateLimits::weigh`](crate::auth::rate_limit::RateLimits::weigh)
 /// refused, announcing its charge.
 pub(crate) fn refusal(refused: crate::auth::rate_limit::Charge) -> axum::response::Response {

@@ -6,11 +6,11 @@ use axum::response::Response;
 use query::params::ProjectionParams;
 
 use super::query_string::{once, pairs, record_params, version_of};
+use crate::auth::cost_gate::TokenGate;
 use crate::auth::token::Principal;
 use crate::http::caching::{conditional_written, set_dataset_version};
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
-use query::Need;
 
 /// Searches, filters, sorts and pages through a dataset's records.
 #[utoipa::path(get, path = "/datasets/{slug}/records", tag = "records", operation_id = "list_records",
@@ -44,40 +44,33 @@ pub async fn list_records(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
-    principal.require(Need::Read, &slug)?;
     let params = record_params(&pairs(query.as_deref()))?;
-    let prepared = state.resolver.prepare_records(&slug, &params).await?;
-    // Full text reads the text columns of every record: it weighs like a scan.
-    let charge = match prepared.extra {
-        Some(extra) => match state.rate_limits.weigh(principal.token_id, extra) {
-            Ok(charge) => charge,
-            Err(refused) => return Ok(super::refusal(refused)),
-        },
-        None => None,
-    };
-    let page = state.resolver.run_records(&prepared);
-    let etag = prepared.etag.clone();
-    let mut next_cursor = None;
-    let mut response = conditional_written(&headers, etag, page, |page, out| {
-        next_cursor.clone_from(&page.next_cursor);
-        page.write_json(&prepared.dataset.schema, out)
-    })
-    .await?;
-    set_dataset_version(&mut response, prepared.dataset.version());
-    if let Some(cursor) = next_cursor {
-        let next = next_url(
-            &state.resolver.dataset_url(&slug),
-            query.as_deref(),
-            &cursor,
-        );
-        if let Ok(value) = HeaderValue::from_str(&format!("<{next}>; rel=\"next\"")) {
-            response.headers_mut().insert(header::LINK, value);
+    let gate = TokenGate::new(state.rate_limits.clone(), principal.token_id);
+    let answer = async {
+        let caller = principal.caller(gate.as_ref());
+        let ready = state.resolver.call_records(&caller, &slug, &params).await?;
+        let mut next_cursor = None;
+        let schema = &ready.dataset().schema;
+        let mut response =
+            conditional_written(&headers, ready.etag().into(), ready.run(), |page, out| {
+                next_cursor.clone_from(&page.next_cursor);
+                page.write_json(schema, out)
+            })
+            .await?;
+        set_dataset_version(&mut response, ready.dataset().version());
+        if let Some(cursor) = next_cursor {
+            let next = next_url(
+                &state.resolver.dataset_url(&slug),
+                query.as_deref(),
+                &cursor,
+            );
+            if let Ok(value) = HeaderValue::from_str(&format!("<{next}>; rel=\"next\"")) {
+                response.headers_mut().insert(header::LINK, value);
+            }
         }
-    }
-    if let Some(charge) = charge {
-        response.extensions_mut().insert(charge);
-    }
-    Ok(response)
+        Ok(response)
+    };
+    Ok(super::charged(&gate, answer.await))
 }
 
 /// The URL of the page after this one (RFC 8288 `rel="next"`): the request's own parameters
@@ -148,7 +141,6 @@ pub async fn get_record(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
-    principal.require(Need::Read, &slug)?;
     let (mut fields, mut version) = (None, None);
     for (name, value) in pairs(query.as_deref()) {
         match name.as_str() {
@@ -167,20 +159,24 @@ pub async fn get_record(
             }
         }
     }
-    let prepared = state
+    let fields = fields.flatten();
+    let gate = TokenGate::new(state.rate_limits.clone(), principal.token_id);
+    let caller = principal.caller(gate.as_ref());
+    let ready = state
         .resolver
-        .prepare_record(
+        .call_record(
+            &caller,
             &slug,
-            &id,
-            fields.flatten().as_deref(),
+            (&id, fields.as_deref()),
             version_of(version)?,
         )
         .await?;
-    let record = state.resolver.run_record_body(&prepared);
-    let etag = prepared.etag.clone();
-    let mut response =
-        conditional_written(&headers, etag, record, |record, out| record.write_json(out)).await?;
-    set_dataset_version(&mut response, prepared.dataset.version());
+    let run = ready.run_body();
+    let mut response = conditional_written(&headers, ready.etag().into(), run, |record, out| {
+        record.write_json(out)
+    })
+    .await?;
+    set_dataset_version(&mut response, ready.dataset().version());
     Ok(response)
 }
 

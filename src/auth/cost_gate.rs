@@ -1,6 +1,7 @@
-//! The rate limit inside a GraphQL document: each field that scans (grouped statistics, full
-//! text) is weighed against the token's budget before it runs ([`CostGate`]), as REST weighs a
-//! request before it reads. The HTTP gate has already charged the request itself.
+//! A token's budget as the query layer's [`CostGate`]: every call weighs what a request costs
+//! beyond one (grouped statistics, full text) here before it runs, for REST, GraphQL's fields
+//! and MCP's tools alike. The API gate has already charged the request itself, and writes the
+//! last charge, granted or refused, in the answer's `RateLimit` headers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,7 +11,7 @@ use query::cost::CostGate;
 
 use crate::auth::rate_limit::{Charge, RateLimits};
 
-/// One HTTP request's gate: the token's budget, and what its fields have paid.
+/// One HTTP request's gate: the token's budget, and what its parts have paid.
 pub struct TokenGate {
     limits: Arc<RateLimits>,
     token_id: i64,

@@ -1,4 +1,5 @@
-//! Batching within one GraphQL document: a per-request memo, so that aliases asking the same
+//! Answers shared within one request of several parts (a GraphQL document's fields): a
+//! per-request memo kept by the one call ([`super::call`]), so that aliases asking the same
 //! thing run once and a dataset is resolved once per slug however many fields name it.
 //!
 //! Sibling fields of a query resolve concurrently, so each entry is a [`OnceCell`]: the first
@@ -15,26 +16,27 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use query::views::{AggResult, RecordPage};
-use query::{ApiError, Dataset};
+use crate::answer::views::{AggResult, RecordPage};
+use crate::dataset::Dataset;
+use crate::error::ApiError;
 
 type Slot<T> = Arc<OnceCell<Result<T, ApiError>>>;
 
-/// One memo table: key → answer, computed at most once.
+/// One table of the memo: key → answer, computed at most once.
 #[derive(Debug)]
-struct Memo<T> {
+struct Table<T> {
     slots: Mutex<HashMap<String, Slot<T>>>,
 }
 
-impl<T> Default for Memo<T> {
+impl<T> Default for Table<T> {
     fn default() -> Self {
-        Memo {
+        Table {
             slots: Mutex::new(HashMap::new()),
         }
     }
 }
 
-impl<T: Clone> Memo<T> {
+impl<T: Clone> Table<T> {
     /// The answer for `key`, running `work` only if no caller has yet; `ran` counts the runs.
     async fn get_or_run<F>(&self, key: String, ran: &AtomicUsize, work: F) -> Result<T, ApiError>
     where
@@ -43,7 +45,7 @@ impl<T: Clone> Memo<T> {
         let slot = self
             .slots
             .lock()
-            .expect("batch memo lock")
+            .expect("memo lock")
             .entry(key)
             .or_default()
             .clone();
@@ -56,19 +58,19 @@ impl<T: Clone> Memo<T> {
     }
 }
 
-/// The memo of one GraphQL request. The HTTP handler puts a fresh one in each request's data;
-/// a request without one gets no sharing (and is still answered correctly).
+/// The memo of one request of several parts. The GraphQL handler makes a fresh one for each
+/// document; a call without one shares nothing (and is answered alike).
 #[derive(Debug, Default)]
-pub struct Batch {
-    datasets: Memo<Dataset>,
-    pages: Memo<Arc<RecordPage>>,
-    records: Memo<Arc<Value>>,
-    aggs: Memo<Arc<AggResult>>,
+pub struct Memo {
+    datasets: Table<Dataset>,
+    pages: Table<Arc<RecordPage>>,
+    records: Table<Arc<Value>>,
+    aggs: Table<Arc<AggResult>>,
     lookups: AtomicUsize,
     fetches: AtomicUsize,
 }
 
-impl Batch {
+impl Memo {
     /// How many dataset look-ups ran (one per distinct slug).
     pub fn lookups(&self) -> usize {
         self.lookups.load(Ordering::Relaxed)
