@@ -284,6 +284,11 @@ fn bind_exact(sql: &mut Sql, value: &ExactValue) {
 /// from one bound JSON array.
 pub(crate) fn in_ids(sql: &mut Sql, column: &str, ids: &[i64]) {
     sql.ident(column);
+    one_of_ids(sql, ids);
+}
+
+/// ` = ANY(…)` or ` IN (…)` of `ids`, after an expression already written ([`in_ids`]).
+pub(crate) fn one_of_ids(sql: &mut Sql, ids: &[i64]) {
     match sql.backend {
         DatabaseBackend::Postgres => {
             sql.push(" = ANY(").bind(ids.to_vec()).push(")");

@@ -10,7 +10,7 @@ use sea_orm::DatabaseBackend;
 use super::direct::DirectSqlite;
 use super::replicas::Reader;
 use super::split;
-use super::sql::{Access, Part, ResolvedFilter, Sql, from_where, order_by};
+use super::sql::{Access, Part, ResolvedFilter, Sql, from_where, one_of_ids, order_by};
 use crate::dataset::schema::{Column, DatasetSchema};
 use crate::error::ApiError;
 
@@ -111,17 +111,7 @@ pub(crate) async fn values(
         .ident(&text_table(version_id))
         .push(" WHERE ")
         .push(id_column(backend));
-    match backend {
-        DatabaseBackend::Postgres => {
-            sql.push(" = ANY(").bind(ids.to_vec()).push(")");
-        }
-        _ => {
-            let json = serde_json::to_string(ids).expect("ids serialize");
-            sql.push(" IN (SELECT value FROM json_each(")
-                .bind(json)
-                .push("))");
-        }
-    }
+    one_of_ids(&mut sql, ids);
     for row in reader.query_all(sql.build()).await? {
         values.insert(row.try_get::<i64>("", "id")?, row.try_get("", "value")?);
     }
