@@ -10,6 +10,15 @@ pub enum StoreKind {
     Postgres,
 }
 
+impl StoreKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreKind::Sqlite => "sqlite",
+            StoreKind::Postgres => "postgres",
+        }
+    }
+}
+
 /// The query mix a–h against odqs and, with `--datasette`, against Datasette on the same data.
 #[derive(Clone, Debug, Parser)]
 #[command(name = "mix")]

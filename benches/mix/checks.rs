@@ -247,7 +247,6 @@ async fn check_odqs(
     let v: Value = serde_json::from_slice(&body)?;
     let total = || u64_at(&v, "total");
     let records = || array_at(&v, "records");
-    let ub = flights.count_carrier_origin("UA", "EWR") as u64;
     match query.name {
         "a" => {
             ensure!(total()? == flights.len() as u64, "total {}", total()?);
@@ -259,36 +258,7 @@ async fn check_odqs(
             );
             Ok(format!("total {}", total()?))
         }
-        "b" | "c" => {
-            ensure!(total()? == ub, "total {}, expected {ub}", total()?);
-            let rows = records()?;
-            ensure!(rows.len() == PAGE, "{} records", rows.len());
-            for r in rows {
-                ensure!(
-                    r["carrier"] == "UA" && r["origin"] == "EWR",
-                    "record {} is not UA from EWR",
-                    r["_id"]
-                );
-            }
-            if query.name == "c" {
-                let max = flights.max_delay_carrier_origin("UA", "EWR");
-                same_number("first dep_delay", &rows[0]["dep_delay"], max)?;
-                let delays: Vec<f64> = rows
-                    .iter()
-                    .filter_map(|r| r["dep_delay"].as_f64())
-                    .collect();
-                ensure!(
-                    delays.windows(2).all(|w| w[0] >= w[1]),
-                    "dep_delay not descending"
-                );
-                return Ok(format!(
-                    "total {}, first dep_delay {}",
-                    total()?,
-                    rows[0]["dep_delay"]
-                ));
-            }
-            Ok(format!("total {}", total()?))
-        }
+        "b" | "c" => odqs_ua_from_ewr(query.name, &v, flights),
         "d" => {
             let rows = records()?;
             let first = (1000 * PAGE).min(flights.len() - 1);
@@ -301,41 +271,7 @@ async fn check_odqs(
             );
             Ok(format!("first record {}", rows[0]["_id"]))
         }
-        "e" | "f" => {
-            let agg: OdqsAgg = serde_json::from_slice(&body)?;
-            ensure!(
-                agg.total_records == flights.len() as u64,
-                "total_records {}",
-                agg.total_records
-            );
-            let got = agg
-                .groups
-                .iter()
-                .map(|g| {
-                    let s = &g.stats;
-                    let p = s.percentiles.as_ref();
-                    Ok(GotGroup {
-                        key: g.key.clone(),
-                        count: s.count,
-                        stats: seven([
-                            ("sum", s.sum),
-                            ("avg", s.avg),
-                            ("min", s.min),
-                            ("max", s.max),
-                            ("p25", p.map(|p| p.p25)),
-                            ("p50", p.map(|p| p.p50)),
-                            ("p75", p.map(|p| p.p75)),
-                        ])?,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            ensure!(
-                got.iter().all(|g| g.stats.is_some() == (query.name == "f")),
-                "statistics present or missing where they should not be"
-            );
-            same_groups(&got, f)?;
-            Ok(format!("{} groups as the reference", got.len()))
-        }
+        "e" | "f" => odqs_groups(query.name, &body, flights, f),
         "g1" | "g2" => {
             let want = flights.count_text(term(query.name)) as u64;
             ensure!(total()? == want, "total {}, expected {want}", total()?);
@@ -414,51 +350,128 @@ async fn check_datasette(
             );
             Ok(format!("first row {}", rows[0]["id"]))
         }
-        "e" | "f" => {
-            let answer: DatasetteRows = serde_json::from_slice(&body)?;
-            let got = answer
-                .rows
-                .iter()
-                .map(|r| {
-                    Ok(GotGroup {
-                        key: r.carrier.clone(),
-                        count: r.n.or(r.count).unwrap_or_default(),
-                        stats: seven([
-                            ("sum", r.sum),
-                            ("avg", r.avg),
-                            ("min", r.min),
-                            ("max", r.max),
-                            ("p25", r.p25),
-                            ("p50", r.p50),
-                            ("p75", r.p75),
-                        ])?,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            same_groups(&got, f)?;
-            Ok(format!("{} groups as the reference", got.len()))
-        }
+        "e" | "f" => datasette_groups(&body, f),
         "g1" | "g2" => {
             let want = flights.count_text(term(name)) as u64;
             ensure!(count()? == want, "count {}, expected {want}", count()?);
             Ok(format!("count {want}"))
         }
-        "h" => {
-            for path in paths.iter().take(20) {
-                let v = get_json(client, path).await?;
-                let rows = array_at(&v, "rows")?;
-                let id = path
-                    .rsplit('/')
-                    .next()
-                    .and_then(|last| last.split('.').next())
-                    .unwrap_or_default();
-                ensure!(
-                    rows.len() == 1 && id_text(&rows[0]["id"]) == id,
-                    "{path} answered {rows:?}"
-                );
-            }
-            Ok("20 ids".into())
-        }
+        "h" => datasette_ids(client, paths).await,
         other => bail!("unknown query {other}"),
     }
+}
+
+/// odqs's b and c: a page of UA flights from EWR, c's by departure delay, largest first.
+fn odqs_ua_from_ewr(name: &str, v: &Value, flights: &Flights) -> Result<String> {
+    let total = || u64_at(v, "total");
+    let ub = flights.count_carrier_origin("UA", "EWR") as u64;
+    ensure!(total()? == ub, "total {}, expected {ub}", total()?);
+    let rows = array_at(v, "records")?;
+    ensure!(rows.len() == PAGE, "{} records", rows.len());
+    for r in rows {
+        ensure!(
+            r["carrier"] == "UA" && r["origin"] == "EWR",
+            "record {} is not UA from EWR",
+            r["_id"]
+        );
+    }
+    if name == "c" {
+        let max = flights.max_delay_carrier_origin("UA", "EWR");
+        same_number("first dep_delay", &rows[0]["dep_delay"], max)?;
+        let delays: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| r["dep_delay"].as_f64())
+            .collect();
+        ensure!(
+            delays.windows(2).all(|w| w[0] >= w[1]),
+            "dep_delay not descending"
+        );
+        return Ok(format!(
+            "total {}, first dep_delay {}",
+            total()?,
+            rows[0]["dep_delay"]
+        ));
+    }
+    Ok(format!("total {}", total()?))
+}
+
+/// odqs's e and f: the groups of every flight, f's with their statistics, as the reference.
+fn odqs_groups(name: &str, body: &[u8], flights: &Flights, f: &[GroupStats]) -> Result<String> {
+    let agg: OdqsAgg = serde_json::from_slice(body)?;
+    ensure!(
+        agg.total_records == flights.len() as u64,
+        "total_records {}",
+        agg.total_records
+    );
+    let got = agg
+        .groups
+        .iter()
+        .map(|g| {
+            let s = &g.stats;
+            let p = s.percentiles.as_ref();
+            Ok(GotGroup {
+                key: g.key.clone(),
+                count: s.count,
+                stats: seven([
+                    ("sum", s.sum),
+                    ("avg", s.avg),
+                    ("min", s.min),
+                    ("max", s.max),
+                    ("p25", p.map(|p| p.p25)),
+                    ("p50", p.map(|p| p.p50)),
+                    ("p75", p.map(|p| p.p75)),
+                ])?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    ensure!(
+        got.iter().all(|g| g.stats.is_some() == (name == "f")),
+        "statistics present or missing where they should not be"
+    );
+    same_groups(&got, f)?;
+    Ok(format!("{} groups as the reference", got.len()))
+}
+
+/// Datasette's e and f: its rows of groups as the reference's.
+fn datasette_groups(body: &[u8], f: &[GroupStats]) -> Result<String> {
+    let answer: DatasetteRows = serde_json::from_slice(body)?;
+    let got = answer
+        .rows
+        .iter()
+        .map(|r| {
+            Ok(GotGroup {
+                key: r.carrier.clone(),
+                count: r.n.or(r.count).unwrap_or_default(),
+                stats: seven([
+                    ("sum", r.sum),
+                    ("avg", r.avg),
+                    ("min", r.min),
+                    ("max", r.max),
+                    ("p25", r.p25),
+                    ("p50", r.p50),
+                    ("p75", r.p75),
+                ])?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    same_groups(&got, f)?;
+    Ok(format!("{} groups as the reference", got.len()))
+}
+
+/// Datasette's h: each of the first 20 paths answers the one row of its id.
+async fn datasette_ids(client: &Client, paths: &[String]) -> Result<String> {
+    for path in paths.iter().take(20) {
+        let v = get_json(client, path).await?;
+        let rows = array_at(&v, "rows")?;
+        let id = path
+            .rsplit('/')
+            .next()
+            .and_then(|last| last.split('.').next())
+            .unwrap_or_default();
+        ensure!(
+            rows.len() == 1 && id_text(&rows[0]["id"]) == id,
+            "{path} answered {rows:?}"
+        );
+    }
+    Ok("20 ids".into())
 }

@@ -258,41 +258,37 @@ impl Report {
         (ds > 0.0).then(|| odqs.requests_per_second() / ds)
     }
 
+    /// The whole report: the mix's table, then the other measurements' tables and the notes.
     pub fn render(&self, datasette: bool) -> String {
         let mut out = String::new();
         out.push_str(&format!(
             "### Query mix on {} ({} flights; req/s, latency in ms; ratio = odqs req/s ÷ Datasette req/s)\n\n",
             self.store, self.records
         ));
-        let mut header = vec!["query", "odqs ✓"];
-        if datasette {
-            header.push("DS ✓");
+        out.push_str(&self.mix_table(datasette));
+        out.push('\n');
+
+        if !self.finding.is_empty() {
+            out.push_str(&crate::finding::render(&self.finding));
+            out.push('\n');
         }
-        for c in ["1c", "16c"] {
-            header.extend([
-                if c == "1c" {
-                    "odqs 1c req/s"
-                } else {
-                    "odqs 16c req/s"
-                },
-                "p50",
-                "p99",
-            ]);
-            if datasette {
-                header.extend([
-                    if c == "1c" {
-                        "DS 1c req/s"
-                    } else {
-                        "DS 16c req/s"
-                    },
-                    "p50",
-                    "p99",
-                    if c == "1c" { "ratio 1c" } else { "ratio 16c" },
-                ]);
-            }
+        if !self.cursors.is_empty() {
+            out.push_str(&crate::cursors::render(&self.cursors, self.store_path));
+            out.push('\n');
         }
-        header.push("target 16c");
-        out.push_str(&format!("| {} |\n", header.join(" | ")));
+        if !self.baseline.is_empty() {
+            out.push_str(&self.baseline_table());
+            out.push('\n');
+        }
+        out.push_str(&self.notes());
+        out
+    }
+
+    /// The mix's table: one row per query, each side's rate and latencies at 1 and 16
+    /// connections, and the ratio to Datasette against its target.
+    fn mix_table(&self, datasette: bool) -> String {
+        let header = mix_header(datasette);
+        let mut out = format!("| {} |\n", header.join(" | "));
         out.push_str(&format!(
             "|{}|\n",
             header
@@ -317,15 +313,7 @@ impl Report {
                     if side == Side::Datasette && !datasette {
                         continue;
                     }
-                    let o = self.outcome(row.name, side, connections);
-                    let errors = o.map_or(0, Outcome::error_count);
-                    let mut r = rate(o);
-                    if errors > 0 {
-                        r.push_str(&format!(" (**{errors} errors**)"));
-                    }
-                    cells.push(r);
-                    cells.push(millis(o.and_then(|o| o.quantile(0.5))));
-                    cells.push(millis(o.and_then(|o| o.quantile(0.99))));
+                    cells.extend(self.measured_cells(row.name, side, connections));
                 }
                 if datasette {
                     cells.push(
@@ -341,54 +329,49 @@ impl Report {
             });
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
-        out.push('\n');
+        out
+    }
 
-        if !self.finding.is_empty() {
-            out.push_str(&crate::finding::render(&self.finding));
-            out.push('\n');
+    /// One side's rate (with its errors, if any), p50 and p99.
+    fn measured_cells(&self, name: &str, side: Side, connections: usize) -> [String; 3] {
+        let o = self.outcome(name, side, connections);
+        let errors = o.map_or(0, Outcome::error_count);
+        let mut r = rate(o);
+        if errors > 0 {
+            r.push_str(&format!(" (**{errors} errors**)"));
         }
-        if !self.cursors.is_empty() {
-            out.push_str(&crate::cursors::render(&self.cursors, self.store_path));
-            out.push('\n');
-        }
-        if !self.baseline.is_empty() {
-            out.push_str(
-                "| query | odqs 16c req/s | minimal axum server 16c req/s (same bytes from memory) | share | target |\n|---|---:|---:|---:|---|\n",
-            );
-            for (name, base) in &self.baseline {
-                let odqs = self.outcome(name, Side::Odqs, 16);
-                let share = odqs.map(Outcome::requests_per_second).unwrap_or(0.0)
-                    / base.requests_per_second().max(f64::MIN_POSITIVE);
-                out.push_str(&format!(
-                    "| {name} | {} | {} | {:.1}% | ≥ {:.0}%: {} |\n",
-                    rate(odqs),
-                    rate(Some(base)),
-                    share * 100.0,
-                    crate::baseline::TARGET_SHARE * 100.0,
-                    met(share >= crate::baseline::TARGET_SHARE)
-                ));
-            }
-            out.push('\n');
-        }
+        [
+            r,
+            millis(o.and_then(|o| o.quantile(0.5))),
+            millis(o.and_then(|o| o.quantile(0.99))),
+        ]
+    }
 
-        let reference = self.reference_median.as_secs_f64() * 1e3;
-        match self
-            .outcome("f", Side::Odqs, 1)
-            .and_then(|o| o.quantile(0.5))
-        {
-            Some(p50) => {
-                let factor = p50.as_secs_f64() * 1e3 / reference;
-                out.push_str(&format!(
-                    "- f, 1 connection: odqs p50 {} ms; in-memory Rust reference (same process, median of its runs) {reference:.3} ms; \
-                     ratio {factor:.1}× (target ≤ {F_REFERENCE_FACTOR:.0}×: {})\n",
-                    millis(Some(p50)),
-                    met(factor <= F_REFERENCE_FACTOR)
-                ));
-            }
-            None => out.push_str(&format!(
-                "- f: in-memory reference {reference:.3} ms; no odqs measurement\n"
-            )),
+    /// odqs against a minimal server sending the same bytes: the share of its rate odqs keeps.
+    fn baseline_table(&self) -> String {
+        let mut out = String::from(
+            "| query | odqs 16c req/s | minimal axum server 16c req/s (same bytes from memory) | share | target |\n|---|---:|---:|---:|---|\n",
+        );
+        for (name, base) in &self.baseline {
+            let odqs = self.outcome(name, Side::Odqs, 16);
+            let share = odqs.map(Outcome::requests_per_second).unwrap_or(0.0)
+                / base.requests_per_second().max(f64::MIN_POSITIVE);
+            out.push_str(&format!(
+                "| {name} | {} | {} | {:.1}% | ≥ {:.0}%: {} |\n",
+                rate(odqs),
+                rate(Some(base)),
+                share * 100.0,
+                crate::baseline::TARGET_SHARE * 100.0,
+                met(share >= crate::baseline::TARGET_SHARE)
+            ));
         }
+        out
+    }
+
+    /// The notes under the tables: f against the reference, the import, memory, the index,
+    /// the guide, the restart, and the wrong answers.
+    fn notes(&self) -> String {
+        let mut out = self.reference_note();
         // Issue 6's targets are for flights as published; a scaled run's are in the table
         // that compares it with the first (`compare`).
         let target = |limit: String, ok: Option<bool>| match (&self.csv_bytes, ok) {
@@ -442,6 +425,32 @@ impl Report {
                 mb(r.peak_rss_kb)
             ));
         }
+        out.push_str(&self.answers_note());
+        out
+    }
+
+    /// f at 1 connection against the in-memory reference.
+    fn reference_note(&self) -> String {
+        let reference = self.reference_median.as_secs_f64() * 1e3;
+        match self
+            .outcome("f", Side::Odqs, 1)
+            .and_then(|o| o.quantile(0.5))
+        {
+            Some(p50) => {
+                let factor = p50.as_secs_f64() * 1e3 / reference;
+                format!(
+                    "- f, 1 connection: odqs p50 {} ms; in-memory Rust reference (same process, median of its runs) {reference:.3} ms; \
+                     ratio {factor:.1}× (target ≤ {F_REFERENCE_FACTOR:.0}×: {})\n",
+                    millis(Some(p50)),
+                    met(factor <= F_REFERENCE_FACTOR)
+                )
+            }
+            None => format!("- f: in-memory reference {reference:.3} ms; no odqs measurement\n"),
+        }
+    }
+
+    /// Whether every checked answer was exact, else which were wrong.
+    fn answers_note(&self) -> String {
         let wrong: Vec<String> = self
             .rows
             .iter()
@@ -455,10 +464,43 @@ impl Report {
             })
             .collect();
         if wrong.is_empty() {
-            out.push_str("- answers: every checked answer is exact\n");
+            "- answers: every checked answer is exact\n".to_string()
         } else {
-            out.push_str(&format!("- **wrong answers**: {}\n", wrong.join("; ")));
+            format!("- **wrong answers**: {}\n", wrong.join("; "))
         }
-        out
     }
+}
+
+/// The mix table's header: per connection count, odqs's rate and latencies, and with
+/// Datasette, its own and the ratio.
+fn mix_header(datasette: bool) -> Vec<&'static str> {
+    let mut header = vec!["query", "odqs ✓"];
+    if datasette {
+        header.push("DS ✓");
+    }
+    for c in ["1c", "16c"] {
+        header.extend([
+            if c == "1c" {
+                "odqs 1c req/s"
+            } else {
+                "odqs 16c req/s"
+            },
+            "p50",
+            "p99",
+        ]);
+        if datasette {
+            header.extend([
+                if c == "1c" {
+                    "DS 1c req/s"
+                } else {
+                    "DS 16c req/s"
+                },
+                "p50",
+                "p99",
+                if c == "1c" { "ratio 1c" } else { "ratio 16c" },
+            ]);
+        }
+    }
+    header.push("target 16c");
+    header
 }

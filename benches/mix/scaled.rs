@@ -57,6 +57,46 @@ fn opt(v: Option<f64>, unit: &str) -> String {
     v.map_or("–".into(), |v| format!("{v:.1} {unit}"))
 }
 
+/// One row of the comparison: what is measured, its ×1 and ×N figures in `unit`, and the
+/// target at ×N, marked met or not.
+struct Line {
+    what: String,
+    one: Option<f64>,
+    many: Option<f64>,
+    unit: &'static str,
+    target: String,
+}
+
+impl Line {
+    fn new(what: &str, (one, many): (Option<f64>, Option<f64>), unit: &'static str) -> Self {
+        Line {
+            what: what.to_string(),
+            one,
+            many,
+            unit,
+            target: "–".into(),
+        }
+    }
+
+    fn target(self, target: String) -> Self {
+        Line { target, ..self }
+    }
+
+    fn render(&self) -> String {
+        let ratio = match (self.one, self.many) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.1}×", b / a),
+            _ => "–".into(),
+        };
+        format!(
+            "| {} | {} | {} | {ratio} | {} |\n",
+            self.what,
+            opt(self.one, self.unit),
+            opt(self.many, self.unit),
+            self.target
+        )
+    }
+}
+
 /// The 1× and N× runs side by side, each figure of the scale's targets ([`targets`]) marked
 /// met or not.
 pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
@@ -65,17 +105,18 @@ pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
         "### flights ×1 and ×{scale} on {} (one connection, p50 in ms; targets of issue {})\n\n| | ×1 | ×{scale} | ×{scale} ÷ ×1 | target at ×{scale} |\n|---|---:|---:|---:|---|\n",
         one.store, t.issue
     );
-    let mut row = |what: &str, a: Option<f64>, b: Option<f64>, unit: &str, target: String| {
-        let ratio = match (a, b) {
-            (Some(a), Some(b)) if a > 0.0 => format!("{:.1}×", b / a),
-            _ => "–".into(),
-        };
-        out.push_str(&format!(
-            "| {what} | {} | {} | {ratio} | {target} |\n",
-            opt(a, unit),
-            opt(b, unit)
-        ));
-    };
+    let lines = import_lines(one, many, t)
+        .into_iter()
+        .chain(serve_lines(one, many, t))
+        .chain(latency_lines(one, many, t));
+    for line in lines {
+        out.push_str(&line.render());
+    }
+    out
+}
+
+/// What the import makes: its time, the store's size and the index built from it.
+fn import_lines(one: &Report, many: &Report, t: &Targets) -> Vec<Line> {
     // The import and file targets are the embedded store's (issue 30 holds PostgreSQL's to 2×
     // SQLite's, which takes both runs: see the closing note).
     let sqlite_target = |target: String| {
@@ -85,75 +126,53 @@ pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
             "– (a SQLite target)".into()
         }
     };
-    row(
-        "import of flights",
-        Some(one.import.seconds),
-        Some(many.import.seconds),
-        "s",
-        sqlite_target(format!(
-            "≤ {:.0} s: {}",
-            t.import_s,
-            met(many.import.seconds <= t.import_s)
-        )),
-    );
     let file_factor = match (many.store_bytes, many.csv_bytes) {
         (Some(f), Some(c)) if c > 0 => Some(f as f64 / c as f64),
         _ => None,
     };
-    row(
-        "store on disk",
-        one.store_bytes.map(|b| b as f64 / 1e6),
-        many.store_bytes.map(|b| b as f64 / 1e6),
-        "MB",
-        sqlite_target(format!(
+    let both = |f: fn(&Report) -> Option<f64>| (f(one), f(many));
+    vec![
+        Line::new("import of flights", both(|r| Some(r.import.seconds)), "s").target(
+            sqlite_target(format!(
+                "≤ {:.0} s: {}",
+                t.import_s,
+                met(many.import.seconds <= t.import_s)
+            )),
+        ),
+        Line::new(
+            "store on disk",
+            both(|r| r.store_bytes.map(|b| b as f64 / 1e6)),
+            "MB",
+        )
+        .target(sqlite_target(format!(
             "≤ {}× the CSV ({}): {}",
             t.file_factor,
             many.csv_bytes
                 .map_or("–".into(), |c| format!("{} MB", c / 1_000_000)),
             file_factor.map_or("–", |f| met(f <= t.file_factor))
-        )),
-    );
-    row(
-        "in-memory index",
-        one.index_mib,
-        many.index_mib,
-        "MiB",
-        format!(
+        ))),
+        Line::new("in-memory index", both(|r| r.index_mib), "MiB").target(format!(
             "≤ {:.0} MiB: {}",
             t.index_mib,
             many.index_mib.map_or("–", |m| met(m <= t.index_mib))
-        ),
-    );
-    row(
-        "index build",
-        one.index_ms,
-        many.index_ms,
-        "ms",
-        match t.index_ms {
+        )),
+        Line::new("index build", both(|r| r.index_ms), "ms").target(match t.index_ms {
             Some(limit) => format!(
                 "≤ {limit:.0} ms: {}",
                 many.index_ms.map_or("–", |m| met(m <= limit))
             ),
             None => "– (the restart's index below)".into(),
-        },
-    );
+        }),
+    ]
+}
+
+/// What serving costs: the restart's first answer and index, the first guide, the memory.
+fn serve_lines(one: &Report, many: &Report, t: &Targets) -> Vec<Line> {
     let first = |r: &Report| {
         r.restart
             .as_ref()
             .map(|r| r.first_answer.as_secs_f64() * 1e3)
     };
-    row(
-        "after a restart: first answer",
-        first(one),
-        first(many),
-        "ms",
-        t.first_answer_ms.map_or("–".into(), |limit| {
-            format!(
-                "≤ {limit:.0} ms: {}",
-                first(many).map_or("–", |m| met(m <= limit))
-            )
-        }),
-    );
     let ready = |r: &Report| {
         r.restart
             .as_ref()
@@ -166,75 +185,83 @@ pub fn compare(one: &Report, many: &Report, scale: u32) -> String {
             .and_then(|r| r.from.clone())
             .unwrap_or_else(|| "–".into())
     };
-    row(
-        &format!(
-            "after a restart: index ready (from {} / {})",
-            from(one),
-            from(many)
-        ),
-        ready(one),
-        ready(many),
-        "s",
-        t.ready_s.map_or("–".into(), |limit| {
-            format!(
-                "≤ {limit:.0} s: {}",
-                ready(many).map_or("–", |m| met(m <= limit))
-            )
-        }),
-    );
     let rss = |r: &Report| r.peak_rss_kb.map(|kb| kb as f64 * 1024.0 / 1e6);
-    row(
-        "first skill.md (facts)",
-        one.guide_ms,
-        many.guide_ms,
-        "ms",
-        "–".into(),
+    let at_most = |limit: Option<f64>, unit: &str, value: Option<f64>| {
+        limit.map_or("–".into(), |limit| {
+            format!(
+                "≤ {limit:.0} {unit}: {}",
+                value.map_or("–", |m| met(m <= limit))
+            )
+        })
+    };
+    let ready_what = format!(
+        "after a restart: index ready (from {} / {})",
+        from(one),
+        from(many)
     );
-    row(
-        "`odqs serve` peak RSS",
-        rss(one),
-        rss(many),
-        "MB",
-        format!(
-            "≤ {:.0} MB: {}",
-            t.rss_mb,
-            rss(many).map_or("–", |m| met(m <= t.rss_mb))
+    vec![
+        Line::new(
+            "after a restart: first answer",
+            (first(one), first(many)),
+            "ms",
+        )
+        .target(at_most(t.first_answer_ms, "ms", first(many))),
+        Line::new(&ready_what, (ready(one), ready(many)), "s").target(at_most(
+            t.ready_s,
+            "s",
+            ready(many),
+        )),
+        Line::new(
+            "first skill.md (facts)",
+            (one.guide_ms, many.guide_ms),
+            "ms",
         ),
-    );
-    for r in &one.rows {
-        let p50 = |rep: &Report| {
-            rep.outcome(r.name, Side::Odqs, 1)
-                .and_then(|o| o.quantile(0.5))
-                .map(|d| d.as_secs_f64() * 1e3)
-        };
-        let (a, b) = (p50(one), p50(many));
-        let held = t
-            .latency_ms
-            .is_none_or(|(_, names)| names.contains(&r.name));
-        let target = if r.name == "f" {
-            format!(
-                "≤ {:.0} ms: {}",
-                t.f_ms,
-                b.map_or("–", |b| met(b <= t.f_ms))
-            )
-        } else if held {
-            let limit = t.latency_ms.map(|(ms, _)| ms);
-            let ok = match (a, b) {
-                (Some(a), Some(b)) => {
-                    Some(b <= a * t.latency_factor && limit.is_none_or(|l| b <= l))
-                }
-                _ => None,
+        Line::new("`odqs serve` peak RSS", (rss(one), rss(many)), "MB").target(at_most(
+            Some(t.rss_mb),
+            "MB",
+            rss(many),
+        )),
+    ]
+}
+
+/// Each query's p50 at one connection: f against its own limit, the others against ×1.
+fn latency_lines(one: &Report, many: &Report, t: &Targets) -> Vec<Line> {
+    one.rows
+        .iter()
+        .map(|r| {
+            let p50 = |rep: &Report| {
+                rep.outcome(r.name, Side::Odqs, 1)
+                    .and_then(|o| o.quantile(0.5))
+                    .map(|d| d.as_secs_f64() * 1e3)
             };
-            format!(
-                "{}≤ {:.0}× ×1: {}",
-                limit.map_or(String::new(), |l| format!("≤ {l:.0} ms and ")),
-                t.latency_factor,
-                ok.map_or("–", met)
-            )
-        } else {
-            "–".into()
-        };
-        row(&format!("{} p50, 1 connection", r.name), a, b, "ms", target);
-    }
-    out
+            let (a, b) = (p50(one), p50(many));
+            let held = t
+                .latency_ms
+                .is_none_or(|(_, names)| names.contains(&r.name));
+            let target = if r.name == "f" {
+                format!(
+                    "≤ {:.0} ms: {}",
+                    t.f_ms,
+                    b.map_or("–", |b| met(b <= t.f_ms))
+                )
+            } else if held {
+                let limit = t.latency_ms.map(|(ms, _)| ms);
+                let ok = match (a, b) {
+                    (Some(a), Some(b)) => {
+                        Some(b <= a * t.latency_factor && limit.is_none_or(|l| b <= l))
+                    }
+                    _ => None,
+                };
+                format!(
+                    "{}≤ {:.0}× ×1: {}",
+                    limit.map_or(String::new(), |l| format!("≤ {l:.0} ms and ")),
+                    t.latency_factor,
+                    ok.map_or("–", met)
+                )
+            } else {
+                "–".into()
+            };
+            Line::new(&format!("{} p50, 1 connection", r.name), (a, b), "ms").target(target)
+        })
+        .collect()
 }

@@ -29,6 +29,8 @@ pub enum Published {
     Unchanged(i64),
 }
 
+/// Publishes the loaded version `version_id`, unless the live version already holds the same
+/// records, fields and metadata.
 pub async fn activate(
     store: &crate::store::Store,
     request: &ImportRequest,
@@ -38,6 +40,42 @@ pub async fn activate(
 ) -> Result<Published, ImportError> {
     // The fields first: the hash reads the version through its schema, and nobody sees a
     // loading version's rows.
+    insert_fields(store, plan, version_id).await?;
+    let hasher = Resolver::new(store.db.clone(), "", CatalogEpoch::default());
+    let new_fields = fields_of(store, version_id).await?;
+    let hash = hasher
+        .keep_content_hash(&DatasetSchema::new(version_id, new_fields.clone()))
+        .await
+        .map_err(hash_failed)?;
+    let meta = Meta::new(request, plan)?;
+    let existing = dataset::Entity::find()
+        .filter(dataset::Column::Slug.eq(&request.slug))
+        .one(&store.db)
+        .await?;
+    if let Some(old) = &existing
+        && unchanged(store, &hasher, old, &new_fields, &hash, &meta).await?
+    {
+        return Ok(Published::Unchanged(old.version));
+    }
+    let now = OffsetDateTime::now_utc();
+    let number = last_number(store, &request.slug).await? + 1;
+    let live = Live {
+        version_id,
+        number,
+        records: records as i64,
+        now,
+    };
+    go_live(store, &request.slug, meta, &live, existing).await?;
+    store.catalog.changed();
+    Ok(Published::New(number))
+}
+
+/// The version's fields, in the plan's order.
+async fn insert_fields(
+    store: &crate::store::Store,
+    plan: &Plan,
+    version_id: i64,
+) -> Result<(), ImportError> {
     dataset_field::Entity::insert_many(plan.fields.iter().enumerate().map(|(position, f)| {
         dataset_field::ActiveModel {
             version_id: Set(version_id),
@@ -51,105 +89,159 @@ pub async fn activate(
     }))
     .exec(&store.db)
     .await?;
-    let hasher = Resolver::new(store.db.clone(), "", CatalogEpoch::default());
-    let new_fields = fields_of(store, version_id).await?;
-    let hash = hasher
-        .keep_content_hash(&DatasetSchema::new(version_id, new_fields.clone()))
-        .await
-        .map_err(hash_failed)?;
+    Ok(())
+}
 
-    let schema = &request.schema;
-    let title = request
-        .title
-        .clone()
-        .or_else(|| schema.title.clone())
-        .unwrap_or_else(|| request.slug.clone());
-    let description = request
-        .description
-        .clone()
-        .or_else(|| schema.description.clone())
-        .unwrap_or_default();
-    let id_field = match plan.id {
-        IdSource::Position => None,
-        IdSource::Field(i) => Some(plan.fields[i].name.clone()),
-        IdSource::Own => Some(ID.to_string()),
-    };
-    let geo = geo_pair(schema.geo.as_ref(), &plan.fields)?;
-    let (geo_lat, geo_lon) = match geo {
-        Some(pair) => (Some(pair.lat), Some(pair.lon)),
-        None => (None, None),
-    };
-    let existing = dataset::Entity::find()
-        .filter(dataset::Column::Slug.eq(&request.slug))
-        .one(&store.db)
-        .await?;
-    if let Some(old) = &existing {
-        let old_fields = fields_of(store, old.version_id).await?;
-        let old_hash = match dataset_version::Entity::find_by_id(old.version_id)
-            .one(&store.db)
-            .await?
-            .and_then(|v| v.content_hash)
-        {
-            Some(hash) => hash,
-            None => hasher
-                .keep_content_hash(&DatasetSchema::new(old.version_id, old_fields.clone()))
-                .await
-                .map_err(hash_failed)?,
+/// What the dataset row says of the version beside its records: from the request, else from
+/// its schema file. A re-import that changes none of it, nor the fields nor the records,
+/// publishes nothing.
+struct Meta {
+    title: String,
+    description: String,
+    license: Option<String>,
+    source_url: Option<String>,
+    id_field: Option<String>,
+    geo_lat: Option<String>,
+    geo_lon: Option<String>,
+}
+
+impl Meta {
+    fn new(request: &ImportRequest, plan: &Plan) -> Result<Self, ImportError> {
+        let schema = &request.schema;
+        let title = request
+            .title
+            .clone()
+            .or_else(|| schema.title.clone())
+            .unwrap_or_else(|| request.slug.clone());
+        let description = request
+            .description
+            .clone()
+            .or_else(|| schema.description.clone())
+            .unwrap_or_default();
+        let id_field = match plan.id {
+            IdSource::Position => None,
+            IdSource::Field(i) => Some(plan.fields[i].name.clone()),
+            IdSource::Own => Some(ID.to_string()),
         };
-        let same_fields = old_fields.len() == new_fields.len()
-            && old_fields.iter().zip(&new_fields).all(|(a, b)| {
-                a.name == b.name && a.field_type == b.field_type && a.description == b.description
-            });
-        let same_meta = old.title == title
-            && old.description == description
-            && old.license == schema.license
-            && old.source_url == schema.source_url
-            && old.id_field == id_field
-            && old.geo_lat == geo_lat
-            && old.geo_lon == geo_lon;
-        if old_hash == hash && same_fields && same_meta {
-            return Ok(Published::Unchanged(old.version));
-        }
+        let geo = geo_pair(schema.geo.as_ref(), &plan.fields)?;
+        let (geo_lat, geo_lon) = match geo {
+            Some(pair) => (Some(pair.lat), Some(pair.lon)),
+            None => (None, None),
+        };
+        Ok(Meta {
+            title,
+            description,
+            license: schema.license.clone(),
+            source_url: schema.source_url.clone(),
+            id_field,
+            geo_lat,
+            geo_lon,
+        })
     }
 
-    let now = OffsetDateTime::now_utc();
-    // Numbers go on from the slug's last version, also one published before a removal. Read
-    // before the transaction, whose first statement must be a write (on SQLite, a transaction
-    // that read first cannot take the write lock once another connection wrote); two imports
-    // of one slug at once cannot both take a number: `(slug, number)` is unique.
-    let last = dataset_version::Entity::find()
-        .filter(dataset_version::Column::Slug.eq(&request.slug))
+    fn same_as(&self, old: &dataset::Model) -> bool {
+        old.title == self.title
+            && old.description == self.description
+            && old.license == self.license
+            && old.source_url == self.source_url
+            && old.id_field == self.id_field
+            && old.geo_lat == self.geo_lat
+            && old.geo_lon == self.geo_lon
+    }
+}
+
+/// Whether the live version `old` already holds what the import would publish: the same
+/// records (by content hash), fields and metadata. The old version's hash is computed, and
+/// kept, when it has none yet.
+async fn unchanged(
+    store: &crate::store::Store,
+    hasher: &Resolver,
+    old: &dataset::Model,
+    new_fields: &[dataset_field::Model],
+    new_hash: &str,
+    meta: &Meta,
+) -> Result<bool, ImportError> {
+    let old_fields = fields_of(store, old.version_id).await?;
+    let kept = dataset_version::Entity::find_by_id(old.version_id)
+        .one(&store.db)
+        .await?
+        .and_then(|v| v.content_hash);
+    let old_hash = match kept {
+        Some(hash) => hash,
+        None => hasher
+            .keep_content_hash(&DatasetSchema::new(old.version_id, old_fields.clone()))
+            .await
+            .map_err(hash_failed)?,
+    };
+    Ok(old_hash == new_hash && same_fields(&old_fields, new_fields) && meta.same_as(old))
+}
+
+/// The same fields in the same order, as a reader sees them: names, types and descriptions.
+fn same_fields(old: &[dataset_field::Model], new: &[dataset_field::Model]) -> bool {
+    old.len() == new.len()
+        && old.iter().zip(new).all(|(a, b)| {
+            a.name == b.name && a.field_type == b.field_type && a.description == b.description
+        })
+}
+
+/// The number of the slug's last version, 0 before the first. Numbers go on from it, also
+/// after a version published before a removal. Read before the transaction, whose first
+/// statement must be a write (on SQLite, a transaction that read first cannot take the write
+/// lock once another connection wrote); two imports of one slug at once cannot both take a
+/// number: `(slug, number)` is unique.
+async fn last_number(store: &crate::store::Store, slug: &str) -> Result<i64, ImportError> {
+    Ok(dataset_version::Entity::find()
+        .filter(dataset_version::Column::Slug.eq(slug))
         .filter(dataset_version::Column::Number.is_not_null())
         .order_by_desc(dataset_version::Column::Number)
         .one(&store.db)
         .await?
         .and_then(|v| v.number)
-        .unwrap_or(0);
-    let number = last + 1;
+        .unwrap_or(0))
+}
+
+/// The version going live: its id, its number within the dataset, its record count and the
+/// time it is published.
+struct Live {
+    version_id: i64,
+    number: i64,
+    records: i64,
+    now: OffsetDateTime,
+}
+
+/// One transaction: the version live, the dataset row pointing at it (the old version
+/// retired), the versions beyond those kept expired.
+async fn go_live(
+    store: &crate::store::Store,
+    slug: &str,
+    meta: Meta,
+    live: &Live,
+    existing: Option<dataset::Model>,
+) -> Result<(), ImportError> {
     let txn = store.db.begin().await?;
     dataset_version::ActiveModel {
-        id: Set(version_id),
+        id: Set(live.version_id),
         state: Set(dataset_version::STATE_LIVE.into()),
-        record_count: Set(records as i64),
-        number: Set(Some(number)),
-        published_at: Set(Some(now)),
+        record_count: Set(live.records),
+        number: Set(Some(live.number)),
+        published_at: Set(Some(live.now)),
         ..Default::default()
     }
     .update(&txn)
     .await?;
     let mut row = dataset::ActiveModel {
-        slug: Set(request.slug.clone()),
-        title: Set(title),
-        description: Set(description),
-        license: Set(schema.license.clone()),
-        source_url: Set(schema.source_url.clone()),
-        id_field: Set(id_field),
-        geo_lat: Set(geo_lat),
-        geo_lon: Set(geo_lon),
-        record_count: Set(records as i64),
-        version_id: Set(version_id),
-        version: Set(number),
-        updated_at: Set(now),
+        slug: Set(slug.to_string()),
+        title: Set(meta.title),
+        description: Set(meta.description),
+        license: Set(meta.license),
+        source_url: Set(meta.source_url),
+        id_field: Set(meta.id_field),
+        geo_lat: Set(meta.geo_lat),
+        geo_lon: Set(meta.geo_lon),
+        record_count: Set(live.records),
+        version_id: Set(live.version_id),
+        version: Set(live.number),
+        updated_at: Set(live.now),
         ..Default::default()
     };
     match existing {
@@ -159,14 +251,13 @@ pub async fn activate(
             row.update(&txn).await?;
         }
         None => {
-            row.created_at = Set(now);
+            row.created_at = Set(live.now);
             row.insert(&txn).await?;
         }
     }
-    catalog::expire_beyond(&txn, &request.slug, number, store.keep_versions).await?;
+    catalog::expire_beyond(&txn, slug, live.number, store.keep_versions).await?;
     txn.commit().await?;
-    store.catalog.changed();
-    Ok(Published::New(number))
+    Ok(())
 }
 
 /// A version's fields, in order.

@@ -182,17 +182,7 @@ pub async fn import(
         .id_field
         .clone()
         .or_else(|| request.schema.id_field.clone());
-
-    for (what, value) in [
-        ("the title", &request.title),
-        ("the description", &request.description),
-        ("the id field", &id_field),
-    ] {
-        if let Some(value) = value {
-            schema::check_no_nul(what, value)?;
-        }
-    }
-
+    no_nul_in_row_texts(&request, id_field.as_deref())?;
     let inferred = if needs_inference(&request, format, gzip)? {
         progress.phase("reading the file to infer field types");
         infer(&request, format, gzip, id_field.clone(), progress.clone()).await?
@@ -202,18 +192,7 @@ pub async fn import(
     let plan = Plan::new(&request.schema, &inferred, id_field.as_deref())?;
     // A declared geo pair that names no number field fails before any record is loaded.
     schema::geo::geo_pair(request.schema.geo.as_ref(), &plan.fields)?;
-
-    let version = dataset_version::ActiveModel {
-        slug: Set(request.slug.clone()),
-        state: Set(dataset_version::STATE_LOADING.into()),
-        record_count: Set(0),
-        created_at: Set(OffsetDateTime::now_utc()),
-        retired_at: Set(None),
-        ..Default::default()
-    }
-    .insert(&store.db)
-    .await?;
-
+    let version = loading_version(store, &request.slug).await?;
     match load(
         store,
         &request,
@@ -254,6 +233,34 @@ pub async fn import(
             Err(error)
         }
     }
+}
+
+/// Refuses a NUL character in the texts the dataset row keeps.
+fn no_nul_in_row_texts(request: &ImportRequest, id_field: Option<&str>) -> Result<(), ImportError> {
+    for (what, value) in [
+        ("the title", request.title.as_deref()),
+        ("the description", request.description.as_deref()),
+        ("the id field", id_field),
+    ] {
+        if let Some(value) = value {
+            schema::check_no_nul(what, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// A new version of `slug`, loading: no reader sees it until it goes live.
+async fn loading_version(store: &Store, slug: &str) -> Result<dataset_version::Model, ImportError> {
+    Ok(dataset_version::ActiveModel {
+        slug: Set(slug.to_string()),
+        state: Set(dataset_version::STATE_LOADING.into()),
+        record_count: Set(0),
+        created_at: Set(OffsetDateTime::now_utc()),
+        retired_at: Set(None),
+        ..Default::default()
+    }
+    .insert(&store.db)
+    .await?)
 }
 
 /// Inference is needed unless a schema file lists every column of a CSV header.

@@ -64,30 +64,46 @@ pub fn connect_options(url: &str, home: Option<PathBuf>) -> Result<PgConnectOpti
         );
     }
     let root = last(&ROOT_KEYS).or(env_root);
-    let system = root.as_deref() == Some("system");
     // sqlx would read `system` as a file name: it is left out, and sqlx's default trust store
     // (the system's authorities) is what `system` means.
-    let url = if system {
-        let kept = form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(
-                pairs
-                    .iter()
-                    .filter(|(k, _)| !ROOT_KEYS.contains(&k.as_str())),
-            )
-            .finish();
-        if kept.is_empty() {
-            base.to_string()
-        } else {
-            format!("{base}?{kept}")
-        }
+    let url = if root.as_deref() == Some("system") {
+        without_root(base, &pairs)
     } else {
         url.to_string()
     };
-    let mut options = PgConnectOptions::from_str(&url).map_err(|e| match e {
+    let options = PgConnectOptions::from_str(&url).map_err(|e| match e {
         sqlx::Error::Configuration(e) => format!("is not a valid PostgreSQL URL: {e}"),
         other => format!("is not a valid PostgreSQL URL: {other}"),
     })?;
-    let mode = match (mode, root.as_deref()) {
+    with_libpq_mode(options, mode, root.as_deref(), home)
+}
+
+/// The URL without its root certificate parameters.
+fn without_root(base: &str, pairs: &[(String, String)]) -> String {
+    let kept = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(
+            pairs
+                .iter()
+                .filter(|(k, _)| !ROOT_KEYS.contains(&k.as_str())),
+        )
+        .finish();
+    if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{kept}")
+    }
+}
+
+/// The mode libpq would use for the mode and root certificate given, checked as libpq checks
+/// them: a root certificate makes `require` verify the chain, `system` needs `verify-full`,
+/// and a verifying mode without a root certificate takes `~/.postgresql/root.crt`.
+fn with_libpq_mode(
+    mut options: PgConnectOptions,
+    mode: Option<PgSslMode>,
+    root: Option<&str>,
+    home: Option<PathBuf>,
+) -> Result<PgConnectOptions, String> {
+    let mode = match (mode, root) {
         (None | Some(PgSslMode::VerifyFull), Some("system")) => PgSslMode::VerifyFull,
         (Some(other), Some("system")) => {
             return Err(format!(

@@ -4,6 +4,9 @@
 //! share (store fixtures, the one test client, the parity cases, the tools they drive) is in
 //! `helpers`.
 
+// A test is one scenario read top to bottom, its steps and their checks side by side.
+#![allow(clippy::too_many_lines)]
+
 #[macro_use]
 mod helpers;
 

@@ -6,6 +6,7 @@
 //! generically (`store.rs`): nothing about SQL, files or the code reaches a client.
 
 mod codes;
+mod message;
 mod store;
 
 pub use codes::{Answered, Code};
@@ -180,136 +181,6 @@ impl ApiError {
             ApiError::RateLimited { retry_after }
             | ApiError::ExportOverBudget { retry_after, .. } => Some(*retry_after),
             _ => None,
-        }
-    }
-
-    /// One sentence a person can act on.
-    pub fn message(&self) -> String {
-        match self {
-            ApiError::InvalidParameter { message, .. } | ApiError::InvalidScope { message } => {
-                message.clone()
-            }
-            ApiError::InsufficientScope { scope } => format!(
-                "This token's scope does not cover this request, which needs {scope:?}; GET /api/v1/token shows the token's scope, and a token with more can be made on the account page."
-            ),
-            ApiError::MissingParameter { parameter } => {
-                format!("The parameter {parameter} is required.")
-            }
-            ApiError::UnknownField { field } => format!(
-                "This dataset has no field {field:?}; the dataset's metadata lists its fields."
-            ),
-            ApiError::TextFieldExactMatch { field } => format!(
-                "{field} is a text field and cannot be matched exactly; search it with q[{field}]=… instead."
-            ),
-            ApiError::InvalidGroupBy { field, .. } if field == "_id" => {
-                "_id identifies single records and cannot be grouped by; group by a keyword field."
-                    .into()
-            }
-            ApiError::InvalidGroupBy { field, field_type } => match field_type {
-                FieldType::Date => format!(
-                    "{field} is a date field: group it into buckets with {field}[year], [month], [day] or [hour]."
-                ),
-                FieldType::Number => format!(
-                    "{field} is a number field: group it into bins with {field}[<width>], such as {field}[100]."
-                ),
-                _ => {
-                    format!("group_by needs a keyword field, and {field} is a {field_type} field.")
-                }
-            },
-            ApiError::InvalidField { field, field_type } => {
-                format!("field needs a number field, and {field} is a {field_type} field.")
-            }
-            ApiError::NoGeoFields { parameter } => format!(
-                "{parameter} needs places, and this dataset has no geo pair (a latitude and a longitude field); its metadata names the pair under geo when it has one."
-            ),
-            ApiError::InvalidFacet { field, .. } if field == "_id" => {
-                "_id identifies single records and cannot be a facet; count a keyword field.".into()
-            }
-            ApiError::InvalidFacet { field, field_type } => format!(
-                "facet counts the values of keyword fields, and {field} is a {field_type} field; agg groups other fields (dates by bucket, numbers by bin)."
-            ),
-            ApiError::InvalidOperator {
-                field,
-                field_type,
-                operator,
-                allowed,
-            } => {
-                let known = crate::operators::Op::parse(operator).is_some();
-                let allowed = if allowed.is_empty() {
-                    format!("{field} takes no operator")
-                } else {
-                    format!("{field} takes {}", allowed.join(", "))
-                };
-                if known {
-                    format!(
-                        "{field} is a {field_type} field and does not take [{operator}]; {allowed}."
-                    )
-                } else {
-                    format!(
-                        "There is no operator [{operator}]; the operators are {}, and {allowed}.",
-                        crate::operators::names(&crate::operators::ALL).join(", ")
-                    )
-                }
-            }
-            ApiError::InvalidCursor { reason } => format!(
-                "This cursor cannot be followed: {reason}. Send it with the same conditions, sort, fields, facets and per_page as the request that gave it, or start again without it."
-            ),
-            ApiError::TooManyGroups { groups, max } => format!(
-                "This answer would hold {groups} groups, more than {max}; add limit=N (at most {max}) to keep the first groups in sort order, or a filter to narrow the records."
-            ),
-            ApiError::MissingToken => {
-                "Send an API token in the header Authorization: Bearer <token>.".into()
-            }
-            ApiError::InvalidToken => {
-                "The API token is unknown, revoked or expired; get a new one on the account page."
-                    .into()
-            }
-            ApiError::DatasetNotFound { slug } => {
-                format!("There is no dataset {slug:?}; GET /api/v1/datasets lists them.")
-            }
-            ApiError::RecordNotFound { id } => {
-                format!("This dataset has no record with _id {id:?}.")
-            }
-            ApiError::NotFound => {
-                "No such resource; see /api/v1/openapi.json for the API's paths.".into()
-            }
-            ApiError::VersionNotFound { version } => format!(
-                "This dataset never had a version {version}; GET its versions to list them."
-            ),
-            ApiError::VersionGone { version, retained } => format!(
-                "Version {version} of this dataset is no longer kept; the versions kept are {}.",
-                retained
-                    .iter()
-                    .map(i64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            ApiError::MethodNotAllowed => {
-                "The API is read-only: use GET (POST only for the device flow and GraphQL).".into()
-            }
-            ApiError::PayloadTooLarge { limit_bytes } => {
-                format!("The request body is larger than {limit_bytes} bytes; send a smaller one.")
-            }
-            ApiError::RequestTimeout => {
-                "The request body arrived too slowly; send it at once on a new connection.".into()
-            }
-            ApiError::RateLimited { retry_after } => {
-                format!("Too many requests; try again in {retry_after} seconds.")
-            }
-            ApiError::ExportOverBudget { records, limit, .. } => {
-                let per = crate::cost::RECORDS_PER_REQUEST;
-                let most = u64::from(limit.saturating_sub(1)) * per;
-                format!(
-                    "This export would send {records} records, which counts as {} requests (one plus one per {per} records): more than the whole budget of {limit} requests a minute. Narrow it with filters to at most {most} records.",
-                    1 + crate::cost::extra_requests(*records)
-                )
-            }
-            ApiError::Unavailable => {
-                "The data store cannot be reached right now; try again shortly.".into()
-            }
-            ApiError::Internal => {
-                "Something went wrong on our side; it has been logged. Try again later.".into()
-            }
         }
     }
 

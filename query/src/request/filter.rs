@@ -157,8 +157,6 @@ pub(super) fn sorted_unique(mut items: Vec<String>) -> Vec<String> {
     items
 }
 
-/// Refuses a NUL character in any condition value: no stored value holds one (imports refuse
-/// them) and PostgreSQL cannot take one as a bound text, so it is a client error, not a 500.
 /// The most characters of search text (`q` and every `q[name]` together) one request may
 /// send, and the most terms: each term is a dictionary look-up, so a page of text would be
 /// thousands of them.
@@ -188,6 +186,8 @@ fn search_within_limits(params: &FilterParams) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Refuses a NUL character in any condition value: no stored value holds one (imports refuse
+/// them) and PostgreSQL cannot take one as a bound text, so it is a client error, not a 500.
 fn no_nul(params: &FilterParams) -> Result<(), ApiError> {
     let values = params
         .q
@@ -213,98 +213,34 @@ fn no_nul(params: &FilterParams) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// A `name[op]` condition before its values are read: the field's name, its column, the
+/// operator (one the field's type takes) and the values as given.
+type Condition<'a> = (&'a str, Column, Op, Vec<String>);
+
 /// Checks the conditions of §5 against the schema.
 pub(crate) fn filter(params: &FilterParams, schema: &DatasetSchema) -> Result<Filter, ApiError> {
     no_nul(params)?;
     search_within_limits(params)?;
     let mut out = Filter {
         terms: sorted_unique(params.q.iter().flat_map(|q| terms(q)).collect()),
+        field_terms: field_terms(&params.q_fields, schema)?,
         ..Filter::default()
     };
-    for (name, text) in &params.q_fields {
-        let column = schema.column(name).ok_or_else(|| ApiError::UnknownField {
-            field: name.clone(),
-        })?;
-        let field_type = schema.field_type(column);
-        let Column::Field(index) = column else {
-            return Err(not_fulltext(name, field_type));
-        };
-        if !field_type.is_fulltext() {
-            return Err(not_fulltext(name, field_type));
-        }
-        let new = terms(text);
-        match out.field_terms.iter_mut().find(|(i, _)| *i == index) {
-            Some((_, existing)) => existing.extend(new),
-            None => out.field_terms.push((index, new)),
-        }
-    }
-    for (_, list) in &mut out.field_terms {
-        *list = sorted_unique(std::mem::take(list));
-    }
-    out.field_terms.retain(|(_, list)| !list.is_empty());
-    out.field_terms.sort_by_key(|(i, _)| *i);
-
-    let mut conditions: Vec<(&str, Column, Op, Vec<String>)> = Vec::new();
+    let mut conditions: Vec<Condition> = Vec::new();
     for (name, value) in &params.exact {
-        if let Some(column) = schema.column(name) {
-            let field_type = schema.field_type(column);
-            if value.is_empty() && field_type.is_exact() {
-                return Err(ApiError::invalid(
-                    name.as_str(),
-                    format!(
-                        "{name}= needs a value; to find records without one, write {name}[exists]=false."
-                    ),
-                ));
+        match schema.column(name) {
+            Some(column) => {
+                let value = exact_match(name, schema.field_type(column), value)?;
+                push_value(&mut out.exact, column, value);
             }
-            let value = exact_value(name, field_type, value)?;
-            push_value(&mut out.exact, column, value);
-            continue;
+            // Not a field: `name[op]` (contract §12.1), or a name the dataset does not have.
+            None => conditions.push(operator_in_name(name, value, schema)?),
         }
-        // Not a field: `name[op]` (contract §12.1), or a name the dataset does not have.
-        let unknown = || ApiError::UnknownField {
-            field: name.clone(),
-        };
-        let (field, op) = operators::split(name).ok_or_else(unknown)?;
-        let column = schema.column(field).ok_or_else(|| ApiError::UnknownField {
-            field: field.to_string(),
-        })?;
-        let field_type = schema.field_type(column);
-        let allowed = Op::allowed(field_type);
-        let op = Op::parse(op)
-            .filter(|op| allowed.contains(op))
-            .ok_or_else(|| ApiError::InvalidOperator {
-                field: field.to_string(),
-                field_type,
-                operator: op.to_string(),
-                allowed: operators::names(allowed),
-            })?;
-        let values = if op.takes_list() {
-            split_values(value)
-        } else {
-            vec![value.clone()]
-        };
-        conditions.push((field, column, op, values));
     }
-    for OpParam {
-        name,
-        op,
-        values: given,
-    } in &params.ops
-    {
-        let column = schema.column(name).ok_or_else(|| ApiError::UnknownField {
-            field: name.clone(),
-        })?;
-        let field_type = schema.field_type(column);
-        let allowed = Op::allowed(field_type);
-        if !allowed.contains(op) {
-            return Err(ApiError::InvalidOperator {
-                field: name.clone(),
-                field_type,
-                operator: op.as_str().to_string(),
-                allowed: operators::names(allowed),
-            });
-        }
-        conditions.push((name, column, *op, given.clone()));
+    for OpParam { name, op, values } in &params.ops {
+        let (column, field_type) = field_column(schema, name)?;
+        let op = taken_op(name, field_type, Some(*op), op.as_str())?;
+        conditions.push((name, column, op, values.clone()));
     }
     // Only a request with a place reads the geo pair.
     if params.near.is_some() || params.bbox.is_some() {
@@ -320,21 +256,118 @@ pub(crate) fn filter(params: &FilterParams, schema: &DatasetSchema) -> Result<Fi
     for (name, column, op, values) in conditions {
         add_condition(&mut out, schema, name, column, op, &values)?;
     }
-    for (_, values) in out.exact.iter_mut().chain(out.not.iter_mut()) {
-        values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-        values.dedup();
-    }
-    for (_, values) in &mut out.prefixes {
-        *values = sorted_unique(std::mem::take(values));
-    }
-    out.exact.sort_by_key(|(c, _)| *c);
-    out.not.sort_by_key(|(c, _)| *c);
-    out.ranges.sort_by_key(|(c, _)| *c);
-    out.prefixes.sort_by_key(|(c, _)| *c);
-    out.exists.sort();
-    out.exists.dedup();
     out.ids = params.ids.clone().map(sorted_unique);
+    out.normalize();
     Ok(out)
+}
+
+impl Filter {
+    /// Sorts every list by column and every column's values, dropping repeats, so that the
+    /// same conditions in any order make the same filter.
+    fn normalize(&mut self) {
+        for (_, values) in self.exact.iter_mut().chain(self.not.iter_mut()) {
+            values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+            values.dedup();
+        }
+        for (_, values) in &mut self.prefixes {
+            *values = sorted_unique(std::mem::take(values));
+        }
+        self.exact.sort_by_key(|(c, _)| *c);
+        self.not.sort_by_key(|(c, _)| *c);
+        self.ranges.sort_by_key(|(c, _)| *c);
+        self.prefixes.sort_by_key(|(c, _)| *c);
+        self.exists.sort();
+        self.exists.dedup();
+    }
+}
+
+/// The column `name` names and its type; `unknown_field` when the dataset has no such field.
+fn field_column(schema: &DatasetSchema, name: &str) -> Result<(Column, FieldType), ApiError> {
+    let column = schema.column(name).ok_or_else(|| ApiError::UnknownField {
+        field: name.to_string(),
+    })?;
+    Ok((column, schema.field_type(column)))
+}
+
+/// `op` when the field's type takes it; `invalid_operator` otherwise (or when there is no such
+/// operator), naming `operator` as the client wrote it.
+fn taken_op(
+    field: &str,
+    field_type: FieldType,
+    op: Option<Op>,
+    operator: &str,
+) -> Result<Op, ApiError> {
+    let allowed = Op::allowed(field_type);
+    op.filter(|op| allowed.contains(op))
+        .ok_or_else(|| ApiError::InvalidOperator {
+            field: field.to_string(),
+            field_type,
+            operator: operator.to_string(),
+            allowed: operators::names(allowed),
+        })
+}
+
+/// The `q[name]` terms per text field, in field order, each field's sorted and unique; a
+/// field whose text holds no term is left out.
+fn field_terms(
+    q_fields: &[(String, String)],
+    schema: &DatasetSchema,
+) -> Result<Vec<(usize, Vec<String>)>, ApiError> {
+    let mut out: Vec<(usize, Vec<String>)> = Vec::new();
+    for (name, text) in q_fields {
+        let (column, field_type) = field_column(schema, name)?;
+        let Column::Field(index) = column else {
+            return Err(not_fulltext(name, field_type));
+        };
+        if !field_type.is_fulltext() {
+            return Err(not_fulltext(name, field_type));
+        }
+        let new = terms(text);
+        match out.iter_mut().find(|(i, _)| *i == index) {
+            Some((_, existing)) => existing.extend(new),
+            None => out.push((index, new)),
+        }
+    }
+    for (_, list) in &mut out {
+        *list = sorted_unique(std::mem::take(list));
+    }
+    out.retain(|(_, list)| !list.is_empty());
+    out.sort_by_key(|(i, _)| *i);
+    Ok(out)
+}
+
+/// `name=value` on a field. An empty value would match nothing where values are exact, so it
+/// is refused with the way to ask for records without a value.
+fn exact_match(name: &str, field_type: FieldType, value: &str) -> Result<ExactValue, ApiError> {
+    if value.is_empty() && field_type.is_exact() {
+        return Err(ApiError::invalid(
+            name,
+            format!(
+                "{name}= needs a value; to find records without one, write {name}[exists]=false."
+            ),
+        ));
+    }
+    exact_value(name, field_type, value)
+}
+
+/// `name[op]=value` written in a query string's name; a name that is neither a field nor a
+/// field with an operator is an unknown field.
+fn operator_in_name<'a>(
+    name: &'a str,
+    value: &str,
+    schema: &DatasetSchema,
+) -> Result<Condition<'a>, ApiError> {
+    let (field, op) = operators::split(name).ok_or_else(|| ApiError::UnknownField {
+        field: name.to_string(),
+    })?;
+    let (column, field_type) = field_column(schema, field)?;
+    let op = taken_op(field, field_type, Op::parse(op), op)?;
+    let values = if op.takes_list() {
+        split_values(value)
+    } else {
+        vec![value.to_string()]
+    };
+    Ok((field, column, op, values))
 }
 
 /// Adds `value` to `column`'s list in `lists`.
@@ -391,19 +424,7 @@ fn add_condition(
         ));
     }
     match op {
-        Op::Exists => {
-            let has = match value.trim().to_ascii_lowercase().as_str() {
-                "true" | "" => true,
-                "false" => false,
-                _ => {
-                    return Err(ApiError::invalid(
-                        parameter.as_str(),
-                        format!("{parameter} takes true or false."),
-                    ));
-                }
-            };
-            out.exists.push((column, has));
-        }
+        Op::Exists => out.exists.push((column, exists_value(&parameter, value)?)),
         // Taken before the match: `in` and `nin` take a list.
         Op::In | Op::Nin => {}
         Op::Ne => {
@@ -412,21 +433,7 @@ fn add_condition(
         }
         Op::Prefix => push_value(&mut out.prefixes, column, value.to_string()),
         Op::Gt | Op::Gte | Op::Lt | Op::Lte => {
-            let bound = match field_type {
-                FieldType::Number => match exact_value(name, field_type, value)? {
-                    ExactValue::Num(n) => RangeValue::Num(n),
-                    ExactValue::Str(_) => return Err(ApiError::Internal),
-                },
-                FieldType::Date => RangeValue::Time(dates::parse(value).ok_or_else(|| {
-                    ApiError::invalid(
-                        parameter.as_str(),
-                        format!(
-                            "{name} is a date field; {value:?} is not an ISO 8601 date such as 2013-01-31 or 2013-01-31T05:00:00Z."
-                        ),
-                    )
-                })?),
-                _ => RangeValue::Str(value.to_string()),
-            };
+            let bound = range_bound(name, &parameter, field_type, value)?;
             match out.ranges.iter_mut().find(|(c, _)| *c == column) {
                 Some((_, range)) => range.add(op, bound),
                 None => {
@@ -438,6 +445,43 @@ fn add_condition(
         }
     }
     Ok(())
+}
+
+/// `exists`'s value: `true` (or nothing) or `false`, in any case.
+fn exists_value(parameter: &str, value: &str) -> Result<bool, ApiError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ApiError::invalid(
+            parameter,
+            format!("{parameter} takes true or false."),
+        )),
+    }
+}
+
+/// A bound of a range in the order the field's values compare: numbers as numbers, dates as
+/// instants, the rest as text.
+fn range_bound(
+    name: &str,
+    parameter: &str,
+    field_type: FieldType,
+    value: &str,
+) -> Result<RangeValue, ApiError> {
+    Ok(match field_type {
+        FieldType::Number => match exact_value(name, field_type, value)? {
+            ExactValue::Num(n) => RangeValue::Num(n),
+            ExactValue::Str(_) => return Err(ApiError::Internal),
+        },
+        FieldType::Date => RangeValue::Time(dates::parse(value).ok_or_else(|| {
+            ApiError::invalid(
+                parameter,
+                format!(
+                    "{name} is a date field; {value:?} is not an ISO 8601 date such as 2013-01-31 or 2013-01-31T05:00:00Z."
+                ),
+            )
+        })?),
+        _ => RangeValue::Str(value.to_string()),
+    })
 }
 
 fn not_fulltext(name: &str, field_type: FieldType) -> ApiError {

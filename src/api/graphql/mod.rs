@@ -115,19 +115,8 @@ pub async fn endpoint(
             format!("This endpoint answers {GRAPHQL_RESPONSE} or application/json."),
         ));
     };
-    if is_get && !has_query(&request) {
-        return Ok(request_error(
-            Code::InvalidRequest,
-            media,
-            "A GraphQL GET needs ?query=… (a browser asking for text/html gets the IDE).".into(),
-        ));
-    }
-    if !is_get && !is_json(request.headers()) {
-        return Ok(request_error(
-            Code::UnsupportedMediaType,
-            media,
-            "A GraphQL POST needs Content-Type: application/json.".into(),
-        ));
+    if let Some(refusal) = no_graphql_request(&request, is_get, media) {
+        return Ok(refusal);
     }
     // The body under the API's limit, then handed to async-graphql-axum's extractor (which
     // reads the body stream itself, past axum's body limit).
@@ -137,23 +126,8 @@ pub async fn endpoint(
         .map_err(|_| ApiError::PayloadTooLarge {
             limit_bytes: MAX_BODY_BYTES,
         })?;
-    // GraphQL over HTTP names it `operationName` in a GET's query string too; async-graphql
-    // reads `operation_name` there, so it is taken here.
-    let get_operation = is_get
-        .then(|| {
-            form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
-                .find(|(name, _)| name == "operationName")
-                .map(|(_, value)| value.into_owned())
-        })
-        .flatten();
-    let request = Request::from_parts(parts, Body::from(body));
-    let batch = match GraphQLBatchRequest::<Unreadable>::from_request(request, &()).await {
-        Ok(batch) => match (batch.into_inner(), get_operation) {
-            (BatchRequest::Single(one), Some(name)) if one.operation_name.is_none() => {
-                BatchRequest::Single(one.operation_name(name))
-            }
-            (batch, _) => batch,
-        },
+    let batch = match parse_batch(Request::from_parts(parts, Body::from(body)), is_get).await {
+        Ok(batch) => batch,
         Err(Unreadable(error)) => {
             return Ok(request_error(
                 Code::InvalidRequest,
@@ -186,6 +160,46 @@ pub async fn endpoint(
         response.extensions_mut().insert(charge);
     }
     Ok(response)
+}
+
+/// The refusal of a request that cannot hold a GraphQL request: a GET without a query, a POST
+/// whose body is not JSON.
+fn no_graphql_request(request: &Request, is_get: bool, media: Media) -> Option<Response> {
+    if is_get && !has_query(request) {
+        return Some(request_error(
+            Code::InvalidRequest,
+            media,
+            "A GraphQL GET needs ?query=… (a browser asking for text/html gets the IDE).".into(),
+        ));
+    }
+    if !is_get && !is_json(request.headers()) {
+        return Some(request_error(
+            Code::UnsupportedMediaType,
+            media,
+            "A GraphQL POST needs Content-Type: application/json.".into(),
+        ));
+    }
+    None
+}
+
+/// The request or batch, by async-graphql-axum's extractor. GraphQL over HTTP names it
+/// `operationName` in a GET's query string too; async-graphql reads `operation_name` there,
+/// so it is taken here.
+async fn parse_batch(request: Request, is_get: bool) -> Result<BatchRequest, Unreadable> {
+    let get_operation = is_get
+        .then(|| {
+            form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
+                .find(|(name, _)| name == "operationName")
+                .map(|(_, value)| value.into_owned())
+        })
+        .flatten();
+    let batch = GraphQLBatchRequest::<Unreadable>::from_request(request, &()).await?;
+    Ok(match (batch.into_inner(), get_operation) {
+        (BatchRequest::Single(one), Some(name)) if one.operation_name.is_none() => {
+            BatchRequest::Single(one.operation_name(name))
+        }
+        (batch, _) => batch,
+    })
 }
 
 /// Runs a single request or a batch. A store fault answers `unavailable` inside the result; a

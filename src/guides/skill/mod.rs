@@ -8,6 +8,7 @@ mod examples;
 use std::fmt::Write;
 
 use entity::FieldType;
+use minijinja::{Value, context};
 
 use query::operators::Op;
 use query::params::{MAX_GROUPS, MAX_PERCENTILES};
@@ -126,19 +127,18 @@ fn values_seen(f: &FieldFacts, guide: &Guide) -> String {
     }
 }
 
-/// `skill.md` for one dataset, from `templates/skill.md`.
-pub fn skill_md(guide: &Guide, site_url: &str, base_url: String) -> String {
-    use minijinja::context;
-    use query::params::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
-
-    let d = &guide.dataset;
-    let path = encode(&d.slug);
-    let identifier = match &d.id_field {
+/// How `_id` is made, which depends on whether the schema names an identifier field.
+fn identifier(id_field: Option<&str>) -> String {
+    match id_field {
         Some(f) if f == crate::import::schema::ID => "`_id`, as the file gives it".to_string(),
         Some(f) => format!("`_id`, the value of `{}`", cell(f)),
         None => "`_id`, the record's row number in the file".to_string(),
-    };
-    let fields: Vec<_> = guide
+    }
+}
+
+/// The table of fields: each one's type, how to filter on it, and the values it holds.
+fn field_rows(guide: &Guide) -> Vec<Value> {
+    guide
         .fields
         .iter()
         .map(|f| {
@@ -150,9 +150,12 @@ pub fn skill_md(guide: &Guide, site_url: &str, base_url: String) -> String {
                 description => cell(f.field.description.as_deref().unwrap_or("")),
             }
         })
-        .collect();
-    let records_url = format!("{base_url}/datasets/{path}/records");
-    let operators: Vec<_> = guide
+        .collect()
+}
+
+/// One operator example per field that takes operators, each a request that matches records.
+fn operator_rows(guide: &Guide, records_url: &str) -> Vec<Value> {
+    guide
         .fields
         .iter()
         .filter_map(|f| {
@@ -166,26 +169,39 @@ pub fn skill_md(guide: &Guide, site_url: &str, base_url: String) -> String {
                 curl => curl(&format!("{records_url}?{query}")),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// The fields some records lack, with how many, and a request for the records lacking the
+/// field most often missing.
+fn missing_rows(guide: &Guide, records_url: &str) -> (Vec<Value>, Option<String>) {
     let with_missing: Vec<&FieldFacts> = guide
         .fields
         .iter()
         .filter(|f| f.missing > 0 && f.field.field_type != FieldType::Json)
         .collect();
-    let missing: Vec<_> = with_missing
+    let rows = with_missing
         .iter()
         .map(|f| context! { name => cell(&f.field.name), count => f.missing })
         .collect();
-    let missing_example = with_missing.iter().max_by_key(|f| f.missing).map(|f| {
+    let example = with_missing.iter().max_by_key(|f| f.missing).map(|f| {
         let parameter = format!("{}[exists]", f.field.name);
         curl(&format!(
             "{records_url}?{}",
             query(&[(parameter.as_str(), "false")])
         ))
     });
-    let dataset_url = format!("{base_url}/datasets/{path}");
-    let version = d.version;
-    let cite = [
+    (rows, example)
+}
+
+/// The examples about versions, the same for every dataset: they follow the dataset's own.
+fn version_examples(
+    records_url: &str,
+    dataset_url: &str,
+    version: i64,
+) -> [(&'static str, String, String); 3] {
+    use query::params::MAX_PER_PAGE;
+    [
         (
             "Cite the version you read",
             format!(
@@ -203,14 +219,13 @@ pub fn skill_md(guide: &Guide, site_url: &str, base_url: String) -> String {
             "Every version published, newest first, with its record count, `content_hash` (SHA-256 of its NDJSON export in `_id` order) and whether it is retained; `changes?from=<a>&to=<b>` streams the records that differ as NDJSON.".to_string(),
             format!("{dataset_url}/versions"),
         ),
-    ];
-    let examples: Vec<_> = examples(guide, &base_url)
-        .into_iter()
-        .map(|e| (e.title, e.note, e.url))
-        .chain(cite.map(|(title, note, url)| (title.to_string(), note, url)))
-        .map(|(title, note, url)| context! { title => title, note => note, curl => curl(&url) })
-        .collect();
-    let notes = [
+    ]
+}
+
+/// The rules every request follows, under the examples.
+fn notes(base_url: &str, path: &str) -> [String; 9] {
+    use query::params::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
+    [
         format!("`page` starts at 1; `per_page` is {DEFAULT_PER_PAGE} by default, 1 to {MAX_PER_PAGE}. A page past the end answers `records: []` with the true `total`."),
         format!(
             "Every matching record in one answer: `{base_url}/datasets/{path}/export?format=ndjson` (or `csv`) takes the same filters, `sort` and `fields`, streams the records (`X-Total-Count` gives their number up front) and counts as one request plus one per 1,000 records."
@@ -222,28 +237,44 @@ pub fn skill_md(guide: &Guide, site_url: &str, base_url: String) -> String {
         "Percent-encode values in URLs as UTF-8 (`curl` does not do it for you); `<` is `%3C`, `>` is `%3E`, `[` `]` are `%5B` `%5D`.".to_string(),
         "Errors are JSON `{\"error\": \"<code>\", \"message\": \"…\"}`; an unknown field name is 400 `unknown_field`, a missing or bad token 401.".to_string(),
         "The data changes only when the dataset is re-imported, which publishes a new version; answers carry an `ETag` and `Dataset-Version`.".to_string(),
-    ];
+    ]
+}
+
+/// `skill.md` for one dataset, from `templates/skill.md`.
+pub fn skill_md(guide: &Guide, site_url: &str, base_url: String) -> String {
+    let d = &guide.dataset;
+    let path = encode(&d.slug);
+    let records_url = format!("{base_url}/datasets/{path}/records");
+    let dataset_url = format!("{base_url}/datasets/{path}");
+    let (missing, missing_example) = missing_rows(guide, &records_url);
+    let versions = version_examples(&records_url, &dataset_url, d.version);
+    let examples: Vec<_> = examples(guide, &base_url)
+        .into_iter()
+        .map(|e| (e.title, e.note, e.url))
+        .chain(versions.map(|(title, note, url)| (title.to_string(), note, url)))
+        .map(|(title, note, url)| context! { title => title, note => note, curl => curl(&url) })
+        .collect();
     crate::templates::render(
         "skill.md",
         context! {
             title => cell(&d.title),
             slug => d.slug.clone(),
+            notes => notes(&base_url, &path),
             path,
             description => d.description.trim(),
             record_count => d.record_count,
             updated => when(d.updated_at),
             license => d.license.as_deref().map(cell),
             source_url => d.source_url.as_deref().map(cell),
-            identifier,
+            identifier => identifier(d.id_field.as_deref()),
             base_url,
             site_url,
             metadata_path => METADATA_PATH,
-            fields,
-            operators,
+            fields => field_rows(guide),
+            operators => operator_rows(guide, &records_url),
             missing,
             missing_example,
             examples,
-            notes,
         },
     )
     .unwrap_or_default()

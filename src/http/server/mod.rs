@@ -261,27 +261,7 @@ async fn connection(
             request.extensions_mut().insert(request_seat.clone());
             request
         })
-        .map_future(move |answer| {
-            let guard = tracker.begin(); // see `Activity::answering`
-            let activity = tracker.clone();
-            async move {
-                let mut response: Response<Body> = answer.await?;
-                if activity.was_cut.load(Ordering::SeqCst) {
-                    // Whatever the handler made of its failed body read (a 400, a 413), the
-                    // truth is that the body came too slowly: one answer for every endpoint.
-                    response = HttpError(ApiError::RequestTimeout).into_response();
-                    response
-                        .headers_mut()
-                        .insert(CONNECTION, HeaderValue::from_static("close"));
-                }
-                Ok::<_, std::convert::Infallible>(response.map(|body| {
-                    Body::new(Tracked {
-                        body,
-                        _guard: guard,
-                    })
-                }))
-            }
-        });
+        .map_future(move |answer| going_out(answer, &tracker));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -328,6 +308,33 @@ async fn connection(
                 }
             }
         }
+    }
+}
+
+/// The service's answer as it goes out: counted as being answered from the hand-over (see
+/// `Activity::answering`) until its body is sent or dropped.
+fn going_out<F>(answer: F, tracker: &Arc<Activity>) -> impl Future<Output = F::Output> + use<F>
+where
+    F: Future<Output = Result<Response<Body>, std::convert::Infallible>>,
+{
+    let guard = tracker.begin();
+    let activity = tracker.clone();
+    async move {
+        let mut response = answer.await?;
+        if activity.was_cut.load(Ordering::SeqCst) {
+            // Whatever the handler made of its failed body read (a 400, a 413), the truth is
+            // that the body came too slowly: one answer for every endpoint.
+            response = HttpError(ApiError::RequestTimeout).into_response();
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        Ok(response.map(|body| {
+            Body::new(Tracked {
+                body,
+                _guard: guard,
+            })
+        }))
     }
 }
 

@@ -116,6 +116,81 @@ pub struct Row {
     pub cells: Vec<Cell>,
 }
 
+/// The fields in the plan's order, without columns yet, and each name's position: the schema
+/// file's fields, then the data's others (not `_id`, nor a leaf of a declared json object).
+fn planned_fields(
+    schema: &SchemaFile,
+    inferred: &[(String, FieldType)],
+) -> (Vec<PlannedField>, HashMap<String, usize>) {
+    let mut fields: Vec<PlannedField> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for field in &schema.fields {
+        index.insert(field.name.clone(), fields.len());
+        fields.push(PlannedField {
+            name: field.name.clone(),
+            path: field.name.split('.').map(str::to_string).collect(),
+            field_type: FieldType::parse(&field.field_type).expect("checked on load"),
+            description: field.description.clone().filter(|d| !d.is_empty()),
+            column: None,
+        });
+    }
+    for (name, field_type) in inferred {
+        if index.contains_key(name) || name == "_id" {
+            continue;
+        }
+        // A leaf of an object the schema declares as one field (type json) stays inside it.
+        if fields
+            .iter()
+            .any(|f| name.starts_with(&f.name) && name[f.name.len()..].starts_with('.'))
+        {
+            continue;
+        }
+        index.insert(name.clone(), fields.len());
+        fields.push(PlannedField {
+            name: name.clone(),
+            path: name.split('.').map(str::to_string).collect(),
+            field_type: *field_type,
+            description: None,
+            column: None,
+        });
+    }
+    (fields, index)
+}
+
+/// The position of the field `--id-field` names, refused when there is no such field or its
+/// type cannot identify records.
+fn id_field_index(
+    name: &str,
+    fields: &[PlannedField],
+    index: &HashMap<String, usize>,
+    inferred: &[(String, FieldType)],
+) -> Result<usize, ImportError> {
+    let Some(&i) = index.get(name) else {
+        // An object under the name is read as its leaves (`id.x`): name that.
+        let prefix = format!("{name}.");
+        if let Some((leaf, _)) = inferred.iter().find(|(n, _)| n.starts_with(&prefix)) {
+            return Err(ImportError::Schema(format!(
+                "the id field {name:?} holds objects (with fields such as {leaf:?}); \
+                 an identifier must be a string or a number: name another field with \
+                 --id-field, or one of the object's fields (--id-field {leaf})"
+            )));
+        }
+        return Err(ImportError::Schema(format!(
+            "the id field {name:?} is not a field of the file"
+        )));
+    };
+    if !matches!(
+        fields[i].field_type,
+        FieldType::Keyword | FieldType::Number | FieldType::Text
+    ) {
+        return Err(ImportError::Schema(format!(
+            "the id field {name:?} has type {}, which cannot identify records",
+            fields[i].field_type
+        )));
+    }
+    Ok(i)
+}
+
 impl Plan {
     /// Builds the plan: the schema file's fields first, in its order, then the fields only the
     /// data has, in order of first appearance, with inferred types.
@@ -124,38 +199,7 @@ impl Plan {
         inferred: &[(String, FieldType)],
         id_field: Option<&str>,
     ) -> Result<Self, ImportError> {
-        let mut fields: Vec<PlannedField> = Vec::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
-        for field in &schema.fields {
-            index.insert(field.name.clone(), fields.len());
-            fields.push(PlannedField {
-                name: field.name.clone(),
-                path: field.name.split('.').map(str::to_string).collect(),
-                field_type: FieldType::parse(&field.field_type).expect("checked on load"),
-                description: field.description.clone().filter(|d| !d.is_empty()),
-                column: None,
-            });
-        }
-        for (name, field_type) in inferred {
-            if index.contains_key(name) || name == "_id" {
-                continue;
-            }
-            // A leaf of an object the schema declares as one field (type json) stays inside it.
-            if fields
-                .iter()
-                .any(|f| name.starts_with(&f.name) && name[f.name.len()..].starts_with('.'))
-            {
-                continue;
-            }
-            index.insert(name.clone(), fields.len());
-            fields.push(PlannedField {
-                name: name.clone(),
-                path: name.split('.').map(str::to_string).collect(),
-                field_type: *field_type,
-                description: None,
-                column: None,
-            });
-        }
+        let (mut fields, index) = planned_fields(schema, inferred);
         if fields.len() > MAX_FIELDS {
             return Err(ImportError::Schema(format!(
                 "the dataset would have {} fields; a dataset holds at most {MAX_FIELDS} \
@@ -167,32 +211,7 @@ impl Plan {
         let id = match id_field {
             None => IdSource::Position,
             Some(ID) if inferred.iter().any(|(name, _)| name == ID) => IdSource::Own,
-            Some(name) => {
-                let Some(&i) = index.get(name) else {
-                    // An object under the name is read as its leaves (`id.x`): name that.
-                    let prefix = format!("{name}.");
-                    if let Some((leaf, _)) = inferred.iter().find(|(n, _)| n.starts_with(&prefix)) {
-                        return Err(ImportError::Schema(format!(
-                            "the id field {name:?} holds objects (with fields such as {leaf:?}); \
-                             an identifier must be a string or a number: name another field with \
-                             --id-field, or one of the object's fields (--id-field {leaf})"
-                        )));
-                    }
-                    return Err(ImportError::Schema(format!(
-                        "the id field {name:?} is not a field of the file"
-                    )));
-                };
-                if !matches!(
-                    fields[i].field_type,
-                    FieldType::Keyword | FieldType::Number | FieldType::Text
-                ) {
-                    return Err(ImportError::Schema(format!(
-                        "the id field {name:?} has type {}, which cannot identify records",
-                        fields[i].field_type
-                    )));
-                }
-                IdSource::Field(i)
-            }
+            Some(name) => IdSource::Field(id_field_index(name, &fields, &index, inferred)?),
         };
         for (position, field) in fields.iter_mut().enumerate() {
             field.column = match field.field_type {

@@ -98,6 +98,21 @@ impl<'a> Component<'a> {
 }
 
 impl MemIndex {
+    /// Each `group_by` item as codes; `None` when a field is not indexed in the shape its
+    /// grouping needs.
+    fn components(&self, query: &AggQuery) -> Option<Vec<Component<'_>>> {
+        query
+            .group_by
+            .iter()
+            .map(|item| match (&self.fields[item.field], item.grouping) {
+                (FieldIndex::Str(c), Grouping::Value) => Some(Component::keyword(c)),
+                (FieldIndex::Str(c), Grouping::Date(bucket)) => Some(Component::dates(c, bucket)),
+                (FieldIndex::Num(c), Grouping::Bin(width)) => Some(Component::bins(c, width)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The answer to `query` among `matches` (`None`: every row). `None` when a field is not
     /// indexed in the shape its type needs (the store answers).
     pub(crate) fn agg(
@@ -105,15 +120,7 @@ impl MemIndex {
         matches: Option<&Bits>,
         query: &AggQuery,
     ) -> Option<Result<AggResult, ApiError>> {
-        let mut components = Vec::with_capacity(query.group_by.len());
-        for item in &query.group_by {
-            components.push(match (&self.fields[item.field], item.grouping) {
-                (FieldIndex::Str(c), Grouping::Value) => Component::keyword(c),
-                (FieldIndex::Str(c), Grouping::Date(bucket)) => Component::dates(c, bucket),
-                (FieldIndex::Num(c), Grouping::Bin(width)) => Component::bins(c, width),
-                _ => return None,
-            });
-        }
+        let components = self.components(query)?;
         let numbers = match query.field {
             None => None,
             Some(field) => match &self.fields[field] {
@@ -130,30 +137,12 @@ impl MemIndex {
         );
         let width = components.len();
         let distinct = keys.len() / width;
-        let mut counts = vec![0u64; distinct];
         // Every row by one keyword: the groups' counts are its row lists' lengths.
         let rows_per_code = match &components[..] {
             [only] if matches.is_none() => only.rows,
             _ => None,
         };
-        match matches {
-            None if let Some(rows) = rows_per_code => counts
-                .iter_mut()
-                .enumerate()
-                .for_each(|(code, n)| *n = u64::from(rows.len(code as u32))),
-            None => (0..ids.len())
-                .map(|row| ids.get(row))
-                .filter(|&g| g != MISSING)
-                .for_each(|g| counts[g as usize] += 1),
-            Some(m) => {
-                for row in m.iter() {
-                    let g = ids.get(row as usize);
-                    if g != MISSING {
-                        counts[g as usize] += 1;
-                    }
-                }
-            }
-        }
+        let counts = group_counts(&ids, distinct, matches, rows_per_code);
         let present = counts.iter().filter(|&&n| n > 0 && query.keeps(n)).count() as u64;
         if let Err(error) = check_group_count(present, query) {
             return Some(Err(error));
@@ -191,6 +180,37 @@ impl MemIndex {
             },
         )))
     }
+}
+
+/// The number of matches in each of `distinct` groups, from the group id of each row
+/// ([`MISSING`]: in none); `rows_per_code`, when given, holds each group's rows, whose lengths
+/// are the counts without reading a row.
+fn group_counts(
+    ids: &Codes,
+    distinct: usize,
+    matches: Option<&Bits>,
+    rows_per_code: Option<&Postings>,
+) -> Vec<u64> {
+    let mut counts = vec![0u64; distinct];
+    match matches {
+        None if let Some(rows) = rows_per_code => counts
+            .iter_mut()
+            .enumerate()
+            .for_each(|(code, n)| *n = u64::from(rows.len(code as u32))),
+        None => (0..ids.len())
+            .map(|row| ids.get(row))
+            .filter(|&g| g != MISSING)
+            .for_each(|g| counts[g as usize] += 1),
+        Some(m) => {
+            for row in m.iter() {
+                let g = ids.get(row as usize);
+                if g != MISSING {
+                    counts[g as usize] += 1;
+                }
+            }
+        }
+    }
+    counts
 }
 
 /// Combines per-row codes of several components (each with its number of codes) into one

@@ -110,6 +110,7 @@ impl MemIndex {
         self.walk_page(matches.as_slice(), sort, Start::After(after), limit)
     }
 
+    /// A page in `sort` order, walked run by run of equal first-key values.
     fn walk_page(
         &self,
         matches: &[&Bits],
@@ -119,23 +120,7 @@ impl MemIndex {
     ) -> Vec<u32> {
         let limit = limit.min(u64::from(self.rows)) as usize;
         let Some((&(first, descending), rest)) = sort.split_first() else {
-            return match (start, matches) {
-                (Start::Offset(offset), []) => {
-                    let start = offset.min(u64::from(self.rows)) as u32;
-                    let end = (u64::from(start) + limit as u64).min(u64::from(self.rows)) as u32;
-                    (start..end).collect()
-                }
-                (Start::Offset(offset), [m]) => m.iter_from(offset).take(limit).collect(),
-                (Start::Offset(offset), [m, others @ ..]) => {
-                    let mut both = (*m).clone();
-                    others.iter().for_each(|o| both.intersect(o));
-                    both.iter_from(offset).take(limit).collect()
-                }
-                (Start::After(after), _) => (after.saturating_add(1)..self.rows)
-                    .filter(|&r| in_all(matches, r))
-                    .take(limit)
-                    .collect(),
-            };
+            return self.file_order_page(matches, start, limit);
         };
         let Some(key) = self.key(first) else {
             return Vec::new();
@@ -159,56 +144,7 @@ impl MemIndex {
         // Where the walk starts: the first run, or `after`'s; past every run when `after`
         // lacks the first key (its run is the last, of the rows without it).
         let after_missing = after.is_some_and(|r| !key.has_value(r));
-        let done = after_missing
-            || match key {
-                // Ids are unique: each is a run of one row.
-                Key::Id(c) => {
-                    let sorted = c.sorted();
-                    let n = sorted.len();
-                    let at = after.map(|r| {
-                        partition(n, |i| c.compare(sorted.get(i as usize), r).is_lt()) as usize
-                    });
-                    let mut go = |i: usize| walk.run(1, std::iter::once(sorted.get(i)));
-                    if descending {
-                        (0..at.map_or(n, |i| i + 1)).rev().any(&mut go)
-                    } else {
-                        (at.unwrap_or(0)..n).any(&mut go)
-                    }
-                }
-                Key::Str(c) => {
-                    let at = after.map(|r| c.codes.get(r as usize));
-                    let mut go = |code: u32| match c.dense(code) {
-                        Some(bits) => walk.run(c.postings.len(code) as usize, bits.iter()),
-                        None => {
-                            let rows = c.postings.rows(code);
-                            walk.run(rows.len(), rows.iter())
-                        }
-                    };
-                    let n = c.dict.len() as u32;
-                    if descending {
-                        (0..at.map_or(n, |code| code + 1)).rev().any(&mut go)
-                    } else {
-                        (at.unwrap_or(0)..n).any(&mut go)
-                    }
-                }
-                Key::Num(c) => {
-                    let runs = EqualRuns { column: c };
-                    let n = c.order.len();
-                    let v = after.map(|r| c.values.get(r as usize));
-                    if descending {
-                        let end = v.map_or(n, |v| {
-                            partition(n, |i| runs.value(i as usize) <= v) as usize
-                        });
-                        runs.rev_from(end)
-                            .any(|run| walk.run(run.len(), run.iter()))
-                    } else {
-                        let start =
-                            v.map_or(0, |v| partition(n, |i| runs.value(i as usize) < v) as usize);
-                        runs.forward_from(start)
-                            .any(|run| walk.run(run.len(), run.iter()))
-                    }
-                }
-            };
+        let done = after_missing || walk.runs(key, after, descending);
         // Then the rows without the first key, the last run. A column known to have none
         // (ids; numbers whose order holds every row) skips it: the last page of a request is
         // never full, and looking for them would read every row.
@@ -218,20 +154,46 @@ impl MemIndex {
             Key::Str(_) => false,
         };
         if (!done || after_missing) && !none_missing {
-            if rest.is_empty() {
-                // In file order: read lazily, from the cursor's row when it is one of them.
-                let from = match walk.after.take() {
-                    Some(row) if after_missing => row.saturating_add(1),
-                    _ => 0,
-                };
-                let missing = (from..self.rows).filter(|&r| !key.has_value(r));
-                walk.run(0, missing);
-            } else {
-                let missing: Vec<u32> = (0..self.rows).filter(|&r| !key.has_value(r)).collect();
-                walk.run(missing.len(), missing.into_iter());
-            }
+            self.walk_missing(&mut walk, key, after_missing);
         }
         walk.out
+    }
+
+    /// A page without a sort: the matches in file order, from an offset or after a row.
+    fn file_order_page(&self, matches: &[&Bits], start: Start, limit: usize) -> Vec<u32> {
+        match (start, matches) {
+            (Start::Offset(offset), []) => {
+                let start = offset.min(u64::from(self.rows)) as u32;
+                let end = (u64::from(start) + limit as u64).min(u64::from(self.rows)) as u32;
+                (start..end).collect()
+            }
+            (Start::Offset(offset), [m]) => m.iter_from(offset).take(limit).collect(),
+            (Start::Offset(offset), [m, others @ ..]) => {
+                let mut both = (*m).clone();
+                others.iter().for_each(|o| both.intersect(o));
+                both.iter_from(offset).take(limit).collect()
+            }
+            (Start::After(after), _) => (after.saturating_add(1)..self.rows)
+                .filter(|&r| in_all(matches, r))
+                .take(limit)
+                .collect(),
+        }
+    }
+
+    /// The last run, of the rows without the first key.
+    fn walk_missing(&self, walk: &mut Walk<'_, '_>, key: Key<'_>, after_missing: bool) {
+        if walk.rest.is_empty() {
+            // In file order: read lazily, from the cursor's row when it is one of them.
+            let from = match walk.after.take() {
+                Some(row) if after_missing => row.saturating_add(1),
+                _ => 0,
+            };
+            let missing = (from..self.rows).filter(|&r| !key.has_value(r));
+            walk.run(0, missing);
+        } else {
+            let missing: Vec<u32> = (0..self.rows).filter(|&r| !key.has_value(r)).collect();
+            walk.run(missing.len(), missing.into_iter());
+        }
     }
 }
 
@@ -255,6 +217,66 @@ struct Walk<'a, 'k> {
 }
 
 impl Walk<'_, '_> {
+    /// Walks the runs of the rows holding the first key, from `after`'s run or the first;
+    /// true when the page is full.
+    fn runs(&mut self, key: Key<'_>, after: Option<u32>, descending: bool) -> bool {
+        match key {
+            Key::Id(c) => self.id_runs(c, after, descending),
+            Key::Str(c) => self.str_runs(c, after, descending),
+            Key::Num(c) => self.num_runs(c, after, descending),
+        }
+    }
+
+    /// Ids are unique: each is a run of one row, in the column's sorted order.
+    fn id_runs(&mut self, c: &IdColumn, after: Option<u32>, descending: bool) -> bool {
+        let sorted = c.sorted();
+        let n = sorted.len();
+        let at =
+            after.map(|r| partition(n, |i| c.compare(sorted.get(i as usize), r).is_lt()) as usize);
+        let mut go = |i: usize| self.run(1, std::iter::once(sorted.get(i)));
+        if descending {
+            (0..at.map_or(n, |i| i + 1)).rev().any(&mut go)
+        } else {
+            (at.unwrap_or(0)..n).any(&mut go)
+        }
+    }
+
+    /// A keyword's runs are its values' postings, in the order of the dictionary's codes.
+    fn str_runs(&mut self, c: &StrColumn, after: Option<u32>, descending: bool) -> bool {
+        let at = after.map(|r| c.codes.get(r as usize));
+        let mut go = |code: u32| match c.dense(code) {
+            Some(bits) => self.run(c.postings.len(code) as usize, bits.iter()),
+            None => {
+                let rows = c.postings.rows(code);
+                self.run(rows.len(), rows.iter())
+            }
+        };
+        let n = c.dict.len() as u32;
+        if descending {
+            (0..at.map_or(n, |code| code + 1)).rev().any(&mut go)
+        } else {
+            (at.unwrap_or(0)..n).any(&mut go)
+        }
+    }
+
+    /// A number's runs are its equal values along the column's order.
+    fn num_runs(&mut self, c: &NumColumn, after: Option<u32>, descending: bool) -> bool {
+        let runs = EqualRuns { column: c };
+        let n = c.order.len();
+        let v = after.map(|r| c.values.get(r as usize));
+        if descending {
+            let end = v.map_or(n, |v| {
+                partition(n, |i| runs.value(i as usize) <= v) as usize
+            });
+            runs.rev_from(end)
+                .any(|run| self.run(run.len(), run.iter()))
+        } else {
+            let start = v.map_or(0, |v| partition(n, |i| runs.value(i as usize) < v) as usize);
+            runs.forward_from(start)
+                .any(|run| self.run(run.len(), run.iter()))
+        }
+    }
+
     /// Takes what the page needs of `run` (`len` rows, ascending); true when the page is full.
     fn run(&mut self, len: usize, run: impl Iterator<Item = u32>) -> bool {
         let matching = |r: &u32| in_all(self.matches, *r);

@@ -126,9 +126,8 @@ pub(crate) fn from_where(
     access: Access,
 ) {
     sql.push(" FROM ").ident(&records_table(schema.version_id));
-    let sqlite = sql.backend == DatabaseBackend::Sqlite;
     let unindexed = match access {
-        Access::SortIndex(column) if sqlite => {
+        Access::SortIndex(column) if sql.backend == DatabaseBackend::Sqlite => {
             let index = column_index(schema.version_id, schema.sql_column(column));
             sql.push(" INDEXED BY ").ident(&index);
             true
@@ -136,139 +135,190 @@ pub(crate) fn from_where(
         _ => false,
     };
     sql.push(" WHERE 1=1");
-    let condition = |sql: &mut Sql| {
-        sql.push(if unindexed { " AND +" } else { " AND " });
-    };
     let filter = resolved.filter;
-    for (column, values) in &filter.exact {
-        condition(sql);
-        sql.ident(schema.sql_column(*column));
-        if let [value] = values.as_slice() {
-            sql.push(" = ");
-            bind_exact(sql, value);
-        } else {
-            sql.push(" IN (");
-            for (i, value) in values.iter().enumerate() {
-                if i > 0 {
-                    sql.push(", ");
-                }
-                bind_exact(sql, value);
-            }
-            sql.push(")");
-        }
-    }
-    let column = |sql: &mut Sql, c: Column| {
-        if unindexed {
-            sql.push("+");
-        }
-        sql.ident(schema.sql_column(c));
+    let mut conditions = Conditions {
+        sql,
+        schema,
+        unindexed,
     };
-    for (c, values) in &filter.not {
-        sql.push(" AND (");
-        column(sql, *c);
-        sql.push(" IS NULL OR ");
-        column(sql, *c);
-        sql.push(" NOT IN (");
-        for (i, value) in values.iter().enumerate() {
-            if i > 0 {
-                sql.push(", ");
-            }
-            bind_exact(sql, value);
-        }
-        sql.push("))");
-    }
-    let mut dates = resolved.date_values.iter();
-    for (c, range) in &filter.ranges {
-        if is_date_range(range) {
-            let values = dates.next().map(Vec::as_slice).unwrap_or_default();
-            sql.push(" AND ");
-            column(sql, *c);
-            in_texts(sql, values);
-            continue;
-        }
-        for (bound, lower) in [(&range.lower, true), (&range.upper, false)] {
-            let Some((value, inclusive)) = bound else {
-                continue;
-            };
-            sql.push(" AND ");
-            column(sql, *c);
-            sql.push(match (lower, inclusive) {
-                (true, true) => " >= ",
-                (true, false) => " > ",
-                (false, true) => " <= ",
-                (false, false) => " < ",
-            });
-            match value {
-                RangeValue::Num(n) => sql.bind(*n),
-                RangeValue::Str(s) => sql.bind(s.clone()),
-                RangeValue::Time(_) => sql.push("NULL"),
-            };
-        }
-    }
-    for (c, prefixes) in &filter.prefixes {
-        sql.push(" AND (");
-        for (i, prefix) in prefixes.iter().enumerate() {
-            if i > 0 {
-                sql.push(" OR ");
-            }
-            sql.push("(");
-            column(sql, *c);
-            sql.push(" >= ").bind(prefix.clone());
-            if let Some(end) = prefix_end(prefix) {
-                sql.push(" AND ");
-                column(sql, *c);
-                sql.push(" < ").bind(end);
-            }
-            sql.push(")");
-        }
-        sql.push(")");
-    }
-    for &(c, has) in &filter.exists {
-        if c == Column::Id {
-            sql.push(if has { " AND 1=1" } else { " AND 1=0" });
-            continue;
-        }
-        sql.push(" AND ");
-        column(sql, c);
-        sql.push(if has { " IS NOT NULL" } else { " IS NULL" });
-    }
-    if let Some(ids) = &filter.ids {
-        sql.push(" AND \"_id\" IN (");
-        for (i, id) in ids.iter().enumerate() {
-            if i > 0 {
-                sql.push(", ");
-            }
-            sql.bind(id.clone());
-        }
-        sql.push(")");
-    }
-    let text_columns: Vec<&str> = schema
-        .text_fields()
-        .map(|i| schema.sql_column(Column::Field(i)))
-        .collect();
-    for ids in &resolved.term_ids {
-        sql.push(" AND (");
-        for (i, column) in text_columns.iter().enumerate() {
-            if i > 0 {
-                sql.push(" OR ");
-            }
-            if unindexed {
-                sql.push("+");
-            }
-            in_ids(sql, column, ids);
-        }
-        if text_columns.is_empty() {
-            sql.push("1=0");
-        }
-        sql.push(")");
-    }
+    conditions.exact(&filter.exact);
+    conditions.not(&filter.not);
+    conditions.ranges(&filter.ranges, &resolved.date_values);
+    conditions.prefixes(&filter.prefixes);
+    conditions.exists(&filter.exists);
+    conditions.ids(filter.ids.as_deref());
+    conditions.terms(&resolved.term_ids);
     for ((index, _), ids) in filter.field_terms.iter().zip(&resolved.field_ids) {
-        condition(sql);
-        in_ids(sql, schema.sql_column(Column::Field(*index)), ids);
+        conditions.and_in_ids(schema.sql_column(Column::Field(*index)), ids);
     }
     if let Some(positions) = &resolved.near_positions {
-        condition(sql);
-        in_ids(sql, "pos", positions);
+        conditions.and_in_ids("pos", positions);
+    }
+}
+
+/// The conditions of a `WHERE` being written, one kind of filter at a time. When the
+/// statement walks a sort index, every column is written `+"c"` so that SQLite does not
+/// choose the column's own index instead (see [`Access::SortIndex`]).
+struct Conditions<'a> {
+    sql: &'a mut Sql,
+    schema: &'a DatasetSchema,
+    unindexed: bool,
+}
+
+impl Conditions<'_> {
+    /// A column of the schema, `+`-prefixed when unindexed.
+    fn column(&mut self, c: Column) -> &mut Sql {
+        if self.unindexed {
+            self.sql.push("+");
+        }
+        self.sql.ident(self.schema.sql_column(c))
+    }
+
+    /// ` AND ` and the column the condition tests.
+    fn and(&mut self, c: Column) -> &mut Sql {
+        self.sql.push(" AND ");
+        self.column(c)
+    }
+
+    /// ` AND ` and `column` holds one of `ids`.
+    fn and_in_ids(&mut self, column: &str, ids: &[i64]) {
+        self.sql
+            .push(if self.unindexed { " AND +" } else { " AND " });
+        in_ids(self.sql, column, ids);
+    }
+
+    /// `name=value`: one value is `=`, several an `IN` list.
+    fn exact(&mut self, exact: &[(Column, Vec<ExactValue>)]) {
+        for (c, values) in exact {
+            self.and(*c);
+            if let [value] = values.as_slice() {
+                self.sql.push(" = ");
+                bind_exact(self.sql, value);
+            } else {
+                self.sql.push(" IN (");
+                bind_exact_list(self.sql, values);
+                self.sql.push(")");
+            }
+        }
+    }
+
+    /// `ne` and `nin`: a record without the field matches too.
+    fn not(&mut self, not: &[(Column, Vec<ExactValue>)]) {
+        for (c, values) in not {
+            self.sql.push(" AND (");
+            self.column(*c).push(" IS NULL OR ");
+            self.column(*c).push(" NOT IN (");
+            bind_exact_list(self.sql, values);
+            self.sql.push("))");
+        }
+    }
+
+    /// Each range's bounds; a date range as the stored texts of its instants, which
+    /// `date_values` holds in the order of the date ranges.
+    fn ranges(&mut self, ranges: &[(Column, crate::request::Range)], date_values: &[Vec<String>]) {
+        let mut dates = date_values.iter();
+        for (c, range) in ranges {
+            if is_date_range(range) {
+                let values = dates.next().map(Vec::as_slice).unwrap_or_default();
+                in_texts(self.and(*c), values);
+                continue;
+            }
+            for (bound, lower) in [(&range.lower, true), (&range.upper, false)] {
+                let Some((value, inclusive)) = bound else {
+                    continue;
+                };
+                let sql = self.and(*c).push(match (lower, inclusive) {
+                    (true, true) => " >= ",
+                    (true, false) => " > ",
+                    (false, true) => " <= ",
+                    (false, false) => " < ",
+                });
+                match value {
+                    RangeValue::Num(n) => sql.bind(*n),
+                    RangeValue::Str(s) => sql.bind(s.clone()),
+                    RangeValue::Time(_) => sql.push("NULL"),
+                };
+            }
+        }
+    }
+
+    /// `prefix`: each prefix a range of strings, so an index serves it; several are an OR.
+    fn prefixes(&mut self, prefixes: &[(Column, Vec<String>)]) {
+        for (c, prefixes) in prefixes {
+            self.sql.push(" AND (");
+            for (i, prefix) in prefixes.iter().enumerate() {
+                if i > 0 {
+                    self.sql.push(" OR ");
+                }
+                self.sql.push("(");
+                self.column(*c).push(" >= ").bind(prefix.clone());
+                if let Some(end) = prefix_end(prefix) {
+                    self.and(*c).push(" < ").bind(end);
+                }
+                self.sql.push(")");
+            }
+            self.sql.push(")");
+        }
+    }
+
+    /// `exists`; every record has an `_id`.
+    fn exists(&mut self, exists: &[(Column, bool)]) {
+        for &(c, has) in exists {
+            if c == Column::Id {
+                self.sql.push(if has { " AND 1=1" } else { " AND 1=0" });
+                continue;
+            }
+            self.and(c)
+                .push(if has { " IS NOT NULL" } else { " IS NULL" });
+        }
+    }
+
+    /// `_ids`.
+    fn ids(&mut self, ids: Option<&[String]>) {
+        let Some(ids) = ids else { return };
+        self.sql.push(" AND \"_id\" IN (");
+        for (i, id) in ids.iter().enumerate() {
+            if i > 0 {
+                self.sql.push(", ");
+            }
+            self.sql.bind(id.clone());
+        }
+        self.sql.push(")");
+    }
+
+    /// `q`: each term occurs in some text field (none when there is no text field).
+    fn terms(&mut self, term_ids: &[Vec<i64>]) {
+        let schema = self.schema;
+        let text_columns: Vec<&str> = schema
+            .text_fields()
+            .map(|i| schema.sql_column(Column::Field(i)))
+            .collect();
+        for ids in term_ids {
+            self.sql.push(" AND (");
+            for (i, column) in text_columns.iter().enumerate() {
+                if i > 0 {
+                    self.sql.push(" OR ");
+                }
+                if self.unindexed {
+                    self.sql.push("+");
+                }
+                in_ids(self.sql, column, ids);
+            }
+            if text_columns.is_empty() {
+                self.sql.push("1=0");
+            }
+            self.sql.push(")");
+        }
+    }
+}
+
+/// Comma-separated placeholders bound to `values`.
+fn bind_exact_list(sql: &mut Sql, values: &[ExactValue]) {
+    for (i, value) in values.iter().enumerate() {
+        if i > 0 {
+            sql.push(", ");
+        }
+        bind_exact(sql, value);
     }
 }
 
