@@ -147,80 +147,95 @@ impl Resolver {
         };
         let mut fields = Vec::with_capacity(dataset.schema.fields.len());
         for (i, field) in dataset.schema.fields.iter().enumerate() {
-            let name = field.name.as_str();
             let tally = tallies.as_ref().and_then(|t| t[i].as_ref());
-            let missing = match (field.field_type, tally) {
-                (FieldType::Json, _) => 0,
-                (_, Some(tally)) => tally.nulls,
-                _ => {
-                    self.facts_count(
-                        dataset,
-                        index.as_deref(),
-                        condition(&format!("{name}[exists]"), "false")?,
-                    )
-                    .await?
-                }
-            };
-            let (top, range) = match field.field_type {
-                FieldType::Keyword if id_field == Some(name) => (Vec::new(), None),
-                FieldType::Keyword => match tally.and_then(|t| t.texts.as_ref()) {
-                    Some(counts) => (top_of_counts(dataset, name, counts)?, None),
-                    None => (self.top_keywords(dataset, name).await?, None),
-                },
-                FieldType::Boolean => match tally.and_then(|t| t.texts.as_ref()) {
-                    Some(counts) => (booleans_of_counts(counts), None),
-                    None => (
-                        self.top_booleans(dataset, index.as_deref(), name).await?,
-                        None,
-                    ),
-                },
-                FieldType::Number | FieldType::Date => {
-                    let range = match (index.as_deref().and_then(|ix| index_range(ix, i)), tally) {
-                        (Some(range), _) => Some(range),
-                        (None, Some(tally)) => tally_range(tally),
-                        (None, None) => self.range(dataset, name).await?,
-                    };
-                    let top = match (field.field_type, range.is_some()) {
-                        (FieldType::Number, true) => match tally.and_then(|t| t.numbers.as_ref()) {
-                            Some(counts) => mode_of_counts(counts),
-                            None => {
-                                self.number_mode(dataset, index.as_deref(), i, field)
-                                    .await?
-                            }
-                        },
-                        _ => Vec::new(),
-                    };
-                    (top, range)
-                }
-                FieldType::Text => (
-                    self.top_texts(
-                        dataset,
-                        index.as_deref(),
-                        (i, field),
-                        tally.and_then(|t| t.text_ids.as_ref()),
-                    )
-                    .await?,
-                    None,
-                ),
-                FieldType::Json => (Vec::new(), None),
-            };
-            fields.push(FieldFacts {
-                field: field.clone(),
-                top,
-                range,
-                missing,
-            });
+            let read = (index.as_deref(), tally);
+            fields.push(self.field_facts(dataset, read, (i, field)).await?);
         }
-        let first = self
-            .facts_page(
-                dataset,
-                RecordParams {
-                    per_page: Some(SAMPLE_IDS),
-                    ..RecordParams::default()
-                },
-            )
-            .await?;
-        let sample_ids = first
+        Ok(DatasetFacts {
+            dataset: dataset.meta.clone(),
+            fields,
+            sample_ids: self.sample_ids(dataset).await?,
+        })
+    }
+
+    /// The facts of field `i`: from the in-memory index when one holds the version, else from
+    /// one read's `tally` of an SQLite file, else from the store field by field.
+    async fn field_facts(
+        &self,
+        dataset: &Dataset,
+        (index, tally): (Option<&MemIndex>, Option<&ColumnTally>),
+        (i, field): (usize, &Field),
+    ) -> Result<FieldFacts, ApiError> {
+        let name = field.name.as_str();
+        let missing = match (field.field_type, tally) {
+            (FieldType::Json, _) => 0,
+            (_, Some(tally)) => tally.nulls,
+            _ => {
+                let absent = condition(&format!("{name}[exists]"), "false")?;
+                self.facts_count(dataset, index, absent).await?
+            }
+        };
+        let counts = tally.and_then(|t| t.texts.as_ref());
+        let id_field = dataset.meta.id_field.as_deref();
+        let (top, range) = match field.field_type {
+            FieldType::Keyword if id_field == Some(name) => (Vec::new(), None),
+            FieldType::Keyword => match counts {
+                Some(counts) => (top_of_counts(dataset, name, counts)?, None),
+                None => (self.top_keywords(dataset, name).await?, None),
+            },
+            FieldType::Boolean => match counts {
+                Some(counts) => (booleans_of_counts(counts), None),
+                None => (self.top_booleans(dataset, index, name).await?, None),
+            },
+            FieldType::Number | FieldType::Date => {
+                self.values_facts(dataset, (index, tally), (i, field))
+                    .await?
+            }
+            FieldType::Text => {
+                let ids = tally.and_then(|t| t.text_ids.as_ref());
+                let top = self.top_texts(dataset, index, (i, field), ids).await?;
+                (top, None)
+            }
+            FieldType::Json => (Vec::new(), None),
+        };
+        Ok(FieldFacts {
+            field: field.clone(),
+            top,
+            range,
+            missing,
+        })
+    }
+
+    /// A number or date field's range, and a number field's most common value.
+    async fn values_facts(
+        &self,
+        dataset: &Dataset,
+        (index, tally): (Option<&MemIndex>, Option<&ColumnTally>),
+        (i, field): (usize, &Field),
+    ) -> Result<(Vec<ValueCount>, Option<Range>), ApiError> {
+        let range = match (index.and_then(|ix| index_range(ix, i)), tally) {
+            (Some(range), _) => Some(range),
+            (None, Some(tally)) => tally_range(tally),
+            (None, None) => self.range(dataset, &field.name).await?,
+        };
+        let top = match (field.field_type, range.is_some()) {
+            (FieldType::Number, true) => match tally.and_then(|t| t.numbers.as_ref()) {
+                Some(counts) => mode_of_counts(counts),
+                None => self.number_mode(dataset, index, i, field).await?,
+            },
+            _ => Vec::new(),
+        };
+        Ok((top, range))
+    }
+
+    /// The `_id`s of the first records, as a page shows them.
+    async fn sample_ids(&self, dataset: &Dataset) -> Result<Vec<String>, ApiError> {
+        let params = RecordParams {
+            per_page: Some(SAMPLE_IDS),
+            ..RecordParams::default()
+        };
+        let first = self.facts_page(dataset, params).await?;
+        Ok(first
             .records
             .iter()
             .filter_map(|r| {
@@ -229,12 +244,7 @@ impl Resolver {
                     .and_then(Value::as_str)
                     .map(str::to_string)
             })
-            .collect();
-        Ok(DatasetFacts {
-            dataset: dataset.meta.clone(),
-            fields,
-            sample_ids,
-        })
+            .collect())
     }
 
     /// A records page for `params`, as `GET …/records` answers it.

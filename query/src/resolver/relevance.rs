@@ -33,37 +33,7 @@ impl Resolver {
         let terms =
             relevance::query_terms(&query.filter.terms, &query.filter.field_terms, &text_fields);
         let searched = relevance::searched_fields(&terms);
-        let mut frequency = Vec::with_capacity(terms.len());
-        // A term's records in the whole version: `q`'s terms come first in `terms`, then
-        // `q[name]`'s. A `q` term's dictionary ids are those the request's own resolution
-        // found; a `q[name]` term is looked up alone (its field's ids hold every term of it).
-        for (i, (term, fields)) in terms.iter().enumerate() {
-            let records = match resolved.term_ids.get(i) {
-                Some(ids) => {
-                    let alone = Filter {
-                        terms: vec![term.clone()],
-                        ..Filter::default()
-                    };
-                    let alone = ResolvedFilter {
-                        filter: &alone,
-                        term_ids: vec![ids.clone()],
-                        field_ids: Vec::new(),
-                        date_values: Vec::new(),
-                        near_positions: None,
-                    };
-                    self.count(dataset, &alone, None).await?
-                }
-                None => {
-                    let alone = Filter {
-                        field_terms: vec![(fields[0], vec![term.clone()])],
-                        ..Filter::default()
-                    };
-                    let alone = self.resolve(schema, &alone).await?;
-                    self.count(dataset, &alone, None).await?
-                }
-            };
-            frequency.push(records);
-        }
+        let frequency = self.term_records(dataset, &resolved, &terms).await?;
         self.text_lengths_direct(dataset, &searched).await?;
         let mut length = 0;
         for &field in &searched {
@@ -110,6 +80,48 @@ impl Resolver {
             .into_iter()
             .map(|(pos, score)| ((pos - 1) as u32, score))
             .collect())
+    }
+
+    /// Each of `terms`' records in the whole version, for BM25: `q`'s terms come first in
+    /// `terms`, then `q[name]`'s. A `q` term's dictionary ids are those the request's own
+    /// resolution found; a `q[name]` term is looked up alone (its field's ids hold every term
+    /// of it).
+    async fn term_records(
+        &self,
+        dataset: &Dataset,
+        resolved: &ResolvedFilter<'_>,
+        terms: &[(String, Vec<usize>)],
+    ) -> Result<Vec<u64>, ApiError> {
+        let schema = &dataset.schema;
+        let mut frequency = Vec::with_capacity(terms.len());
+        for (i, (term, fields)) in terms.iter().enumerate() {
+            let records = match resolved.term_ids.get(i) {
+                Some(ids) => {
+                    let alone = Filter {
+                        terms: vec![term.clone()],
+                        ..Filter::default()
+                    };
+                    let alone = ResolvedFilter {
+                        filter: &alone,
+                        term_ids: vec![ids.clone()],
+                        field_ids: Vec::new(),
+                        date_values: Vec::new(),
+                        near_positions: None,
+                    };
+                    self.count(dataset, &alone, None).await?
+                }
+                None => {
+                    let alone = Filter {
+                        field_terms: vec![(fields[0], vec![term.clone()])],
+                        ..Filter::default()
+                    };
+                    let alone = self.resolve(schema, &alone).await?;
+                    self.count(dataset, &alone, None).await?
+                }
+            };
+            frequency.push(records);
+        }
+        Ok(frequency)
     }
 
     /// The characters of each of `fields`' values over every record of the version, for

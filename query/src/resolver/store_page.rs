@@ -17,6 +17,7 @@ use crate::engine::store::page;
 use crate::engine::store::sql::{Access, KeyValue, Part, ResolvedFilter};
 use crate::error::ApiError;
 use crate::request::RecordQuery;
+use crate::request::places::Near;
 
 impl Resolver {
     /// [`Self::records`] when no in-memory index answers.
@@ -25,39 +26,8 @@ impl Resolver {
         dataset: &Dataset,
         query: &RecordQuery,
     ) -> Result<RecordPage, ApiError> {
-        let ordered = match lead(query) {
-            Some((member, descending, near)) => {
-                let key = Orders::key(dataset, query);
-                let (offset, limit) = (query.paging.offset(), query.paging.per_page);
-                let order = match self.orders.get(&key, offset, limit) {
-                    Some(order) => order,
-                    None => {
-                        let order = Arc::new(Order::whole(match near {
-                            None => {
-                                Box::pin(self.scored_order_from_store(dataset, query, descending))
-                                    .await?
-                            }
-                            Some(near) => {
-                                Box::pin(
-                                    self.distance_order_from_store(
-                                        dataset, query, near, descending,
-                                    ),
-                                )
-                                .await?
-                            }
-                        }));
-                        self.orders.put(key, &order);
-                        order
-                    }
-                };
-                Some(
-                    self.page_of_order(dataset, query, &order, member, near.is_some())
-                        .await?,
-                )
-            }
-            None => None,
-        };
-        if let Some(mut page) = ordered {
+        if let Some(lead) = lead(query) {
+            let mut page = self.ordered_from_store(dataset, query, lead).await?;
             page.facets = self.facets(dataset, query, None).await?;
             return Ok(page);
         }
@@ -77,61 +47,7 @@ impl Resolver {
         if let (Some(after), true) = (query.after, offset < total) {
             rows = Box::pin(self.page_after(schema, &resolved, query, after, limit)).await?;
         } else if offset < total {
-            match query.sort.first() {
-                Some(&(first, _)) if first != Column::Id => {
-                    let with_value = self.count(dataset, &resolved, Some(first)).await?;
-                    if offset < with_value {
-                        // Through the sort index, a page costs about (offset + limit) / share
-                        // rows, where share = with_value / records; through the conditions'
-                        // indexes it costs sorting all with_value matches.
-                        let records = dataset.meta.record_count.max(1) as u128;
-                        let walk = u128::from(offset + limit) * records;
-                        let walk_is_cheaper = walk < u128::from(with_value).pow(2);
-                        let access = if schema.store_indexes && walk_is_cheaper {
-                            Access::SortIndex(first)
-                        } else {
-                            Access::Planner
-                        };
-                        rows = self
-                            .page(
-                                schema,
-                                &resolved,
-                                query,
-                                (Part::HasValue, access),
-                                offset,
-                                limit,
-                            )
-                            .await?;
-                    }
-                    let taken = rows.len() as u64;
-                    if taken < limit && offset + taken >= with_value {
-                        let skip = (offset + taken) - with_value;
-                        rows.extend(
-                            self.page(
-                                schema,
-                                &resolved,
-                                query,
-                                (Part::Missing, Access::Planner),
-                                skip,
-                                limit - taken,
-                            )
-                            .await?,
-                        );
-                    }
-                }
-                _ => {
-                    rows = self
-                        .page(
-                            schema,
-                            &resolved,
-                            query,
-                            (Part::All, Access::Planner),
-                            offset,
-                            limit,
-                        )
-                        .await?;
-                }
-            }
+            rows = self.sorted_rows(dataset, &resolved, query).await?;
         }
         let projection = query.fields.as_deref();
         let last = rows.last().and_then(|r| u32::try_from(r.pos - 1).ok());
@@ -142,6 +58,104 @@ impl Resolver {
         let mut page = self.record_page(dataset, query, total, records, last);
         page.facets = self.facets(dataset, query, None).await?;
         Ok(page)
+    }
+
+    /// A page counted from the top in the sort's order: with a first key, the records with its
+    /// value (through its index when walking it is cheaper), then those without.
+    async fn sorted_rows(
+        &self,
+        dataset: &Dataset,
+        resolved: &ResolvedFilter<'_>,
+        query: &RecordQuery,
+    ) -> Result<Vec<record::Model>, ApiError> {
+        let schema = &dataset.schema;
+        let (offset, limit) = (query.paging.offset(), query.paging.per_page);
+        let mut rows = Vec::new();
+        match query.sort.first() {
+            Some(&(first, _)) if first != Column::Id => {
+                let with_value = self.count(dataset, resolved, Some(first)).await?;
+                if offset < with_value {
+                    // Through the sort index, a page costs about (offset + limit) / share
+                    // rows, where share = with_value / records; through the conditions'
+                    // indexes it costs sorting all with_value matches.
+                    let records = dataset.meta.record_count.max(1) as u128;
+                    let walk = u128::from(offset + limit) * records;
+                    let walk_is_cheaper = walk < u128::from(with_value).pow(2);
+                    let access = if schema.store_indexes && walk_is_cheaper {
+                        Access::SortIndex(first)
+                    } else {
+                        Access::Planner
+                    };
+                    rows = self
+                        .page(
+                            schema,
+                            resolved,
+                            query,
+                            (Part::HasValue, access),
+                            offset,
+                            limit,
+                        )
+                        .await?;
+                }
+                let taken = rows.len() as u64;
+                if taken < limit && offset + taken >= with_value {
+                    let skip = (offset + taken) - with_value;
+                    rows.extend(
+                        self.page(
+                            schema,
+                            resolved,
+                            query,
+                            (Part::Missing, Access::Planner),
+                            skip,
+                            limit - taken,
+                        )
+                        .await?,
+                    );
+                }
+            }
+            _ => {
+                return self
+                    .page(
+                        schema,
+                        resolved,
+                        query,
+                        (Part::All, Access::Planner),
+                        offset,
+                        limit,
+                    )
+                    .await;
+            }
+        }
+        Ok(rows)
+    }
+
+    /// A page of the whole order by relevance or distance, kept for the pages after it.
+    async fn ordered_from_store(
+        &self,
+        dataset: &Dataset,
+        query: &RecordQuery,
+        (member, descending, near): (&'static str, bool, Option<&Near>),
+    ) -> Result<RecordPage, ApiError> {
+        let key = Orders::key(dataset, query);
+        let (offset, limit) = (query.paging.offset(), query.paging.per_page);
+        let order = match self.orders.get(&key, offset, limit) {
+            Some(order) => order,
+            None => {
+                let order = Arc::new(Order::whole(match near {
+                    None => {
+                        Box::pin(self.scored_order_from_store(dataset, query, descending)).await?
+                    }
+                    Some(near) => {
+                        let read = self.distance_order_from_store(dataset, query, near, descending);
+                        Box::pin(read).await?
+                    }
+                }));
+                self.orders.put(key, &order);
+                order
+            }
+        };
+        self.page_of_order(dataset, query, &order, member, near.is_some())
+            .await
     }
 
     /// The page after row `after` (a cursor's), read on by the sort keys and `pos` from that
