@@ -302,6 +302,18 @@ error_responses! {
 mod tests {
     use super::*;
 
+    /// A code answered in the API's body has an example in the document, of its own code: a
+    /// new row of the table cannot be documented without one.
+    #[test]
+    fn every_code_of_the_api_has_its_example() {
+        for &code in Code::ALL {
+            match example(code) {
+                Some(error) => assert_eq!(error.error_code(), code, "{code:?}'s example"),
+                None => assert_ne!(code.answered(), Answered::Api, "{code:?} has no example"),
+            }
+        }
+    }
+
     /// Every member an error body can carry is a property of `ErrorBody`, so generated clients
     /// keep them.
     #[test]
