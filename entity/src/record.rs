@@ -33,6 +33,22 @@ pub fn records_table(version_id: i64) -> String {
     format!("records_v{version_id}")
 }
 
+/// The file that holds version `version_id`'s tables on an SQLite store whose file is
+/// `store_file`: each version in a file of its own, in a folder beside the store's, so that the
+/// store's own schema (which SQLite reads whole on every new connection and after every
+/// schema change) holds the catalog only, however many versions there are. Versions imported
+/// before keep their tables in the store's file, where no such file exists.
+pub fn version_file(store_file: &std::path::Path, version_id: i64) -> std::path::PathBuf {
+    versions_dir(store_file).join(format!("v{version_id}.sqlite"))
+}
+
+/// The folder of the version files of the SQLite store whose file is `store_file`.
+pub fn versions_dir(store_file: &std::path::Path) -> std::path::PathBuf {
+    let mut name = store_file.as_os_str().to_os_string();
+    name.push("-versions");
+    std::path::PathBuf::from(name)
+}
+
 /// Name of the btree index on one typed column of a version's records table.
 pub fn column_index(version_id: i64, column: &str) -> String {
     format!("{}_{column}", records_table(version_id))

@@ -41,7 +41,7 @@ pub mod scope;
 
 // The public surface: what the front ends, the import and the tests use, and nothing else.
 pub use answer::views;
-pub use dataset::schema::{Dataset, DatasetSchema};
+pub use dataset::schema::{Dataset, DatasetSchema, MAX_FIELDS};
 pub use error::ApiError;
 pub use request::agg::AggQuery;
 pub use request::export::ExportQuery;

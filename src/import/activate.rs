@@ -76,6 +76,7 @@ async fn insert_fields(
     plan: &Plan,
     version_id: i64,
 ) -> Result<(), ImportError> {
+    let txn = super::unsynced(store).await?;
     dataset_field::Entity::insert_many(plan.fields.iter().enumerate().map(|(position, f)| {
         dataset_field::ActiveModel {
             version_id: Set(version_id),
@@ -87,8 +88,9 @@ async fn insert_fields(
             ..Default::default()
         }
     }))
-    .exec(&store.db)
+    .exec(&txn)
     .await?;
+    txn.commit().await?;
     Ok(())
 }
 

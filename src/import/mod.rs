@@ -19,9 +19,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use entity::dataset_version;
-use sea_orm::{ActiveModelTrait, DatabaseBackend, Set};
+use sea_orm::{ActiveModelTrait, ConnectionTrait, DatabaseBackend, Set, TransactionTrait};
 use time::OffsetDateTime;
 
+use crate::store::lease::Lease;
 use crate::store::{Store, StoreError, gc};
 pub use progress::Progress;
 use reader::{Format, Source};
@@ -192,8 +193,8 @@ pub async fn import(
     let plan = Plan::new(&request.schema, &inferred, id_field.as_deref())?;
     // A declared geo pair that names no number field fails before any record is loaded.
     schema::geo::geo_pair(request.schema.geo.as_ref(), &plan.fields)?;
-    let version = loading_version(store, &request.slug).await?;
-    match load(
+    let (version, lease) = loading_version(store, &request.slug).await?;
+    let loaded = load(
         store,
         &request,
         &plan,
@@ -202,37 +203,52 @@ pub async fn import(
         gzip,
         progress.clone(),
     )
-    .await
+    .await;
+    let finished = finish(store, &request, &plan, version.id, loaded, started).await;
+    lease.end().await;
+    if finished.is_ok()
+        && let Err(e) = gc::collect_due(store, gc::RETIRED_GRACE).await
     {
-        Ok((records, published)) => {
-            let (number, unchanged) = match published {
-                activate::Published::New(number) => (number, false),
-                activate::Published::Unchanged(number) => (number, true),
-            };
-            if unchanged {
-                gc::drop_version(store, version.id).await?;
-            }
-            let summary = ImportSummary {
-                slug: request.slug.clone(),
-                version_id: version.id,
-                version: number,
-                unchanged,
-                records,
-                fields: plan.fields.len(),
-                seconds: started.elapsed().as_secs_f64(),
-            };
-            if let Err(e) = gc::collect(store, gc::RETIRED_GRACE).await {
-                tracing::warn!(error = %e, "could not drop retired dataset versions");
-            }
-            Ok(summary)
-        }
-        Err(error) => {
-            if let Err(e) = gc::drop_version(store, version.id).await {
-                tracing::warn!(error = %e, version = version.id, "could not clean up a failed import");
-            }
-            Err(error)
-        }
+        tracing::warn!(error = %e, "could not drop retired dataset versions");
     }
+    finished
+}
+
+/// What an import did once its version was loaded and published (or found unchanged); a
+/// failed import's version is dropped.
+async fn finish(
+    store: &Store,
+    request: &ImportRequest,
+    plan: &Plan,
+    version_id: i64,
+    loaded: Result<(u64, activate::Published), ImportError>,
+    started: Instant,
+) -> Result<ImportSummary, ImportError> {
+    let (records, published) = match loaded {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            if let Err(e) = gc::drop_version(store, version_id).await {
+                tracing::warn!(error = %e, version = version_id, "could not clean up a failed import");
+            }
+            return Err(error);
+        }
+    };
+    let (number, unchanged) = match published {
+        activate::Published::New(number) => (number, false),
+        activate::Published::Unchanged(number) => (number, true),
+    };
+    if unchanged {
+        gc::drop_version(store, version_id).await?;
+    }
+    Ok(ImportSummary {
+        slug: request.slug.clone(),
+        version_id,
+        version: number,
+        unchanged,
+        records,
+        fields: plan.fields.len(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// Refuses a NUL character in the texts the dataset row keeps.
@@ -249,18 +265,44 @@ fn no_nul_in_row_texts(request: &ImportRequest, id_field: Option<&str>) -> Resul
     Ok(())
 }
 
-/// A new version of `slug`, loading: no reader sees it until it goes live.
-async fn loading_version(store: &Store, slug: &str) -> Result<dataset_version::Model, ImportError> {
-    Ok(dataset_version::ActiveModel {
+/// A new version of `slug`, loading: no reader sees it until it goes live. The import holds it
+/// ([`Lease`]) until it ends, so a killed import's version is found dead and removed.
+async fn loading_version(
+    store: &Store,
+    slug: &str,
+) -> Result<(dataset_version::Model, Lease), ImportError> {
+    let reserved = Lease::reserve(store).await?;
+    let txn = unsynced(store).await?;
+    let mut row = dataset_version::ActiveModel {
         slug: Set(slug.to_string()),
         state: Set(dataset_version::STATE_LOADING.into()),
         record_count: Set(0),
         created_at: Set(OffsetDateTime::now_utc()),
         retired_at: Set(None),
         ..Default::default()
+    };
+    if let Some((id, _)) = &reserved {
+        row.id = Set(*id);
     }
-    .insert(&store.db)
-    .await?)
+    let version = row.insert(&txn).await?;
+    txn.commit().await?;
+    let lease = match reserved {
+        Some((_, lease)) => lease,
+        None => Lease::take(store, version.id)?,
+    };
+    Ok((version, lease))
+}
+
+/// A transaction for an import's writes before its version goes live: on PostgreSQL its commit
+/// does not wait for the disk (see `postgres`'s module doc for why nothing is lost by it); an
+/// SQLite store's commits do not wait for it anyway (WAL, `synchronous = NORMAL`).
+async fn unsynced(store: &Store) -> Result<sea_orm::DatabaseTransaction, ImportError> {
+    let txn = store.db.begin().await?;
+    if store.backend() == DatabaseBackend::Postgres {
+        txn.execute_unprepared("SET LOCAL synchronous_commit = off")
+            .await?;
+    }
+    Ok(txn)
 }
 
 /// Inference is needed unless a schema file lists every column of a CSV header.
@@ -385,13 +427,6 @@ async fn load(
     }
     progress.phase("comparing with the live version");
     let published = activate::activate(store, request, plan, version_id, records).await?;
-    if store.backend() == DatabaseBackend::Sqlite {
-        // Moves the import's pages into the file and gives the WAL's space back now, not at
-        // some later checkpoint; best effort, as a reader may hold the WAL open.
-        let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(store.db.get_sqlite_connection_pool())
-            .await;
-    }
     Ok((records, published))
 }
 

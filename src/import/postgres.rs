@@ -2,6 +2,13 @@
 //! batches in turn, in the binary format: [`binary`]) and the text dictionary, side by side on
 //! their own connections; keys and indexes built after the load. The dictionary gets a
 //! `pg_trgm` GIN index, so substring search in any script avoids a scan.
+//!
+//! Every statement runs on a session of the import's own whose commits do not wait for the
+//! disk ([`Unsynced`]): a small import is a dozen commits, and waiting for each to be flushed
+//! cost more than the work. Nothing is lost by it: the version goes live in a commit that does
+//! wait, and PostgreSQL writes its log in order, so when that commit is on disk, so is
+//! everything the import wrote before it; a crash before it leaves a loading version that the
+//! garbage collector removes.
 
 use std::io::Write;
 
@@ -10,7 +17,7 @@ use entity::record::{column_index, records_table, text_table};
 use sqlx::AssertSqlSafe;
 use sqlx::PgPool;
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgCopyIn, PgPoolCopyExt, Postgres};
+use sqlx::postgres::{PgConnection, PgCopyIn, Postgres};
 use tokio::sync::mpsc;
 
 use super::pipeline::Batch;
@@ -50,14 +57,18 @@ pub async fn load(
         ],
         column_type,
     );
+    let [mut first_conn, mut second_conn, mut text_conn] = [
+        Unsynced::acquire(pool).await?,
+        Unsynced::acquire(pool).await?,
+        Unsynced::acquire(pool).await?,
+    ];
     exec(
-        pool,
-        format!("CREATE TABLE \"{records}\" ({})", columns.join(", ")),
-    )
-    .await?;
-    exec(
-        pool,
-        format!("CREATE TABLE \"{texts}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)"),
+        &mut *first_conn,
+        format!(
+            "CREATE TABLE \"{records}\" ({}); \
+             CREATE TABLE \"{texts}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)",
+            columns.join(", ")
+        ),
     )
     .await?;
 
@@ -69,9 +80,9 @@ pub async fn load(
         "COPY \"{records}\" ({}) FROM STDIN (FORMAT binary)",
         names.join(", ")
     );
-    let first_stream = pool.copy_in_raw(&copy_records).await?;
-    let second_stream = pool.copy_in_raw(&copy_records).await?;
-    let text_stream = pool
+    let first_stream = first_conn.copy_in_raw(&copy_records).await?;
+    let second_stream = second_conn.copy_in_raw(&copy_records).await?;
+    let text_stream = text_conn
         .copy_in_raw(&format!("COPY \"{texts}\" (\"tid\", \"value\") FROM STDIN"))
         .await?;
     let (first, first_tuples) = mpsc::channel(STREAM_BATCHES);
@@ -106,7 +117,58 @@ pub async fn load(
         feed(second_stream, second_tuples, binary_frame),
         feed(text_stream, text_lines_sent, [&[], &[]]),
     )?;
+    for conn in [first_conn, second_conn, text_conn] {
+        conn.release().await?;
+    }
     Ok(count)
+}
+
+/// A session of the import's own whose commits do not wait for the disk (see the module's
+/// doc). Its settings are reset before it goes back to the pool; dropped without that (an
+/// error on the way), it is closed instead, so no other use of the pool inherits them.
+struct Unsynced(Option<PoolConnection<Postgres>>);
+
+impl Unsynced {
+    async fn acquire(pool: &PgPool) -> Result<Self, sqlx::Error> {
+        let mut conn = pool.acquire().await?;
+        exec(
+            &mut *conn,
+            "SET synchronous_commit = off; SET maintenance_work_mem = '256MB'".into(),
+        )
+        .await?;
+        Ok(Unsynced(Some(conn)))
+    }
+
+    /// Resets the session's settings and gives it back to the pool.
+    async fn release(mut self) -> Result<(), sqlx::Error> {
+        let mut conn = self.0.take().expect("released once");
+        let reset = exec(&mut *conn, "RESET ALL".into()).await;
+        if reset.is_err() {
+            conn.close_on_drop();
+        }
+        reset
+    }
+}
+
+impl std::ops::Deref for Unsynced {
+    type Target = PgConnection;
+    fn deref(&self) -> &PgConnection {
+        self.0.as_ref().expect("not released")
+    }
+}
+
+impl std::ops::DerefMut for Unsynced {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        self.0.as_mut().expect("not released")
+    }
+}
+
+impl Drop for Unsynced {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.as_mut() {
+            conn.close_on_drop();
+        }
+    }
 }
 
 /// Batches of `COPY` data waiting for each stream; bounds memory.
@@ -116,7 +178,7 @@ const STREAM_BATCHES: usize = 2;
 /// channel closes: the binary format frames its data ([`binary::HEADER`],
 /// [`binary::TRAILER`]), the text format does not (both empty).
 async fn feed(
-    mut stream: PgCopyIn<PoolConnection<Postgres>>,
+    mut stream: PgCopyIn<&mut PgConnection>,
     mut buffers: mpsc::Receiver<Vec<u8>>,
     [start, end]: [&[u8]; 2],
 ) -> Result<u64, sqlx::Error> {
@@ -201,8 +263,7 @@ pub async fn build_indexes(
 ) -> Result<(), ImportError> {
     let records = records_table(version_id);
     let texts = text_table(version_id);
-    let mut conn = pool.acquire().await?;
-    exec(&mut *conn, "SET maintenance_work_mem = '256MB'".into()).await?;
+    let mut conn = Unsynced::acquire(pool).await?;
     let mut statements = vec![
         format!("ALTER TABLE \"{records}\" ADD PRIMARY KEY (\"pos\")"),
         format!("CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"),
@@ -217,8 +278,7 @@ pub async fn build_indexes(
         ));
     }
     // Index builds are CPU-bound and independent: two sessions build two at a time.
-    let mut other = pool.acquire().await?;
-    exec(&mut *other, "SET maintenance_work_mem = '256MB'".into()).await?;
+    let mut other = Unsynced::acquire(pool).await?;
     let (even, odd): (Vec<_>, Vec<_>) = statements
         .into_iter()
         .enumerate()
@@ -238,10 +298,10 @@ pub async fn build_indexes(
         }
         return Err(error.into());
     }
-    exec(&mut *conn, format!("ANALYZE \"{records}\"")).await?;
-    exec(&mut *conn, format!("ANALYZE \"{texts}\"")).await?;
-    exec(&mut *conn, "RESET maintenance_work_mem".into()).await?;
-    exec(&mut *other, "RESET maintenance_work_mem".into()).await?;
+    let analyze = format!("ANALYZE \"{records}\"; ANALYZE \"{texts}\"");
+    exec(&mut *conn, analyze).await?;
+    conn.release().await?;
+    other.release().await?;
     Ok(())
 }
 
@@ -256,11 +316,12 @@ async fn run_all(
     Ok(())
 }
 
-/// Runs one statement whose SQL this module generated from checked names (no user input).
+/// Runs statements (one, or several separated by `;`, in one commit) whose SQL this module
+/// generated from checked names (no user input).
 async fn exec<'c>(
     executor: impl sqlx::Executor<'c, Database = sqlx::Postgres>,
     sql: String,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(AssertSqlSafe(sql)).execute(executor).await?;
+    sqlx::raw_sql(AssertSqlSafe(sql)).execute(executor).await?;
     Ok(())
 }

@@ -5,7 +5,8 @@
 use entity::{dataset, dataset_version};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set, TransactionTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseBackend, EntityTrait, QueryFilter, Set,
+    Statement, TransactionTrait,
 };
 use time::OffsetDateTime;
 
@@ -63,6 +64,34 @@ pub async fn set_state(
     .update(conn)
     .await?;
     Ok(())
+}
+
+/// Expires, in one statement, the retired versions of every dataset that `keep` versions
+/// counted back from its live one no longer reach, and those whose dataset was removed;
+/// returns how many.
+pub async fn expire_all_beyond(conn: &impl ConnectionTrait, keep: u64) -> Result<u64, StoreError> {
+    let backend = conn.get_database_backend();
+    let (now, keep_at, state, retired) = match backend {
+        DatabaseBackend::Postgres => ("$1", "$2", "$3", "$4"),
+        _ => ("?1", "?2", "?3", "?4"),
+    };
+    // `version - number >= keep`: no sum that could overflow, whatever the window.
+    let sql = format!(
+        "UPDATE dataset_versions SET state = {state}, retired_at = {now} \
+         WHERE state = {retired} AND NOT EXISTS (SELECT 1 FROM datasets d \
+         WHERE d.slug = dataset_versions.slug AND d.version - dataset_versions.number < {keep_at})"
+    );
+    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+    let values: [sea_orm::Value; 4] = [
+        OffsetDateTime::now_utc().into(),
+        keep.into(),
+        dataset_version::STATE_EXPIRED.into(),
+        dataset_version::STATE_RETIRED.into(),
+    ];
+    let done = conn
+        .execute_raw(Statement::from_sql_and_values(backend, sql, values))
+        .await?;
+    Ok(done.rows_affected())
 }
 
 /// Expires the retired versions of `slug` that `keep` versions counted back from `current`

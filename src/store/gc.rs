@@ -5,16 +5,17 @@
 //! after a restart) it expires; its tables are dropped a grace period later, because a request
 //! that resolved it a moment earlier may still be reading them. Its row stays, `dropped`, so
 //! the dataset's list of versions stays whole. Versions left `loading` by a crashed import are
-//! deleted after a day (no import holds a version that long without progress). Every decision
-//! is read from the store, so any instance (or `odqs import`) may run this.
+//! deleted as soon as their import's hold is gone ([`super::lease`]), or after a day when it
+//! had none (no import holds a version that long without progress). Every decision is read
+//! from the store, so any instance (or `odqs import`) may run this.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
-use entity::{dataset, dataset_field, dataset_version, record};
+use entity::{dataset_field, dataset_version, record};
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use time::OffsetDateTime;
 
+use super::lease::{self, Holder};
 use super::{Store, StoreError, catalog};
 
 /// How long an expired version's tables stay, for the readers that resolved it before.
@@ -23,53 +24,54 @@ pub const RETIRED_GRACE: Duration = Duration::from_secs(60);
 pub const ABANDONED_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// Expires the versions beyond the store's window and drops the tables of those expired longer
-/// than `grace` ago; returns how many versions' tables were dropped.
+/// than `grace` ago; returns how many versions' tables were dropped. Every dataset's retired
+/// versions are looked at, in one statement: the periodic collection, which also applies a
+/// window made smaller since they were retired.
 pub async fn collect(store: &Store, grace: Duration) -> Result<usize, StoreError> {
-    let datasets = dataset::Entity::find().all(&store.db).await?;
-    for row in &datasets {
-        catalog::expire_beyond(&store.db, &row.slug, row.version, store.keep_versions).await?;
-    }
-    let published: HashSet<&str> = datasets.iter().map(|d| d.slug.as_str()).collect();
+    catalog::expire_all_beyond(&store.db, store.keep_versions).await?;
+    collect_due(store, grace).await
+}
+
+/// Drops the tables of the versions expired longer than `grace` ago and of abandoned imports;
+/// returns how many. Reads only those versions (by the state index), so its cost does not
+/// grow with the catalog: an import runs it after publishing (its own dataset's window was
+/// applied when it went live).
+pub async fn collect_due(store: &Store, grace: Duration) -> Result<usize, StoreError> {
     let now = OffsetDateTime::now_utc();
     let candidates = dataset_version::Entity::find()
         .filter(dataset_version::Column::State.is_in([
             dataset_version::STATE_LOADING,
             dataset_version::STATE_EXPIRED,
-            // Retired before versions were retained: only a removal left such a version
-            // without its dataset.
-            dataset_version::STATE_RETIRED,
         ]))
         .all(&store.db)
         .await?;
     let mut dropped = 0;
     for version in candidates {
-        match version.state.as_str() {
-            dataset_version::STATE_LOADING => {
-                if now - version.created_at >= ABANDONED_AFTER {
-                    drop_version(store, version.id).await?;
-                    dropped += 1;
-                }
-            }
-            dataset_version::STATE_EXPIRED => {
-                if version.retired_at.is_none_or(|at| now - at >= grace) {
-                    drop_tables(store, version.id).await?;
-                    dataset_version::ActiveModel {
-                        id: Set(version.id),
-                        state: Set(dataset_version::STATE_DROPPED.into()),
-                        ..Default::default()
-                    }
-                    .update(&store.db)
-                    .await?;
-                    dropped += 1;
-                }
-            }
-            _ => {
-                if !published.contains(version.slug.as_str()) {
-                    catalog::set_state(&store.db, version.id, dataset_version::STATE_EXPIRED)
-                        .await?;
-                }
-            }
+        let due = match version.state.as_str() {
+            dataset_version::STATE_LOADING => match lease::holder(store, version.id).await? {
+                Holder::Dead => true,
+                Holder::Alive => false,
+                Holder::Unknown => now - version.created_at >= ABANDONED_AFTER,
+            },
+            _ => version.retired_at.is_none_or(|at| now - at >= grace),
+        };
+        if !due {
+            continue;
         }
+        if version.state == dataset_version::STATE_LOADING {
+            drop_version(store, version.id).await?;
+            lease::forget(store, version.id);
+        } else {
+            drop_tables(store, version.id).await?;
+            dataset_version::ActiveModel {
+                id: Set(version.id),
+                state: Set(dataset_version::STATE_DROPPED.into()),
+                ..Default::default()
+            }
+            .update(&store.db)
+            .await?;
+        }
+        dropped += 1;
     }
     Ok(dropped)
 }
@@ -84,8 +86,15 @@ pub async fn drop_version(store: &Store, version_id: i64) -> Result<(), StoreErr
     Ok(())
 }
 
-/// Drops a version's records and text tables and its fields.
+/// Drops a version's records and text tables (its file, on SQLite) and its fields.
 async fn drop_tables(store: &Store, version_id: i64) -> Result<(), StoreError> {
+    if let Some(path) = store.version_file(version_id) {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+    }
+    // A version imported before version files has its tables in the store's file.
     for table in [
         record::records_table(version_id),
         record::text_table(version_id),

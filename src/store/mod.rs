@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod gc;
+pub mod lease;
 pub mod lock;
 pub mod pg_tls;
 pub mod url;
@@ -59,6 +60,9 @@ pub enum StoreError {
     /// The import's own connection to the SQLite file (`import::sqlite`).
     #[error("store error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A version's file could not be removed.
+    #[error("store error: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 impl Store {
@@ -148,6 +152,15 @@ impl Store {
         Ok(sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(
             pool,
         ))
+    }
+
+    /// The file of version `version_id`'s tables on an SQLite store
+    /// ([`entity::record::version_file`]); `None` on PostgreSQL.
+    pub fn version_file(&self, version_id: i64) -> Option<std::path::PathBuf> {
+        (self.backend() == DatabaseBackend::Sqlite).then(|| {
+            let pool = self.db.get_sqlite_connection_pool();
+            entity::record::version_file(pool.connect_options().get_filename(), version_id)
+        })
     }
 
     /// Which SQL dialect the store speaks.

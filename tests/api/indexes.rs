@@ -7,9 +7,9 @@ use query::memory::IndexPolicy;
 use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
 use serde_json::json;
 
-async fn plan(store: &TestStore, sql: &str) -> String {
+async fn plan(store: &TestStore, db: &sea_orm::DatabaseConnection, sql: &str) -> String {
     let backend = store.store.backend();
-    let txn = store.store.db.begin().await.unwrap();
+    let txn = db.begin().await.unwrap();
     let explain = match store.kind {
         Kind::Sqlite => {
             // EXPLAIN plans against the connection's cached schema and statistics without
@@ -162,8 +162,11 @@ async fn queries_use_indexes(store: TestStore) {
         format!("SELECT {tid} FROM \"{text}\" WHERE {chinese}"),
         format!("SELECT pos FROM \"{t}\" WHERE \"{dest}\" IN (1, 2)"),
     ];
+    let db = crate::helpers::stored::records_db(&store.store, dataset.version_id)
+        .await
+        .unwrap();
     for sql in &queries {
-        let plan = format!("{sql}\n{}", plan(&store, sql).await);
+        let plan = format!("{sql}\n{}", plan(&store, &db, sql).await);
         assert_no_full_scan(store.kind, &t, &plan);
         assert_no_full_scan(store.kind, &text, &plan);
     }
@@ -203,9 +206,9 @@ async fn without_column_indexes_the_store_answers_alike(store: TestStore) {
                  WHERE schemaname = current_schema() AND tablename = '{t}'"
             ),
         };
-        let rows = store
-            .store
-            .db
+        let rows = crate::helpers::stored::records_db(&store.store, dataset.version_id)
+            .await
+            .unwrap()
             .query_all_raw(Statement::from_string(store.store.backend(), sql))
             .await
             .unwrap();

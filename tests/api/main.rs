@@ -60,5 +60,6 @@ mod security_auth;
 mod security_graphql;
 mod security_http;
 mod site;
+mod store_layout;
 mod tls;
 mod versions;

@@ -384,25 +384,9 @@ async fn retention_and_history(store: TestStore) {
 
 /// The store's `records_v*` tables: one a version whose tables are kept.
 async fn table_count(store: &TestStore) -> i64 {
-    use sea_orm::{ConnectionTrait, Statement};
-    let sql = match store.store.backend() {
-        sea_orm::DatabaseBackend::Postgres => {
-            "SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() \
-             AND tablename LIKE 'records_v%'"
-        }
-        _ => {
-            "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' \
-             AND name LIKE 'records_v%'"
-        }
-    };
-    let row = store
-        .store
-        .db
-        .query_one_raw(Statement::from_string(store.store.backend(), sql))
+    crate::helpers::stored::records_tables(&store.store)
         .await
-        .unwrap()
-        .unwrap();
-    row.try_get_by_index::<i64>(0).unwrap()
+        .len() as i64
 }
 
 /// The demo's real records (nested fields, Chinese text, numbers of every kind): each

@@ -11,6 +11,13 @@ use serde_json::{Map, Value};
 
 use super::packed::{Layout, Scan};
 
+/// Fields a dataset may have. Each field with a type other than `json` is a column of
+/// `records_v{N}`, and PostgreSQL keeps a row within one 8 KB page: 300 columns each holding
+/// the longest value it cannot move out of the row (24 bytes) still fit (a test loads such a
+/// row), 340 do not. The limit is on fields, not columns, so a file cannot pass or fail by the
+/// types inferred for it.
+pub const MAX_FIELDS: usize = 300;
+
 /// Where a name of a request points.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Column {

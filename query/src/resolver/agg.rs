@@ -74,7 +74,14 @@ impl Resolver {
             let reader = self.reader(schema.version_id).await;
             let records = dataset.meta.record_count;
             let read = (schema, &resolved);
-            groups = store::agg::groups(self.direct.clone(), &reader, read, query, records).await?;
+            groups = store::agg::groups(
+                self.direct(schema.version_id),
+                &reader,
+                read,
+                query,
+                records,
+            )
+            .await?;
         }
         finish_store_groups(query, total_records, groups)
     }

@@ -130,7 +130,7 @@ impl Resolver {
         schema: &DatasetSchema,
         rows: &[u32],
     ) -> Result<Vec<Value>, ApiError> {
-        if let Some(direct) = self.direct.clone() {
+        if let Some(direct) = self.direct(schema.version_id) {
             let positions: Vec<i64> = rows.iter().map(|&row| i64::from(row) + 1).collect();
             let version_id = schema.version_id;
             let read = tokio::task::spawn_blocking(move || {
@@ -200,7 +200,8 @@ impl Resolver {
             return Ok(Vec::new());
         }
         let reader = self.reader(schema.version_id).await;
-        store::bodies::at_positions(self.direct.as_deref(), &reader, schema, positions).await
+        let direct = self.direct(schema.version_id);
+        store::bodies::at_positions(direct.as_deref(), &reader, schema, positions).await
     }
 }
 

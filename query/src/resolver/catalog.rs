@@ -142,7 +142,8 @@ impl Resolver {
         else {
             return Ok(false);
         };
-        store::catalog::has_index(&self.db, column_index(schema.version_id, column)).await
+        let reader = self.reader(schema.version_id).await;
+        store::catalog::has_index(&reader, column_index(schema.version_id, column)).await
     }
 
     /// `GET /datasets`: one page of the datasets, by slug; with search `words`

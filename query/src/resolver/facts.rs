@@ -133,10 +133,10 @@ impl Resolver {
             Engine::Store => None,
         };
         let id_field = dataset.meta.id_field.as_deref();
-        let tallies: Option<Tallies> = match (&index, &self.direct) {
+        let tallies: Option<Tallies> = match (&index, self.direct(dataset.schema.version_id)) {
             (None, Some(direct)) => {
                 tally::tally_direct(
-                    direct.clone(),
+                    direct,
                     dataset.schema.clone(),
                     (id_field.map(str::to_string), None),
                     dataset.meta.record_count,

@@ -32,6 +32,7 @@ pub use crate::answer::hex;
 use crate::answer::views;
 use crate::dataset::{Dataset, DatasetSchema};
 use crate::engine::store::direct;
+use crate::engine::store::files::VersionFiles;
 use crate::engine::store::replicas::{Reader, Replicas};
 use crate::engine::{memory, store};
 use crate::error::ApiError;
@@ -54,8 +55,8 @@ pub struct Resolver {
     memory: Arc<memory::Memory>,
     flights: Flights,
     exports: export::ExportCounters,
-    /// On an SQLite file, the reader of record bodies by position.
-    direct: Option<Arc<direct::DirectSqlite>>,
+    /// On an SQLite file, where each version's records are, and their direct readers.
+    files: Arc<VersionFiles>,
     /// Record bodies served lately, within a share of the index budget.
     bodies: bodies::Bodies,
     /// The key cursors are signed with, read from the store once ([`cursors`]).
@@ -94,9 +95,9 @@ impl Resolver {
     /// A resolver over `db`, building URLs from `site_url`; `catalog` counts the changes of
     /// the catalog made through the same store, so that they are seen at once.
     pub fn new(db: DatabaseConnection, site_url: &str, catalog: catalog::CatalogEpoch) -> Self {
-        let direct = direct::DirectSqlite::of(&db);
+        let files = Arc::new(VersionFiles::of(&db));
         Resolver {
-            direct: direct.clone(),
+            files: files.clone(),
             site_url: site_url.trim_end_matches('/').into(),
             schemas: Mutex::new(HashMap::new()),
             totals: records::Totals::default(),
@@ -105,10 +106,7 @@ impl Resolver {
             datasets: catalog::Datasets::new(catalog),
             flights: Flights::default(),
             exports: export::ExportCounters::default(),
-            memory: Arc::new(memory::Memory::new(
-                memory::IndexPolicy::default(),
-                direct.clone(),
-            )),
+            memory: Arc::new(memory::Memory::new(memory::IndexPolicy::default(), files)),
             bodies: body_cache(memory::IndexPolicy::default()),
             cursor_key: tokio::sync::OnceCell::new(),
             reads: Arc::new(Replicas::new(db.clone(), Vec::new())),
@@ -130,16 +128,25 @@ impl Resolver {
         &self.reads
     }
 
-    /// Where to read the records of version `version_id`.
+    /// Where to read the records of version `version_id`: its own file on SQLite, else the
+    /// store (a replica that has replayed it, or the primary).
     async fn reader(&self, version_id: i64) -> Reader {
-        self.reads.reader(version_id).await
+        match self.files.db(version_id).await {
+            Some(file) => Reader::on(file, &self.reads),
+            None => self.reads.reader(version_id).await,
+        }
+    }
+
+    /// Direct reads of version `version_id` on an SQLite file (see [`direct`]).
+    fn direct(&self, version_id: i64) -> Option<Arc<direct::DirectSqlite>> {
+        self.files.direct(version_id)
     }
 
     /// The same resolver with in-memory indexes under `policy`, and record bodies kept within
     /// [`bodies::BODY_SHARE`] of its budget.
     pub fn with_index_policy(mut self, policy: memory::IndexPolicy) -> Self {
         self.memory = Arc::new(
-            memory::Memory::new(policy, self.direct.clone()).with_files(self.index_dir.clone()),
+            memory::Memory::new(policy, self.files.clone()).with_files(self.index_dir.clone()),
         );
         self.bodies = body_cache(policy);
         self
@@ -185,6 +192,13 @@ impl Resolver {
         self.memory
             .prune_files(datasets.iter().map(|d| d.version_id).collect());
         for meta in datasets {
+            let small = !self.memory.may_be_beyond(meta.record_count);
+            if small && !self.memory.serves(meta.id) {
+                // Its schema is not read: a catalog of many small datasets costs one
+                // statement a refresh.
+                self.memory.note_within_budget(meta.id);
+                continue;
+            }
             let schema = self.schema(&meta).await?;
             let dataset = Dataset { meta, schema };
             self.memory.note_budget(&dataset);

@@ -150,7 +150,7 @@ impl Resolver {
         // for the next request that asks.
         let reader = self.reader(schema.version_id).await;
         let records = dataset.meta.record_count;
-        let direct = self.direct.clone();
+        let direct = self.direct(schema.version_id);
         let counts =
             store::count::matches(direct, &reader, schema, resolved, has_value, records).await?;
         let (&all, with_value) = counts.split_first().ok_or(ApiError::Internal)?;

@@ -52,7 +52,7 @@ impl Resolver {
             sort: &query.sort,
             records: dataset.meta.record_count,
         };
-        let matches = text::matches(self.direct.clone(), &reader, &read).await?;
+        let matches = text::matches(self.direct(schema.version_id), &reader, &read).await?;
         let mut ids: Vec<i64> = matches
             .chunks(width)
             .flat_map(|row| row[1..].iter().flatten())
@@ -135,7 +135,7 @@ impl Resolver {
         dataset: &Dataset,
         fields: &[usize],
     ) -> Result<(), ApiError> {
-        let Some(direct) = self.direct.clone() else {
+        let Some(direct) = self.direct(dataset.schema.version_id) else {
             return Ok(());
         };
         let schema = &dataset.schema;

@@ -127,7 +127,8 @@ impl Resolver {
     /// line the bytes the export writes, so anyone can recompute it from an export.
     pub async fn content_hash(&self, schema: &DatasetSchema) -> Result<String, ApiError> {
         let reader = self.reader(schema.version_id).await;
-        store::hash::content_hash(&self.db, self.direct.as_ref(), &reader, schema).await
+        let direct = self.direct(schema.version_id);
+        store::hash::content_hash(&self.db, direct.as_ref(), &reader, schema).await
     }
 
     /// `GET /datasets/{slug}/changes?from=&to=`: the records that differ between two retained

@@ -120,12 +120,7 @@ pub fn check_no_nul(what: &str, value: &str) -> Result<(), ImportError> {
 /// The field under which every record carries its identifier (contract §2).
 pub const ID: &str = "_id";
 
-/// Fields a dataset may have. Each field with a type other than `json` is a column of
-/// `records_v{N}`, and PostgreSQL keeps a row within one 8 KB page: 300 columns each holding
-/// the longest value it cannot move out of the row (24 bytes) still fit (a test loads such a
-/// row), 340 do not. The limit is on fields, not columns, so a file cannot pass or fail by the
-/// types inferred for it.
-pub const MAX_FIELDS: usize = 300;
+pub use query::MAX_FIELDS;
 
 /// Bytes of one value of an exact-match field (keyword, boolean, date) and of an identifier:
 /// each is a key of a PostgreSQL B-tree index, whose entries hold at most 2,704 bytes, so a

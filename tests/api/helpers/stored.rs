@@ -11,11 +11,62 @@ use sea_orm::{
     QueryFilter, QueryOrder, Statement,
 };
 
+/// Where version `version_id`'s records are: its own file on SQLite
+/// ([`entity::record::version_file`]), the store on PostgreSQL.
+pub async fn records_db(
+    store: &odqs::store::Store,
+    version_id: i64,
+) -> Result<sea_orm::DatabaseConnection, DbErr> {
+    match store.version_file(version_id).filter(|path| path.is_file()) {
+        Some(path) => {
+            sea_orm::Database::connect(format!("sqlite://{}?mode=ro", path.display())).await
+        }
+        None => Ok(store.db.clone()),
+    }
+}
+
+/// The names of the store's records tables (`records_v{N}`), sorted: those in the store and,
+/// on SQLite, those in version files.
+pub async fn records_tables(store: &odqs::store::Store) -> Vec<String> {
+    let sql = match store.backend() {
+        DatabaseBackend::Postgres => {
+            "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() \
+             AND tablename LIKE 'records_v%'"
+        }
+        _ => "SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'records_v%'",
+    };
+    let rows = store
+        .db
+        .query_all_raw(Statement::from_string(store.backend(), sql))
+        .await
+        .expect("the store lists its tables");
+    let mut names: Vec<String> = rows
+        .iter()
+        .map(|row| row.try_get::<String>("", "name").expect("a name"))
+        .collect();
+    if let Some(dir) = store
+        .version_file(0)
+        .and_then(|f| f.parent().map(|d| d.to_path_buf()))
+    {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let id = file
+                .strip_prefix('v')
+                .and_then(|f| f.strip_suffix(".sqlite"));
+            if let Some(id) = id.and_then(|id| id.parse::<i64>().ok()) {
+                names.push(records_table(id));
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
 /// Number of records in a version.
 pub async fn count(store: &odqs::store::Store, version_id: i64) -> Result<i64, DbErr> {
     let table = records_table(version_id);
-    let row = store
-        .db
+    let row = records_db(store, version_id)
+        .await?
         .query_one_raw(Statement::from_string(
             store.backend(),
             format!("SELECT COUNT(*) AS n FROM \"{table}\""),
@@ -44,7 +95,7 @@ pub async fn by_id(
     );
     let found =
         record::Model::find_by_statement(Statement::from_sql_and_values(backend, sql, [id.into()]))
-            .one(&store.db)
+            .one(&records_db(store, version_id).await?)
             .await?;
     let layout = layout(store, version_id).await?;
     Ok(found.map(|r| unpacked(&layout, r)))
@@ -64,7 +115,7 @@ pub async fn in_order(
         record::doc_select(backend)
     );
     let found = record::Model::find_by_statement(Statement::from_string(backend, sql))
-        .all(&store.db)
+        .all(&records_db(store, version_id).await?)
         .await?;
     let layout = layout(store, version_id).await?;
     Ok(found.into_iter().map(|r| unpacked(&layout, r)).collect())

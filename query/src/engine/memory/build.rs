@@ -28,20 +28,33 @@ const CHUNK: i64 = 5_000;
 /// keyword or text 4 (a narrow code and a 2-byte row; a keyword id field nothing: `_id`
 /// answers for it).
 pub(crate) fn estimate(schema: &DatasetSchema, id_field: Option<&str>, rows: u64) -> u64 {
-    let per_row: u64 = 16
+    let per_row: u64 = ROW_BYTES
         + schema
             .fields
             .iter()
             .filter(|f| f.column.is_some())
             .map(|f| match f.field_type {
-                FieldType::Number => 6,
+                FieldType::Number => NUMBER_BYTES,
                 FieldType::Json => 0,
                 FieldType::Keyword if id_field == Some(f.name.as_str()) => 0,
-                _ => 4,
+                _ => CODE_BYTES,
             })
             .sum::<u64>();
     rows * per_row
 }
+
+/// The most [`estimate`] can say of `rows` records of any schema: a dataset below it needs no
+/// schema read to know that its index fits.
+pub(crate) fn estimate_at_most(rows: u64) -> u64 {
+    rows.saturating_mul(ROW_BYTES + NUMBER_BYTES.max(CODE_BYTES) * crate::MAX_FIELDS as u64)
+}
+
+/// Estimated index bytes of a record beside its values: its order, `_id` and position.
+const ROW_BYTES: u64 = 16;
+/// Estimated index bytes of a number value.
+const NUMBER_BYTES: u64 = 6;
+/// Estimated index bytes of any other value: a dictionary code.
+const CODE_BYTES: u64 = 4;
 
 /// Reads version `schema.version_id` (`rows` records) into an index: from the SQLite file on a
 /// blocking thread when `direct` reads it (values borrowed, not copied, and no hand-off per

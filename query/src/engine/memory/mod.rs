@@ -38,7 +38,7 @@ use tokio::sync::OnceCell;
 use column::{Dict, IdColumn, NumColumn, StrColumn, TextColumn};
 
 use crate::dataset::Dataset;
-use crate::engine::store::direct::DirectSqlite;
+use crate::engine::store::files::VersionFiles;
 
 pub(crate) use policy::IndexPolicy;
 
@@ -166,8 +166,8 @@ pub(crate) struct Memory {
     /// One build at a time: a build's scratch memory is a multiple of its index's, and two at
     /// once (every dataset at start) would add up.
     building: tokio::sync::Mutex<()>,
-    /// On an SQLite file: builds read it directly.
-    direct: Option<Arc<DirectSqlite>>,
+    /// On an SQLite file: builds read the version's file directly.
+    version_files: Arc<VersionFiles>,
     /// Where indexes are kept between runs (`ODQS_INDEX_DIR`); `None`: not kept.
     files: Option<Arc<persist::Files>>,
 }
@@ -202,13 +202,13 @@ impl BeyondBudget {
 
 impl Memory {
     /// Indexes under `policy`.
-    pub(crate) fn new(policy: IndexPolicy, direct: Option<Arc<DirectSqlite>>) -> Self {
+    pub(crate) fn new(policy: IndexPolicy, version_files: Arc<VersionFiles>) -> Self {
         Memory {
             policy,
             epoch: Instant::now(),
             state: Mutex::default(),
             building: tokio::sync::Mutex::new(()),
-            direct,
+            version_files,
             files: None,
         }
     }
@@ -293,6 +293,17 @@ impl Memory {
             index_bytes: estimate,
             budget_bytes: budget,
         })
+    }
+
+    /// Whether a dataset of `rows` records may be beyond the budget, whatever its schema.
+    pub(crate) fn may_be_beyond(&self, rows: i64) -> bool {
+        let budget = self.policy.budget_bytes;
+        budget > 0 && build::estimate_at_most(rows.max(0) as u64) > budget
+    }
+
+    /// Notes that the dataset `id` is within the budget (see [`Self::may_be_beyond`]).
+    pub(crate) fn note_within_budget(&self, id: i64) {
+        self.state.lock().expect("memory lock").beyond.remove(&id);
     }
 
     /// Notes whether `dataset` is beyond the budget (the periodic refresh passes every live
@@ -539,7 +550,8 @@ impl Memory {
         rows: u64,
     ) -> Option<MemIndex> {
         let started = Instant::now();
-        let direct = self.direct.as_ref();
+        let direct = self.version_files.direct(dataset.schema.version_id);
+        let direct = direct.as_ref();
         let built = db
             .run(|db| {
                 let schema = &dataset.schema;

@@ -1,12 +1,14 @@
-//! The catalog's rows in the store: datasets, the fields of a version, and whether a version's
-//! column indexes were built. Read from the primary, where imports write them.
+//! The catalog's rows in the store: datasets and the fields of a version, read from the
+//! primary, where imports write them; and whether a version's column indexes were built, asked
+//! where its records are.
 
 use entity::{dataset, dataset_field};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseBackend, DatabaseConnection, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, QuerySelect, Statement,
+    ColumnTrait, DatabaseBackend, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, Statement,
 };
 
+use super::replicas::Reader;
 use crate::error::ApiError;
 
 /// The dataset published as `slug`.
@@ -59,17 +61,17 @@ pub(crate) async fn fields(
         .await?)
 }
 
-/// Whether the store holds the index named `index`.
-pub(crate) async fn has_index(db: &DatabaseConnection, index: String) -> Result<bool, ApiError> {
-    let backend = db.get_database_backend();
+/// Whether the store holds the index named `index`, asked where the version's records are.
+pub(crate) async fn has_index(reader: &Reader, index: String) -> Result<bool, ApiError> {
+    let backend = reader.backend();
     let sql = match backend {
         DatabaseBackend::Postgres => {
             "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1"
         }
         _ => "SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = ?",
     };
-    let found = db
-        .query_one_raw(Statement::from_sql_and_values(backend, sql, [index.into()]))
+    let found = reader
+        .query_one(Statement::from_sql_and_values(backend, sql, [index.into()]))
         .await?;
     Ok(found.is_some())
 }

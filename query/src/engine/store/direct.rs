@@ -18,23 +18,18 @@ const MAX_IDLE: usize = 8;
 #[derive(Debug)]
 pub(crate) struct DirectSqlite {
     path: PathBuf,
+    /// The file never changes (a version's own file): read without locks.
+    immutable: bool,
     idle: Mutex<Vec<Connection>>,
 }
 
 impl DirectSqlite {
-    /// Direct reads of the file behind `db` when it is an SQLite file.
-    pub(crate) fn of(db: &sea_orm::DatabaseConnection) -> Option<std::sync::Arc<Self>> {
-        if db.get_database_backend() != sea_orm::DatabaseBackend::Sqlite {
-            return None;
-        }
-        let options = db.get_sqlite_connection_pool().connect_options();
-        DirectSqlite::new(options.get_filename()).map(std::sync::Arc::new)
-    }
-
-    /// Reads of the SQLite file at `path`; `None` when it is not a file (an in-memory store).
-    pub(crate) fn new(path: &Path) -> Option<Self> {
+    /// Reads of the SQLite file at `path`, `immutable` when nothing writes it any more;
+    /// `None` when it is not a file (an in-memory store, a version in the store's file).
+    pub(crate) fn new(path: &Path, immutable: bool) -> Option<Self> {
         path.is_file().then(|| DirectSqlite {
             path: path.to_path_buf(),
+            immutable,
             idle: Mutex::new(Vec::new()),
         })
     }
@@ -136,10 +131,15 @@ impl DirectSqlite {
         if let Some(conn) = self.idle.lock().expect("not poisoned").pop() {
             return Ok(conn);
         }
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = if self.immutable {
+            Connection::open_with_flags(
+                immutable_uri(&self.path),
+                flags | OpenFlags::SQLITE_OPEN_URI,
+            )?
+        } else {
+            Connection::open_with_flags(&self.path, flags)?
+        };
         conn.busy_timeout(Duration::from_secs(5))?;
         Ok(conn)
     }
@@ -150,6 +150,20 @@ impl DirectSqlite {
             idle.push(conn);
         }
     }
+}
+
+/// The URI that opens the file at `path` as immutable: the characters a URI gives a meaning
+/// to are escaped.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' | '?' | '#' => uri.push_str(&format!("%{:02X}", c as u32)),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
 }
 
 /// `values` as rusqlite binds them; `None` when one has a type the SQLite statements never
@@ -187,7 +201,7 @@ mod tests {
         ))
         .expect("fill");
         drop(conn);
-        let direct = DirectSqlite::new(&path).expect("a file");
+        let direct = DirectSqlite::new(&path, false).expect("a file");
         let mut read = direct.bodies(7, &[3, 1, 9]).expect("read");
         read.sort();
         assert_eq!(
@@ -207,7 +221,7 @@ mod tests {
             [(2, "{\"a\":2}".to_string()), (3, "{\"a\":3}".to_string())]
         );
         assert!(direct.bodies(8, &[1]).is_err());
-        assert!(DirectSqlite::new(&path.with_extension("missing")).is_none());
+        assert!(DirectSqlite::new(&path.with_extension("missing"), false).is_none());
         std::fs::remove_file(&path).expect("clean up");
     }
 
@@ -224,7 +238,7 @@ mod tests {
         )
         .expect("fill");
         drop(conn);
-        let direct = DirectSqlite::new(&path).expect("a file");
+        let direct = DirectSqlite::new(&path, false).expect("a file");
         let values = bound(&[
             sea_orm::Value::String(Some("c".into())),
             sea_orm::Value::Double(Some(0.5)),

@@ -10,9 +10,10 @@
 //!   [`tally`]), a version's content hash ([`hash`]).
 //! - The catalog: datasets and fields ([`catalog`]), versions ([`versions`]), shared secrets
 //!   ([`secrets`]).
-//! - Reading: straight from an SQLite file ([`direct`]), a statement read on both cores
-//!   ([`split`]), PostgreSQL's `COPY` stream ([`copy`]), and the read replicas that take reads
-//!   of records off a PostgreSQL primary ([`replicas`]).
+//! - Reading: each version's own SQLite file ([`files`]), straight from an SQLite file
+//!   ([`direct`]), a statement read on both cores ([`split`]), PostgreSQL's `COPY` stream
+//!   ([`copy`]), and the read replicas that take reads of records off a PostgreSQL primary
+//!   ([`replicas`]).
 
 pub(crate) mod agg;
 pub(crate) mod bodies;
@@ -21,6 +22,7 @@ pub(crate) mod copy;
 pub(crate) mod count;
 pub(crate) mod direct;
 pub(crate) mod facts;
+pub(crate) mod files;
 pub(crate) mod fold;
 pub(crate) mod hash;
 pub(crate) mod page;

@@ -291,6 +291,15 @@ impl Replica {
 }
 
 impl Reader {
+    /// Reads on `db` alone (a version's own SQLite file), counted with `replicas`' primary.
+    pub(crate) fn on(db: DatabaseConnection, replicas: &Arc<Replicas>) -> Self {
+        Reader {
+            replica: None,
+            primary: db,
+            replicas: replicas.clone(),
+        }
+    }
+
     /// The store's kind (a replica is of the primary's).
     pub(crate) fn backend(&self) -> sea_orm::DatabaseBackend {
         sea_orm::ConnectionTrait::get_database_backend(&self.primary)

@@ -1,0 +1,160 @@
+//! How the store keeps versions as the catalog grows: on SQLite each version's tables are in a
+//! file of their own, so the store's own schema does not grow with the datasets; a killed
+//! import leaves no half dataset and no orphan tables once the garbage collector has run.
+
+use std::time::{Duration, Instant};
+
+use entity::dataset_version;
+use odqs::store::gc;
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
+
+use crate::helpers::stored::{find_dataset, records_tables};
+use crate::helpers::{Kind, TestStore, import_file, write_file};
+
+/// Objects in the store's own SQLite schema (tables, indexes, triggers).
+async fn schema_objects(store: &TestStore) -> i64 {
+    let row = store
+        .store
+        .db
+        .query_one_raw(Statement::from_string(
+            store.store.backend(),
+            "SELECT COUNT(*) FROM sqlite_schema",
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    row.try_get_by_index(0).unwrap()
+}
+
+/// Each dataset's version is a file beside the store's; the store's own schema is the same
+/// after the tenth import as after the first, and a removed dataset's file goes with it.
+async fn versions_are_files_of_their_own(store: TestStore) {
+    let csv = write_file(&store, "small.csv", b"id,name\n1,a\n2,b\n");
+    import_file(&store, &csv, "d0", None, Some("id"))
+        .await
+        .unwrap();
+    let objects = schema_objects(&store).await;
+    for n in 1..10 {
+        import_file(&store, &csv, &format!("d{n}"), None, Some("id"))
+            .await
+            .unwrap();
+    }
+    assert_eq!(schema_objects(&store).await, objects);
+    let mut live = Vec::new();
+    for n in 0..10 {
+        let dataset = find_dataset(&store.store, &format!("d{n}")).await.unwrap();
+        let version_id = dataset.unwrap().version_id;
+        let file = store.store.version_file(version_id).unwrap();
+        assert!(file.is_file(), "{}", file.display());
+        live.push(entity::record::records_table(version_id));
+    }
+    live.sort();
+    assert_eq!(records_tables(&store.store).await, live);
+}
+
+/// An `odqs import` killed while it loads leaves a loading version that the next collection
+/// removes at once, with its tables (its file on SQLite) and its hold: the store lists the
+/// same tables as before it started, and the dataset was never published.
+async fn a_killed_import_leaves_nothing_behind(store: TestStore) {
+    let small = write_file(&store, "small.csv", b"id,name\n1,a\n2,b\n");
+    import_file(&store, &small, "kept", None, Some("id"))
+        .await
+        .unwrap();
+    let before = records_tables(&store.store).await;
+    let (large, schema) = large_file(&store);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_odqs"))
+        .arg("import")
+        .arg(&large)
+        .args(["--slug", "large", "--schema"])
+        .arg(&schema)
+        .env("DATABASE_URL", &store.url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !loading_and_held(&store).await {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the import ended before it could be killed"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the import never started loading"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // PostgreSQL lets go of the session's lock once its backend sees the client gone.
+    while gc::collect_due(&store.store, gc::RETIRED_GRACE)
+        .await
+        .unwrap()
+        == 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the killed import's version stayed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let left = dataset_version::Entity::find()
+        .filter(dataset_version::Column::Slug.eq("large"))
+        .all(&store.store.db)
+        .await
+        .unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(find_dataset(&store.store, "large").await.unwrap().is_none());
+    assert_eq!(records_tables(&store.store).await, before);
+    if store.kind == Kind::Sqlite {
+        let kept = find_dataset(&store.store, "kept").await.unwrap().unwrap();
+        let file = store.store.version_file(kept.version_id).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(file.parent().unwrap())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, [format!("v{}.sqlite", kept.version_id)]);
+    }
+}
+
+/// A CSV file whose import takes long enough to be caught loading, and a schema that lists
+/// its fields (so no inference pass comes before the load).
+fn large_file(store: &TestStore) -> (std::path::PathBuf, std::path::PathBuf) {
+    let mut csv = String::from("id,word,amount\n");
+    for i in 0..600_000 {
+        csv.push_str(&format!("{i},word{},{i}.5\n", i % 997));
+    }
+    let schema = r#"{"id_field": "id", "fields": [{"name": "id", "type": "keyword"},
+        {"name": "word", "type": "text"}, {"name": "amount", "type": "number"}]}"#;
+    (
+        write_file(store, "large.csv", csv.as_bytes()),
+        write_file(store, "large.schema.json", schema.as_bytes()),
+    )
+}
+
+/// Whether the `large` import's version is loading and held (on SQLite, its lock file is in
+/// place: the hold is taken just after the row is written).
+async fn loading_and_held(store: &TestStore) -> bool {
+    let loading = dataset_version::Entity::find()
+        .filter(dataset_version::Column::Slug.eq("large"))
+        .filter(dataset_version::Column::State.eq(dataset_version::STATE_LOADING))
+        .one(&store.store.db)
+        .await
+        .unwrap();
+    let Some(version) = loading else {
+        return false;
+    };
+    match store.store.version_file(version.id) {
+        Some(file) => file.with_extension("lock").is_file(),
+        None => true,
+    }
+}
+
+both_stores!(a_killed_import_leaves_nothing_behind);
+
+/// Version files are SQLite's layout; PostgreSQL keeps tables in one database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_are_files_of_their_own_on_sqlite() {
+    versions_are_files_of_their_own(TestStore::new(Kind::Sqlite).await).await
+}
