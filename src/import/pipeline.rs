@@ -32,17 +32,27 @@ pub struct Batch {
     pub texts: Vec<(i64, String)>,
 }
 
-/// Starts the reader thread; it returns how many records it read. With `pack`, a flat CSV
-/// file's rows come packed for SQLite ([`CsvRows::new`]).
+/// How the reader hands rows over.
+#[derive(Copy, Clone, Debug)]
+pub struct Handing {
+    /// A flat CSV file's rows come packed for SQLite ([`CsvRows::new`]).
+    pub pack: bool,
+    /// The reader finds a duplicated `_id` itself (a small file's ids fit in memory), so the
+    /// store may check uniqueness while it loads instead of building the index after.
+    pub check_ids: bool,
+}
+
+/// Starts the reader thread; it returns how many records it read.
 pub fn start(
     source: Source,
     format: Format,
     gzip: bool,
     max_record_bytes: u64,
     plan: Plan,
-    pack: bool,
+    handing: Handing,
     progress: Arc<dyn Progress>,
 ) -> (JoinHandle<Result<u64, ImportError>>, mpsc::Receiver<Batch>) {
+    let pack = handing.pack;
     let (sender, receiver) = mpsc::channel(CHANNEL_BATCHES);
     let handle = tokio::task::spawn_blocking(move || {
         let consumed = Arc::new(AtomicU64::new(0));
@@ -52,8 +62,18 @@ pub fn start(
         let mut batch_bytes = 0;
         let mut count = 0u64;
         let mut loader_gone = false;
+        let mut ids = handing.check_ids.then(HashMap::<String, i64>::new);
         let mut take = |mut row: Row| {
             count += 1;
+            if let Some(ids) = ids.as_mut()
+                && let Some(first) = ids.insert(row.id.clone(), row.pos)
+            {
+                return Err(ImportError::DuplicateId {
+                    id: row.id,
+                    first,
+                    second: row.pos,
+                });
+            }
             for cell in &mut row.cells {
                 if let Cell::Text(text) = cell {
                     *cell = Cell::TextId(dictionary.id(text, &mut batch.texts));

@@ -36,12 +36,15 @@ fn column_type(field_type: FieldType) -> &'static str {
     }
 }
 
-/// Creates the version's tables and streams every batch into them; returns the record count.
+/// Creates the version's tables (with their keys and indexes when `keys_first`: a small
+/// load's, whose ids the reader checks) and streams every batch into them; returns the record
+/// count.
 pub async fn load(
     pool: &PgPool,
     version_id: i64,
     plan: &Plan,
     mut batches: mpsc::Receiver<Batch>,
+    keys_first: bool,
 ) -> Result<u64, ImportError> {
     let records = records_table(version_id);
     let texts = text_table(version_id);
@@ -62,15 +65,18 @@ pub async fn load(
         Unsynced::acquire(pool).await?,
         Unsynced::acquire(pool).await?,
     ];
-    exec(
-        &mut *first_conn,
-        format!(
-            "CREATE TABLE \"{records}\" ({}); \
-             CREATE TABLE \"{texts}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)",
-            columns.join(", ")
-        ),
-    )
-    .await?;
+    let mut create = format!(
+        "CREATE TABLE \"{records}\" ({}); \
+         CREATE TABLE \"{texts}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)",
+        columns.join(", ")
+    );
+    if keys_first {
+        for statement in key_statements(version_id) {
+            create.push_str("; ");
+            create.push_str(&statement);
+        }
+    }
+    exec(&mut *first_conn, create).await?;
 
     // Two records streams: each is one server backend parsing rows (the JSONB body and every
     // typed column), and with one that backend is the bottleneck of a large import while the
@@ -252,24 +258,36 @@ fn escape(out: &mut Vec<u8>, value: &str) {
     }
 }
 
-/// Primary keys, the unique `_id` index (naming a duplicate when it fails), with `columns` one
-/// `(column, pos)` index per typed column, the trigram index of the text dictionary, and
+/// Primary keys, the unique `_id` index and the trigram index of the text dictionary.
+fn key_statements(version_id: i64) -> Vec<String> {
+    let records = records_table(version_id);
+    let texts = text_table(version_id);
+    vec![
+        format!("ALTER TABLE \"{records}\" ADD PRIMARY KEY (\"pos\")"),
+        format!("CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"),
+        format!("ALTER TABLE \"{texts}\" ADD PRIMARY KEY (\"tid\")"),
+        format!("CREATE INDEX \"{texts}_trgm\" ON \"{texts}\" USING gin (\"value\" gin_trgm_ops)"),
+    ]
+}
+
+/// The keys ([`key_statements`], naming a duplicate `_id` when the unique index fails) unless
+/// `keys_built` with the tables, with `columns` one `(column, pos)` index per typed column, and
 /// planner statistics.
 pub async fn build_indexes(
     pool: &PgPool,
     version_id: i64,
     plan: &Plan,
     columns: bool,
+    keys_built: bool,
 ) -> Result<(), ImportError> {
     let records = records_table(version_id);
     let texts = text_table(version_id);
     let mut conn = Unsynced::acquire(pool).await?;
-    let mut statements = vec![
-        format!("ALTER TABLE \"{records}\" ADD PRIMARY KEY (\"pos\")"),
-        format!("CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"),
-        format!("ALTER TABLE \"{texts}\" ADD PRIMARY KEY (\"tid\")"),
-        format!("CREATE INDEX \"{texts}_trgm\" ON \"{texts}\" USING gin (\"value\" gin_trgm_ops)"),
-    ];
+    let mut statements = if keys_built {
+        Vec::new()
+    } else {
+        key_statements(version_id)
+    };
     for field in plan.columns().filter(|_| columns) {
         let column = field.column.as_deref().expect("columns() has columns");
         let index = column_index(version_id, column);

@@ -214,6 +214,18 @@ async fn duplicate_ids_are_rejected(store: TestStore) {
             .is_none()
     );
     assert_no_leftovers(&store).await;
+    // A file too large for its ids to be checked in memory: the store's unique index finds it.
+    let mut large = String::from("code,n\n");
+    for i in 0..420_000 {
+        let code = if i == 399_999 { 1 } else { i };
+        large.push_str(&format!("K{code},{i}\n"));
+    }
+    let path = write_file(&store, "dup-large.csv", large.as_bytes());
+    let err = import_file(&store, &path, "dup", None, Some("code"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("records 2 and 400000"), "{err}");
+    assert_no_leftovers(&store).await;
 }
 
 /// No version is left loading and no table of a failed import remains.

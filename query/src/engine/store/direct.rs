@@ -225,6 +225,28 @@ mod tests {
         std::fs::remove_file(&path).expect("clean up");
     }
 
+    /// A version's file is opened immutable through a URI, whatever characters its path holds.
+    #[test]
+    fn an_immutable_file_is_read_whatever_its_path() {
+        let dir = std::env::temp_dir().join(format!("odqs direct?#%{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a folder");
+        let path = dir.join("v7.sqlite");
+        let conn = Connection::open(&path).expect("create");
+        conn.execute_batch(&format!(
+            "CREATE TABLE \"{}\" (\"pos\" INTEGER PRIMARY KEY, \"doc\" TEXT NOT NULL);
+             INSERT INTO \"{0}\" VALUES (1, '{{\"a\":1}}');",
+            records_table(7)
+        ))
+        .expect("fill");
+        drop(conn);
+        let direct = DirectSqlite::new(&path, true).expect("a file");
+        assert_eq!(
+            direct.bodies(7, &[1]).expect("read"),
+            [(1, "{\"a\":1}".to_string())]
+        );
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
     /// A statement with bound values hands every row to the callback, values bound as
     /// rusqlite takes them; an error of the callback stops the read and is returned.
     #[test]
