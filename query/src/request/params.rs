@@ -450,8 +450,10 @@ pub fn split_list(value: &str) -> Vec<String> {
 /// The longest catalog search (`GET /datasets?q=`), in characters.
 pub const MAX_CATALOG_QUERY_CHARS: usize = 500;
 
-/// The words of a catalog search (`GET /datasets?q=`): lower-cased, split on white space. No
-/// words (an absent or blank `q`) lists every dataset.
+/// The words of a catalog search (`GET /datasets?q=`), by the records search's rules
+/// ([`super::filter::terms`]: lower-cased, split on white space), each once, at most
+/// [`super::filter::MAX_SEARCH_TERMS`] of them. No words (an absent or blank `q`) lists every
+/// dataset.
 pub fn catalog_words(q: Option<&str>) -> Result<Vec<String>, ApiError> {
     let Some(q) = q else {
         return Ok(Vec::new());
@@ -464,7 +466,21 @@ pub fn catalog_words(q: Option<&str>) -> Result<Vec<String>, ApiError> {
             ),
         ));
     }
-    Ok(q.split_whitespace().map(str::to_lowercase).collect())
+    if q.contains('\0') {
+        return Err(ApiError::invalid(
+            "q",
+            "q cannot contain a NUL character (\\0); no dataset's text holds one.",
+        ));
+    }
+    let words = super::filter::sorted_unique(super::filter::terms(q));
+    let most = super::filter::MAX_SEARCH_TERMS;
+    if words.len() > most {
+        return Err(ApiError::invalid(
+            "q",
+            format!("q has more than {most} different words: search with fewer words."),
+        ));
+    }
+    Ok(words)
 }
 
 /// Splits an `in` list of values (`carrier[in]=UA,AA`) on its commas, dropping empty items but
