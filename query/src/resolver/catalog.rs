@@ -190,6 +190,16 @@ impl Resolver {
         Ok((rows, total))
     }
 
+    /// Loads the catalog search's index, or brings it up to date when older than
+    /// [`DATASET_FRESH_FOR`]: called in the background, so that the first search after start
+    /// (or after a harvest of imports) does not pay for the reading.
+    pub async fn refresh_catalog(&self) -> Result<(), ApiError> {
+        self.catalog_index
+            .current(&self.db, || self.datasets.epoch(), DATASET_FRESH_FOR)
+            .await
+            .map(drop)
+    }
+
     /// How many datasets are published.
     pub async fn dataset_count(&self) -> Result<u64, ApiError> {
         store::catalog::count(&self.db).await
