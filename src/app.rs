@@ -15,8 +15,8 @@ use crate::store::gc;
 
 /// Serves `state` on `listener` until `shutdown` resolves, then lets in-flight requests finish
 /// within the drain deadline ([`server`] owns connections). Maintenance runs in the background
-/// meanwhile: index refreshes, dropping retired dataset versions, forgetting idle rate-limit
-/// keys and stale cached tokens.
+/// meanwhile: the catalog search's index kept fresh, index refreshes, dropping retired dataset
+/// versions, forgetting idle rate-limit keys and stale cached tokens.
 pub async fn serve(
     state: AppState,
     listener: TcpListener,
@@ -24,6 +24,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let maintenance = tokio::spawn(maintain(state.clone()));
     let replicas = tokio::spawn(check_replicas(state.clone()));
+    let catalog = tokio::spawn(keep_catalog(state.clone()));
     let draining = state.draining.clone();
     let shutdown = async move {
         shutdown.await;
@@ -33,8 +34,25 @@ pub async fn serve(
     let result = server::run(listener, router(state), limits, shutdown).await;
     maintenance.abort();
     replicas.abort();
+    catalog.abort();
     result
 }
+
+/// Loads the catalog search's index as serving begins, then keeps it checked every
+/// [`CATALOG_EVERY`], so that searches seldom wait for the store.
+async fn keep_catalog(state: AppState) {
+    let mut tick = tokio::time::interval(CATALOG_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = state.resolver.refresh_catalog().await {
+            tracing::warn!(error = %e.message(), "catalog index refresh failed");
+        }
+    }
+}
+
+/// How often [`keep_catalog`] checks the catalog (one small statement when nothing changed).
+const CATALOG_EVERY: Duration = Duration::from_secs(5);
 
 /// Serves the operator's port (`ODQS_METRICS_LISTEN`): `/metrics` only, for a scraper on a
 /// private network, so neither the public server's limits nor its layers apply.

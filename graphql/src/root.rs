@@ -60,15 +60,16 @@ fn parts<'a>(ctx: &Context<'a>) -> Result<Parts<'a>> {
 
 #[Object]
 impl QueryRoot {
-    /// The published datasets the token may read, by slug (REST `GET /datasets`): a token
-    /// limited to some datasets sees only those, in the list and in `total`.
+    /// The published datasets the token may read, by slug, or best match first with `q` (REST
+    /// `GET /datasets`): a token limited to some datasets sees only those, in the list and in
+    /// `total`.
     async fn datasets(
         &self,
         ctx: &Context<'_>,
         #[graphql(desc = "Page number, from 1")] page: Option<i64>,
         #[graphql(desc = "Datasets per page, 1..=100, default 20")] per_page: Option<i64>,
         #[graphql(
-            desc = "Words that must each occur in a dataset's title, description, field names or field descriptions (case-insensitive substrings)"
+            desc = "Words that must each occur in a dataset's title, description, field names or field descriptions (case-insensitive substrings); the matches come best first (BM25), ties by slug"
         )]
         q: Option<String>,
     ) -> Result<DatasetList> {

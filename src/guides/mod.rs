@@ -1,4 +1,4 @@
-//! The guides (contract §9): `catalog.md`, which lists every dataset, and each dataset's
+//! The guides (contract §9): `catalog.md`, which lists the datasets (paged when many), and each dataset's
 //! `skill.md`, which explains it. A service both the site (`/catalog.md`,
 //! `/datasets/{slug}/skill.md`) and MCP (its resources, and `describe_dataset`'s field values)
 //! call: no HTTP.
@@ -76,14 +76,9 @@ impl Guides {
         )
     }
 
-    /// `catalog.md`, from the catalog as it is now.
-    pub async fn catalog(&self) -> Result<String, ApiError> {
-        let datasets = self.resolver.catalog().await?;
-        Ok(catalog::catalog_md(
-            &datasets,
-            &self.site_url,
-            self.resolver.base_url(),
-        ))
+    /// `catalog.md` (the page or search `ask` names), from the catalog as it is now.
+    pub async fn catalog(&self, ask: &catalog::CatalogAsk) -> Result<String, ApiError> {
+        catalog::catalog_md(&self.resolver, ask, &self.site_url).await
     }
 
     /// A dataset's `skill.md`, written once per live version from the resolver layer's facts.

@@ -15,7 +15,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use minijinja::value::Serde;
 use minijinja::{Value, context};
-use query::{Need, Scope};
+use query::params::catalog_words;
+use query::{Need, Paging, Scope};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -54,6 +55,10 @@ struct TokenRow {
     grants: String,
 }
 
+/// Datasets the form offers as boxes to tick: every one when the catalog has no more, else the
+/// best matches of the page's dataset search (`?find=`), beside a text box of slugs.
+const CHOICES_SHOWN: u64 = 20;
+
 /// A dataset the form offers to choose.
 #[derive(Serialize)]
 struct Choice {
@@ -61,12 +66,43 @@ struct Choice {
     title: String,
 }
 
-/// What the page shows beside the list: a token just minted, a notice, or a form error.
+/// What the page shows beside the list: a token just minted, a notice, or a form error; and
+/// the dataset search asked for (`?find=`).
 #[derive(Default)]
 struct Shown {
     new_token: Option<Value>,
     notice: Option<&'static str>,
     error: Option<String>,
+    find: Option<String>,
+}
+
+/// The datasets the form offers (see [`CHOICES_SHOWN`]): the boxes, how many datasets are
+/// published, and how many match the search.
+async fn choices(
+    state: &AppState,
+    find: Option<&str>,
+) -> Result<(Vec<Choice>, u64, u64), query::ApiError> {
+    let resolver = &state.resolver;
+    let total = resolver.dataset_count().await?;
+    let words = catalog_words(find)?;
+    let (rows, found) = if !words.is_empty() {
+        let paging = Paging::new(None, Some(CHOICES_SHOWN))?;
+        resolver
+            .find_datasets(paging, &words, &Scope::default())
+            .await?
+    } else if total <= CHOICES_SHOWN {
+        (resolver.catalog().await?, total)
+    } else {
+        (Vec::new(), 0)
+    };
+    let rows = rows
+        .into_iter()
+        .map(|d| Choice {
+            slug: d.slug,
+            title: d.title,
+        })
+        .collect();
+    Ok((rows, total, found))
 }
 
 async fn account_page(state: &AppState, visitor: &Visitor, shown: Shown) -> Response {
@@ -77,14 +113,13 @@ async fn account_page(state: &AppState, visitor: &Visitor, shown: Shown) -> Resp
         Ok(t) => t,
         Err(e) => return store_failed(e),
     };
-    let datasets: Vec<Choice> = match state.resolver.catalog().await {
-        Ok(rows) => rows
-            .into_iter()
-            .map(|d| Choice {
-                slug: d.slug,
-                title: d.title,
-            })
-            .collect(),
+    let mut error = shown.error;
+    let (datasets, total, found) = match choices(state, shown.find.as_deref()).await {
+        Ok(found) => found,
+        Err(e) if crate::http::error::status(&e).is_client_error() => {
+            error = Some(e.message());
+            (Vec::new(), 0, 0)
+        }
         Err(e) => {
             tracing::error!(error = %e, "site: the catalog cannot be read");
             return super::visitor::unavailable();
@@ -111,7 +146,7 @@ async fn account_page(state: &AppState, visitor: &Visitor, shown: Shown) -> Resp
             }
         })
         .collect();
-    let status = if shown.error.is_some() {
+    let status = if error.is_some() {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
@@ -130,15 +165,22 @@ async fn account_page(state: &AppState, visitor: &Visitor, shown: Shown) -> Resp
             lifetimes,
             new_token => shown.new_token,
             notice => shown.notice,
-            error => shown.error,
+            error,
+            find => shown.find,
+            many => total > CHOICES_SHOWN,
+            total,
+            found,
+            shown_most => CHOICES_SHOWN,
+            max_find => query::params::MAX_CATALOG_QUERY_CHARS,
         },
     )
 }
 
-/// `?revoked=1` after a revocation's redirect.
+/// `?revoked=1` after a revocation's redirect; `?find=words`, the datasets to offer.
 #[derive(Deserialize)]
 pub struct AccountQuery {
     revoked: Option<String>,
+    find: Option<String>,
 }
 
 /// `GET /account`: the list and the form; the token just minted (the flash cookie), once; or
@@ -152,7 +194,10 @@ pub async fn account(
     let Some(signed_in) = &visitor.signed_in else {
         return see_other("/login");
     };
-    let mut shown = Shown::default();
+    let mut shown = Shown {
+        find: q.find.filter(|f| !f.trim().is_empty()),
+        ..Shown::default()
+    };
     if q.revoked.is_some() {
         shown.notice = Some("The token was revoked.");
     }
@@ -201,7 +246,8 @@ fn set_flash(visitor: &Visitor, headers: &mut HeaderMap, value: &str, max_age: i
 }
 
 /// The token form as sent: `name`, `datasets` (`all` or `chosen`), `dataset` (repeated, the
-/// chosen slugs), `export` (present when ticked) and `lifetime`.
+/// chosen slugs), `dataset_slugs` (more slugs typed, separated by spaces or commas), `export`
+/// (present when ticked) and `lifetime`.
 #[derive(Default)]
 struct NewToken {
     name: String,
@@ -222,6 +268,12 @@ impl NewToken {
                 "name" => form.name = value,
                 "datasets" => form.chosen = value == "chosen",
                 "dataset" => form.datasets.push(value),
+                "dataset_slugs" => form.datasets.extend(
+                    value
+                        .split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|slug| !slug.is_empty())
+                        .map(str::to_string),
+                ),
                 "export" => form.export = true,
                 "lifetime" => form.lifetime = value,
                 _ => {}
@@ -406,5 +458,15 @@ mod tests {
             "read dataset:towns dataset:flights"
         );
         assert!(form(&[("datasets", "chosen")]).scope_text().is_err());
+        assert_eq!(
+            form(&[
+                ("datasets", "chosen"),
+                ("dataset", "towns"),
+                ("dataset_slugs", " flights, rivers  lakes,")
+            ])
+            .scope_text()
+            .unwrap(),
+            "read dataset:towns dataset:flights dataset:rivers dataset:lakes"
+        );
     }
 }

@@ -124,6 +124,7 @@ pub async fn show(
                     base_url => state.resolver.base_url(),
                     max_fetches => MAX_FETCHES,
                     leaflet => LEAFLET.path(),
+                    max_find => query::params::MAX_CATALOG_QUERY_CHARS,
                 },
             );
             response.headers_mut().insert(

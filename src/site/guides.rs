@@ -4,7 +4,7 @@
 //! `/datasets/{slug}/skill` ([`super::markdown`]). The guides' text comes from the guides service ([`crate::guides`]), which MCP's
 //! resources call too.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use minijinja::context;
@@ -13,7 +13,8 @@ use serde::Serialize;
 
 use super::pages::{message_page, page, read_failed};
 use super::visitor::Visitor;
-use crate::http::error::ApiError;
+use crate::guides::catalog::CatalogAsk;
+use crate::http::error::{ApiError, HttpError, status};
 use crate::http::url::encode;
 use crate::state::AppState;
 
@@ -46,12 +47,15 @@ struct HomeItem {
     records_url: String,
 }
 
+/// Datasets the home page lists: the most recently published; the catalog has the rest.
+const HOME_DATASETS: u64 = 20;
+
 /// `GET /`: what the service is, with links to everything.
 pub async fn home(State(state): State<AppState>, visitor: Visitor) -> Response {
     let site = state.public_url.trim_end_matches('/');
     let base_url = state.resolver.base_url();
-    let datasets = match state.resolver.catalog().await {
-        Ok(d) => d,
+    let (datasets, total) = match state.resolver.recent_datasets(0, HOME_DATASETS).await {
+        Ok(found) => found,
         Err(e) => return read_failed(e),
     };
     let items: Vec<HomeItem> = datasets
@@ -69,14 +73,22 @@ pub async fn home(State(state): State<AppState>, visitor: Visitor) -> Response {
         &visitor,
         StatusCode::OK,
         "home.html",
-        context! { datasets => Serde(&items), base_url },
+        context! { datasets => Serde(&items), base_url, total, more => total > HOME_DATASETS },
     )
 }
 
-/// `GET /catalog.md`.
-pub async fn catalog_md(State(state): State<AppState>) -> Response {
-    match state.guides.catalog().await {
+/// `GET /catalog.md` (`?page=`, `?q=`): a bad parameter is the API's 400 answer.
+pub async fn catalog_md(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Response {
+    let text = match CatalogAsk::read(pairs) {
+        Ok(ask) => state.guides.catalog(&ask).await,
+        Err(e) => Err(e),
+    };
+    match text {
         Ok(text) => markdown(text),
+        Err(e) if status(&e).is_client_error() => HttpError(e).into_response(),
         Err(e) => read_failed(e),
     }
 }
@@ -99,16 +111,43 @@ fn guide_page(
     )
 }
 
-/// `GET /catalog`: `catalog.md` for a browser.
-pub async fn catalog_page(State(state): State<AppState>, visitor: Visitor) -> Response {
+/// `GET /catalog` (`?page=`, `?q=`): `catalog.md` for a browser, with a search box; a bad
+/// parameter is a 400 page saying what is wrong.
+pub async fn catalog_page(
+    State(state): State<AppState>,
+    visitor: Visitor,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Response {
     let site = state.public_url.trim_end_matches('/');
-    match state.guides.catalog().await {
-        Ok(text) => guide_page(
-            &visitor,
-            site,
-            "Catalog",
-            &format!("{site}/catalog.md"),
-            &text,
+    let ask = CatalogAsk::read(pairs);
+    let text = match &ask {
+        Ok(ask) => state.guides.catalog(ask).await,
+        Err(e) => Err(e.clone()),
+    };
+    match text {
+        Ok(text) => {
+            let ask = ask.unwrap_or_default();
+            let markdown_url = format!("{site}/catalog.md{}", ask.at(ask.page));
+            let body = super::markdown::to_html(&text, site);
+            page(
+                &visitor,
+                StatusCode::OK,
+                "guide.html",
+                context! {
+                    title => "Catalog",
+                    markdown_url,
+                    body,
+                    catalog => true,
+                    search => ask.q.unwrap_or_default(),
+                    max_q => query::params::MAX_CATALOG_QUERY_CHARS,
+                },
+            )
+        }
+        Err(e) if status(&e).is_client_error() => message_page(
+            status(&e),
+            Some(&visitor),
+            "Not a catalog search",
+            &e.message(),
         ),
         Err(e) => read_failed(e),
     }

@@ -53,8 +53,10 @@ fn safe_link<'a>(url: CowStr<'a>, site: &str) -> CowStr<'a> {
     let Some(path) = url.strip_prefix(site) else {
         return url;
     };
-    if path == "/catalog.md" {
-        return CowStr::from(format!("{site}/catalog"));
+    if let Some(query) = path.strip_prefix("/catalog.md")
+        && (query.is_empty() || query.starts_with('?'))
+    {
+        return CowStr::from(format!("{site}/catalog{query}"));
     }
     match path.strip_suffix("/skill.md") {
         Some(dataset) if dataset.starts_with("/datasets/") => {

@@ -13,6 +13,7 @@ mod helpers;
 mod accessibility;
 mod account_page;
 mod browser;
+mod catalog_search;
 mod cli;
 mod cluster_run;
 mod compose;

@@ -1185,7 +1185,7 @@ fn close(a: &Value, b: f64) -> bool {
 }
 
 /// `GET /datasets?q=`: every word somewhere in the title, the description, a field's name or a
-/// field's description; the same through GraphQL.
+/// field's description, best match first; the same through GraphQL.
 async fn catalog_search(store: TestStore) {
     load_demo(&store).await;
     let token = api_token(&store).await;
@@ -1201,8 +1201,8 @@ async fn catalog_search(store: TestStore) {
         // A field's name, a field's description.
         ("dep_delay", &["flights"]),
         ("two-letter", &["flights"]),
-        // Every word, anywhere: both here, then in no one dataset.
-        ("demo%20slice", &["flights", "tw-scenic-spots"]),
+        // Every word, anywhere: both here (best match first), then in no one dataset.
+        ("demo%20slice", &["tw-scenic-spots", "flights"]),
         ("taiwan%20carrier", &[]),
         ("nothing-like-this", &[]),
     ];
@@ -1219,16 +1219,16 @@ async fn catalog_search(store: TestStore) {
         assert_eq!(slugs, *want, "{path}");
         assert_eq!(answer.body["total"], want.len(), "{path}");
     }
-    // Paging applies to the datasets found.
+    // Paging applies to the datasets found, in their order.
     let answer = get_with(
         &router,
-        "/api/v1/datasets?q=slice&per_page=1&page=2",
+        "/api/v1/datasets?q=demo%20slice&per_page=1&page=2",
         Some(&token),
         &[],
     )
     .await;
     assert_eq!(answer.body["total"], 2, "{}", answer.body);
-    assert_eq!(answer.body["datasets"][0]["slug"], "tw-scenic-spots");
+    assert_eq!(answer.body["datasets"][0]["slug"], "flights");
     // Refusals: too long, given twice.
     let long = format!("/api/v1/datasets?q={}", "a".repeat(501));
     for path in [long.as_str(), "/api/v1/datasets?q=a&q=b"] {

@@ -190,7 +190,12 @@ async fn graphql_fields_fail_alone(store: TestStore) {
 }
 
 /// One MCP tool call, as JSON-RPC over the streamable HTTP transport.
-async fn mcp_call(router: &axum::Router, token: &str, tool: &str, arguments: Value) -> Value {
+pub(crate) async fn mcp_call(
+    router: &axum::Router,
+    token: &str,
+    tool: &str,
+    arguments: Value,
+) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                       "params": {"name": tool, "arguments": arguments}});
     let request = crate::helpers::client::request(

@@ -5,6 +5,7 @@
 //! checked here, once, whichever front end the parameters came from.
 
 pub(crate) mod agg;
+pub(crate) mod catalog;
 pub(crate) mod export;
 pub(crate) mod filter;
 pub mod params;

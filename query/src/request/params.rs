@@ -20,6 +20,7 @@ pub const MAX_IDS: u64 = 1000;
 /// REST takes what GraphQL takes (a page past the end is still an empty page, not an error).
 pub const MAX_PAGE: u64 = i64::MAX as u64;
 
+pub use super::catalog::{MAX_CATALOG_QUERY_CHARS, catalog_words};
 pub use super::reserved::{AGG_PARAMETERS, EXPORT_PARAMETERS, RECORD_PARAMETERS};
 /// The most groups an answer may hold without `limit` (contract §12.2), and the largest
 /// `limit`: no request builds an unbounded answer.
@@ -445,26 +446,6 @@ pub fn split_list(value: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
-}
-
-/// The longest catalog search (`GET /datasets?q=`), in characters.
-pub const MAX_CATALOG_QUERY_CHARS: usize = 500;
-
-/// The words of a catalog search (`GET /datasets?q=`): lower-cased, split on white space. No
-/// words (an absent or blank `q`) lists every dataset.
-pub fn catalog_words(q: Option<&str>) -> Result<Vec<String>, ApiError> {
-    let Some(q) = q else {
-        return Ok(Vec::new());
-    };
-    if q.chars().count() > MAX_CATALOG_QUERY_CHARS {
-        return Err(ApiError::invalid(
-            "q",
-            format!(
-                "q is longer than {MAX_CATALOG_QUERY_CHARS} characters: search with fewer words."
-            ),
-        ));
-    }
-    Ok(q.split_whitespace().map(str::to_lowercase).collect())
 }
 
 /// Splits an `in` list of values (`carrier[in]=UA,AA`) on its commas, dropping empty items but

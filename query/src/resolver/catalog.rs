@@ -21,7 +21,7 @@ use crate::engine::store;
 use crate::error::ApiError;
 use crate::request::params::Paging;
 use crate::resolver::Resolver;
-use crate::scope::{Need, Scope};
+use crate::scope::Scope;
 
 /// An instant as the API writes it (RFC 3339, UTC).
 pub fn rfc3339(t: OffsetDateTime) -> String {
@@ -148,49 +148,39 @@ impl Resolver {
 
     /// `GET /datasets`: one page of the datasets, by slug; with search `words`
     /// ([`crate::params::catalog_words`]), only those where every word occurs somewhere in the
-    /// title, the description, a field's name or a field's description (case-insensitive
-    /// substrings, so scripts without spaces match inside words too). The catalog is small
-    /// (datasets, not records) and the schemas are kept per version, so the search reads the
-    /// catalog's rows once and looks at them here. A token whose `scope` names datasets sees
-    /// only those (contract §13.3), in the list and in its `total`.
+    /// title, the description, a field's name or a field's description, best match first
+    /// ([`Self::find_datasets`]). A token whose `scope` names datasets sees only those
+    /// (contract §13.3), in the list and in its `total`.
     pub async fn list_datasets(
         &self,
         paging: Paging,
         words: &[String],
         scope: &Scope,
     ) -> Result<DatasetList, ApiError> {
+        let (rows, total) = self.find_datasets(paging, words, scope).await?;
+        Ok(DatasetList {
+            datasets: rows.iter().map(|row| self.item(row)).collect(),
+            total,
+        })
+    }
+
+    /// One page of the datasets `scope` may read where every one of `words` occurs, ranked
+    /// by BM25 (ties by slug), and how many there are; without words, by slug. A search is
+    /// answered by the catalog's index held in this process ([`super::catalog_search`]), which
+    /// costs no store statement per dataset; the whole list of an unscoped token is paged by
+    /// the store.
+    pub async fn find_datasets(
+        &self,
+        paging: Paging,
+        words: &[String],
+        scope: &Scope,
+    ) -> Result<(Vec<dataset::Model>, u64), ApiError> {
         if !words.is_empty() || scope.datasets().is_some() {
-            let mut found = Vec::new();
-            for row in self.catalog().await? {
-                if !scope.allows(Need::Read, Some(&row.slug)) {
-                    continue;
-                }
-                if words.is_empty() {
-                    found.push(row);
-                    continue;
-                }
-                let schema = self.schema(&row).await?;
-                let mut text = format!("{}\n{}", row.title, row.description).to_lowercase();
-                for entry in schema.entries.iter().filter(|e| e.name != "_id") {
-                    text.push('\n');
-                    text.push_str(&entry.name.to_lowercase());
-                    if let Some(description) = &entry.description {
-                        text.push('\n');
-                        text.push_str(&description.to_lowercase());
-                    }
-                }
-                if words.iter().all(|word| text.contains(word.as_str())) {
-                    found.push(row);
-                }
-            }
-            let total = found.len() as u64;
-            let datasets = found
-                .iter()
-                .skip(usize::try_from(paging.offset()).unwrap_or(usize::MAX))
-                .take(paging.per_page as usize)
-                .map(|row| self.item(row))
-                .collect();
-            return Ok(DatasetList { datasets, total });
+            let index = self
+                .catalog_index
+                .current(&self.db, || self.datasets.epoch(), DATASET_FRESH_FOR)
+                .await?;
+            return Ok(index.search(words, scope, paging.offset(), paging.per_page));
         }
         let total = store::catalog::count(&self.db).await?;
         let rows = if paging.offset() >= total {
@@ -198,10 +188,37 @@ impl Resolver {
         } else {
             store::catalog::page(&self.db, paging.offset(), paging.per_page).await?
         };
-        Ok(DatasetList {
-            datasets: rows.iter().map(|row| self.item(row)).collect(),
-            total,
-        })
+        Ok((rows, total))
+    }
+
+    /// Loads the catalog search's index, or brings it up to date when older than
+    /// [`DATASET_FRESH_FOR`]: called in the background, so that the first search after start
+    /// (or after a harvest of imports) does not pay for the reading.
+    pub async fn refresh_catalog(&self) -> Result<(), ApiError> {
+        self.catalog_index
+            .current(&self.db, || self.datasets.epoch(), DATASET_FRESH_FOR)
+            .await
+            .map(drop)
+    }
+
+    /// How many datasets are published.
+    pub async fn dataset_count(&self) -> Result<u64, ApiError> {
+        store::catalog::count(&self.db).await
+    }
+
+    /// One page of every dataset, the most recently published first (ties by slug), and how
+    /// many there are: the order `catalog.md` and the home page list them in. From the
+    /// catalog's index ([`super::catalog_search`]), which the store holds no index for.
+    pub async fn recent_datasets(
+        &self,
+        offset: u64,
+        limit: u64,
+    ) -> Result<(Vec<dataset::Model>, u64), ApiError> {
+        let index = self
+            .catalog_index
+            .current(&self.db, || self.datasets.epoch(), DATASET_FRESH_FOR)
+            .await?;
+        Ok(index.recent(offset, limit))
     }
 
     /// Every published dataset, by slug: the catalog the guides list (`catalog.md`, the home

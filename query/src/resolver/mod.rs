@@ -6,6 +6,7 @@ pub(crate) mod agg;
 pub(crate) mod bodies;
 pub(crate) mod call;
 pub(crate) mod catalog;
+pub(crate) mod catalog_search;
 pub(crate) mod cursors;
 pub(crate) mod export;
 pub(crate) mod facets;
@@ -52,6 +53,8 @@ pub struct Resolver {
     /// Facets counted lately (see [`facets`]).
     kept_facets: facets::KeptFacets,
     datasets: catalog::Datasets,
+    /// The catalog search's index (see [`catalog_search`]).
+    catalog_index: catalog_search::CatalogIndex,
     memory: Arc<memory::Memory>,
     flights: Flights,
     exports: export::ExportCounters,
@@ -104,6 +107,7 @@ impl Resolver {
             orders: orders::Orders::default(),
             kept_facets: facets::KeptFacets::default(),
             datasets: catalog::Datasets::new(catalog),
+            catalog_index: catalog_search::CatalogIndex::default(),
             flights: Flights::default(),
             exports: export::ExportCounters::default(),
             memory: Arc::new(memory::Memory::new(memory::IndexPolicy::default(), files)),

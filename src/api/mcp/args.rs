@@ -121,7 +121,8 @@ fn conditions(
 #[serde(deny_unknown_fields)]
 pub struct ListDatasets {
     /// Words that must each occur in a dataset's title, description, field names or field
-    /// descriptions (case-insensitive; substrings, so Chinese words need no spaces).
+    /// descriptions (case-insensitive; substrings, so Chinese words need no spaces); the
+    /// matches come best first.
     #[schemars(length(max = MAX_CATALOG_QUERY_CHARS))]
     pub q: Option<String>,
     /// The page, from 1.

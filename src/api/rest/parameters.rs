@@ -275,7 +275,7 @@ impl IntoParams for DatasetsQuery {
             query_parameter(
                 "q",
                 format!(
-                    "Find datasets by words: each whitespace-separated word must occur in the title, the description, a field's name or a field's description, case-insensitively and as a substring (so words in scripts without spaces match inside text); at most {MAX_CATALOG_QUERY_CHARS} characters. Absent or blank: every dataset"
+                    "Find datasets by words: each whitespace-separated word must occur in the title, the description, a field's name or a field's description, case-insensitively and as a substring (so words in scripts without spaces match inside text); at most {MAX_CATALOG_QUERY_CHARS} characters and {MAX_SEARCH_TERMS} different words. The matches come best first (BM25, a word in the title counting three times; ties by slug), and total counts them. Absent or blank: every dataset, by slug"
                 ),
                 string().max_length(Some(MAX_CATALOG_QUERY_CHARS)),
             ),

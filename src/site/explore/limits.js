@@ -1,5 +1,8 @@
 // Every limit the explorer applies, written once; the page shows them from here.
 
+// Datasets the dataset list holds at once: the best matches of the words typed above it (the
+// first by slug before any), so the page never lists a whole catalog.
+export const DATASET_CHOICES = 20;
 // Records per page.
 export const PER_PAGE = 20;
 // Grouped statistics ask for this many groups at most (agg `limit`, contract §12.2), and the

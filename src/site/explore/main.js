@@ -3,7 +3,7 @@
 // table, filters, stats, map). It talks to the API only, with the short-lived token the page
 // carries, renewed in the background while the page is open.
 
-import { FACET_VALUES, MAX_COLUMNS, MAX_FACETS, PER_PAGE, TOP_GROUPS } from "./limits.js";
+import { DATASET_CHOICES, FACET_VALUES, MAX_COLUMNS, MAX_FACETS, PER_PAGE, TOP_GROUPS } from "./limits.js";
 import { curl, download, exportUrl, gql, keepTokenFresh, recordsUrl } from "./api.js";
 import { $, el, count, status } from "./format.js";
 import { facetQueries, fillRangeControls, renderChips, renderFacets } from "./filters.js";
@@ -27,19 +27,36 @@ hooks.changed = (push) => remember(push);
 hooks.refresh = () => refresh();
 hooks.copyButtons = copyButtons;
 
-async function loadDatasets() {
-  const data = await gql("{ datasets(perPage: 100) { total datasets { slug title recordCount } } }");
+// Fills the dataset list with the best matches of `words` (catalog search: every word in a
+// title, a description or a field), or the first datasets by slug; the dataset `keep` (the one
+// shown, or the one the address names) stays in the list.
+async function loadDatasets(words = "", keep = state.slug) {
+  const data = await gql(
+    `query Datasets($q: String) { datasets(q: $q, perPage: ${DATASET_CHOICES}) { total datasets { slug title recordCount } } }`,
+    { q: words || null },
+  );
+  const found = data.datasets.datasets;
+  if (keep && !found.some((d) => d.slug === keep)) {
+    const one = await gql("query One($slug: String!) { dataset(slug: $slug) { slug title recordCount } }", { slug: keep }).catch(() => null);
+    if (one && one.dataset) found.unshift(one.dataset);
+  }
   const select = $("dataset");
-  select.replaceChildren(el("option", "Pick a dataset…", { value: "" }));
-  for (const d of data.datasets.datasets) {
+  select.replaceChildren(el("option", words ? `${data.datasets.total} found…` : "Pick a dataset…", { value: "" }));
+  for (const d of found) {
     select.append(el("option", `${d.title} (${count.format(d.recordCount)})`, { value: d.slug }));
   }
-  status(data.datasets.total + " datasets.");
+  select.value = keep || "";
+  const total = data.datasets.total;
+  const listed = Math.min(total, DATASET_CHOICES);
+  status(words
+    ? `${total} datasets match “${words}”${total > listed ? `; the best ${listed} are listed` : ""}.`
+    : `${total} datasets${total > listed ? `; the first ${listed} are listed: find others by words` : ""}.`);
 }
 
 // Opens the view the address names (a shared link, the back button), or nothing.
 async function restore() {
   const slug = new URLSearchParams(location.search).get("dataset") || "";
+  if (slug && ![...$("dataset").options].some((o) => o.value === slug)) await loadDatasets($("dataset-find").value.trim(), slug);
   $("dataset").value = slug;
   if ($("dataset").value !== slug) {
     if (slug) status(`No dataset ${slug} here, or this account may not read it.`);
@@ -210,6 +227,17 @@ $("dataset").addEventListener("change", (e) => {
   history.pushState(null, "", location.pathname + (e.target.value ? "?dataset=" + encodeURIComponent(e.target.value) : ""));
   pickDataset(e.target.value, "").catch(fail);
 });
+let finding = null;
+$("dataset-find").addEventListener("input", (e) => {
+  clearTimeout(finding);
+  finding = setTimeout(() => loadDatasets(e.target.value.trim()).catch(fail), 250);
+});
+$("dataset-find").addEventListener("keydown", (e) => {
+  if (e.key === "Enter") {
+    clearTimeout(finding);
+    loadDatasets(e.target.value.trim()).catch(fail);
+  }
+});
 $("search").addEventListener("click", search);
 $("q").addEventListener("keydown", (e) => {
   if (e.key === "Enter") search();
@@ -229,6 +257,6 @@ window.addEventListener("popstate", () => restore().catch(fail));
 $("top-groups").textContent = `top ${TOP_GROUPS} groups`;
 copyButtons(document);
 keepTokenFresh();
-loadDatasets()
+loadDatasets("", new URLSearchParams(location.search).get("dataset") || "")
   .then(restore)
   .catch(fail);
