@@ -25,6 +25,7 @@ use super::schema::plan::{Cell, Plan};
 use super::{ImportError, RecordColumns, duplicate_error, duplicate_id_sql};
 
 mod binary;
+mod small;
 
 /// Strings compare byte-wise (`COLLATE "C"`, code-point order), as SQLite's default does, so
 /// both stores sort keywords identically whatever the database's locale.
@@ -60,23 +61,21 @@ pub async fn load(
         ],
         column_type,
     );
-    let [mut first_conn, mut second_conn, mut text_conn] = [
-        Unsynced::acquire(pool).await?,
+    let mut first_conn = Unsynced::acquire(pool).await?;
+    exec(
+        &mut *first_conn,
+        create_tables(version_id, &columns, keys_first),
+    )
+    .await?;
+    if keys_first {
+        let count = small::insert(&mut first_conn, version_id, plan, &names, batches).await?;
+        first_conn.release().await?;
+        return Ok(count);
+    }
+    let [mut second_conn, mut text_conn] = [
         Unsynced::acquire(pool).await?,
         Unsynced::acquire(pool).await?,
     ];
-    let mut create = format!(
-        "CREATE TABLE \"{records}\" ({}); \
-         CREATE TABLE \"{texts}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)",
-        columns.join(", ")
-    );
-    if keys_first {
-        for statement in key_statements(version_id) {
-            create.push_str("; ");
-            create.push_str(&statement);
-        }
-    }
-    exec(&mut *first_conn, create).await?;
 
     // Two records streams: each is one server backend parsing rows (the JSONB body and every
     // typed column), and with one that backend is the bottleneck of a large import while the
@@ -127,6 +126,23 @@ pub async fn load(
         conn.release().await?;
     }
     Ok(count)
+}
+
+/// The statements that create version `version_id`'s tables with their `columns`, and with
+/// `keys` their keys and indexes ([`key_statements`]), to run as one.
+fn create_tables(version_id: i64, columns: &[String], keys: bool) -> String {
+    let mut create = format!(
+        "CREATE TABLE \"{}\" ({}); \
+         CREATE TABLE \"{}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)",
+        records_table(version_id),
+        columns.join(", "),
+        text_table(version_id)
+    );
+    for statement in key_statements(version_id).into_iter().filter(|_| keys) {
+        create.push_str("; ");
+        create.push_str(&statement);
+    }
+    create
 }
 
 /// A session of the import's own whose commits do not wait for the disk (see the module's
