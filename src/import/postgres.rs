@@ -4,7 +4,7 @@
 //! `pg_trgm` GIN index, so substring search in any script avoids a scan.
 //!
 //! Every statement runs on a session of the import's own whose commits do not wait for the
-//! disk ([`Unsynced`]): a small import is a dozen commits, and waiting for each to be flushed
+//! disk ([`Unsynced`]): a small import is many commits, and waiting for each to be flushed
 //! cost more than the work. Nothing is lost by it: the version goes live in a commit that does
 //! wait, and PostgreSQL writes its log in order, so when that commit is on disk, so is
 //! everything the import wrote before it; a crash before it leaves a loading version that the

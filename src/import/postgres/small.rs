@@ -1,7 +1,7 @@
 //! A small load's rows as one `INSERT … SELECT FROM unnest(…)` a batch, each column bound as an
 //! array. sqlx writes each `COPY` message as a write of its own and sets no `TCP_NODELAY`, so
-//! over TCP every small write after the first waits for the server's delayed acknowledgement
-//! (40 ms); a bound statement is one write and one answer, whatever the batch holds.
+//! over TCP every small write after the first waits for the server's delayed acknowledgement;
+//! a bound statement is one write and one answer, whatever the batch holds.
 
 use entity::FieldType;
 use sqlx::AssertSqlSafe;
