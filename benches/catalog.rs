@@ -342,8 +342,8 @@ async fn serve(bin: &Path, store: &odqs::Store, dir: &Path, words: &mut Words) -
             .push(began.elapsed().as_secs_f64() * 1000.0);
         served.catalog_md_bytes = answer.body.len();
     }
-    served.rss_kb = status_kb(server.pid(), "VmRSS:");
-    served.peak_rss_kb = status_kb(server.pid(), "VmHWM:");
+    served.rss_kb = odqs::status_kb(server.pid(), "VmRSS:");
+    served.peak_rss_kb = odqs::peak_rss_kb(server.pid());
     server.stop();
     Ok(served)
 }
@@ -356,15 +356,6 @@ async fn timed_get(client: &load::Client, path: &str) -> Result<f64> {
         bail!("{path} answered {}: {}", answer.status, answer.snippet());
     }
     Ok(began.elapsed().as_secs_f64() * 1000.0)
-}
-
-/// A `/proc/<pid>/status` figure in KiB.
-fn status_kb(pid: u32, key: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(key))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// The `p`-th percentile (0–100) of `values`, by the nearest rank.

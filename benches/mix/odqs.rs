@@ -212,10 +212,15 @@ pub fn token(bin: &Path, database_url: &str) -> Result<String> {
 
 /// VmHWM (peak resident set) of a process, in KiB.
 pub fn peak_rss_kb(pid: u32) -> Option<u64> {
+    status_kb(pid, "VmHWM:")
+}
+
+/// A figure of `/proc/<pid>/status` given in KiB (`VmRSS:`, `VmHWM:`, …).
+pub fn status_kb(pid: u32, key: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .find_map(|line| line.strip_prefix(key))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
