@@ -378,3 +378,86 @@ fn dockerfile_sets_only_variables_odqs_reads() {
         }
     }
 }
+
+/// The files of the manifest's `[[bin]]`, `[[test]]` and `[[bench]]` targets: Cargo reads them
+/// all to load the manifest, so the image build needs each one in its context.
+fn manifest_target_files() -> Vec<String> {
+    let mut files = Vec::new();
+    let mut target: Option<(&str, Option<String>, Option<String>)> = None;
+    let flush = |t: Option<(&str, Option<String>, Option<String>)>, files: &mut Vec<String>| {
+        if let Some((kind, name, path)) = t {
+            let dir = if kind == "bench" { "benches" } else { "tests" };
+            files.push(path.unwrap_or_else(|| format!("{dir}/{}.rs", name.unwrap_or_default())));
+        }
+    };
+    for line in read("Cargo.toml").lines().map(str::trim) {
+        if line.starts_with('[') {
+            flush(target.take(), &mut files);
+            target = match line {
+                "[[bin]]" => Some(("bin", None, None)),
+                "[[test]]" => Some(("test", None, None)),
+                "[[bench]]" => Some(("bench", None, None)),
+                _ => None,
+            };
+        } else if let (Some(t), Some((key, value))) = (target.as_mut(), line.split_once('=')) {
+            let value = Some(value.trim().trim_matches('"').to_string());
+            match key.trim() {
+                "name" => t.1 = value,
+                "path" => t.2 = value,
+                _ => {}
+            }
+        }
+    }
+    flush(target, &mut files);
+    files
+}
+
+/// Whether `.dockerignore` leaves `path` in the build context: its last matching line wins, as
+/// in Docker. Only the pattern shapes the file uses are understood (a folder ending in `/`, a
+/// `**/` prefix, a `*.ext` suffix, an exact path); any other line fails the test.
+fn in_build_context(ignore: &str, path: &str) -> bool {
+    let mut kept = true;
+    for line in ignore.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (keep, pattern) = match line.strip_prefix('!') {
+            Some(p) => (true, p),
+            None => (false, line),
+        };
+        let matches = if let Some(dir) = pattern.strip_prefix("**/") {
+            let dir = dir.trim_end_matches('/');
+            path.split('/').any(|part| part == dir)
+        } else if let Some(ext) = pattern.strip_prefix('*') {
+            !ext.contains('*') && path.ends_with(ext)
+        } else if pattern.contains('*') {
+            panic!(".dockerignore line {line:?} is a pattern this test does not read");
+        } else if let Some(dir) = pattern.strip_suffix('/') {
+            path.starts_with(&format!("{dir}/"))
+        } else {
+            path == pattern || path.starts_with(&format!("{pattern}/"))
+        };
+        if matches {
+            kept = keep;
+        }
+    }
+    kept
+}
+
+#[test]
+fn the_image_build_context_holds_every_target_the_manifest_names() {
+    let ignore = read(".dockerignore");
+    let files = manifest_target_files();
+    assert!(files.iter().any(|f| f == "tests/api/main.rs"), "{files:?}");
+    assert!(files.iter().any(|f| f == "benches/mix.rs"), "{files:?}");
+    for file in &files {
+        assert!(repo_file(file).is_file(), "Cargo.toml names {file}, which does not exist");
+        assert!(
+            in_build_context(&ignore, file),
+            ".dockerignore leaves {file} out of the image build, and Cargo cannot load the \
+             manifest without it"
+        );
+    }
+    assert!(!in_build_context(&ignore, "benches/unlisted.rs"));
+    assert!(!in_build_context(&ignore, "target/debug/odqs"));
+}
