@@ -312,12 +312,19 @@ pub async fn build_indexes(
         ));
     }
     // Index builds are CPU-bound and independent: two sessions build two at a time.
-    let mut other = Unsynced::acquire(pool).await?;
+    let mut other = match statements.len() {
+        0 | 1 => None,
+        _ => Some(Unsynced::acquire(pool).await?),
+    };
     let (even, odd): (Vec<_>, Vec<_>) = statements
         .into_iter()
         .enumerate()
         .partition(|(i, _)| i % 2 == 0);
-    if let Err(error) = tokio::try_join!(run_all(&mut conn, even), run_all(&mut other, odd)) {
+    let built = match other.as_mut() {
+        Some(other) => tokio::try_join!(run_all(&mut conn, even), run_all(other, odd)).map(|_| ()),
+        None => run_all(&mut conn, even).await,
+    };
+    if let Err(error) = built {
         // A duplicated `_id` fails the unique index, and only then is it looked for, to name
         // both records: looking first would read the whole table once more, a large part of
         // the time the indexes take.
@@ -335,7 +342,9 @@ pub async fn build_indexes(
     let analyze = format!("ANALYZE \"{records}\"; ANALYZE \"{texts}\"");
     exec(&mut *conn, analyze).await?;
     conn.release().await?;
-    other.release().await?;
+    if let Some(other) = other {
+        other.release().await?;
+    }
     Ok(())
 }
 

@@ -11,9 +11,7 @@
 use std::fs::{File, TryLockError};
 use std::path::PathBuf;
 
-use sqlx::Postgres;
-use sqlx::pool::PoolConnection;
-
+use super::lock::StoreLock;
 use super::{Store, StoreError};
 
 /// The high half of a version's advisory-lock key ("odqv"); the low half is the version id.
@@ -24,7 +22,7 @@ const PG_KEY_BASE: i64 = 0x6f64_7176 << 32;
 pub enum Lease {
     /// The locked file, and where it is (removed when the lease ends normally).
     File(File, PathBuf),
-    Postgres(PoolConnection<Postgres>),
+    Postgres(StoreLock),
 }
 
 /// Whether an import holds version `version_id`.
@@ -55,16 +53,12 @@ impl Lease {
         if store.backend() != sea_orm::DatabaseBackend::Postgres {
             return Ok(None);
         }
-        let mut conn = store.db.get_postgres_connection_pool().acquire().await?;
         let id: i64 =
             sqlx::query_scalar("SELECT nextval(pg_get_serial_sequence('dataset_versions', 'id'))")
-                .fetch_one(&mut *conn)
+                .fetch_one(store.db.get_postgres_connection_pool())
                 .await?;
-        sqlx::query("SELECT pg_advisory_lock($1)")
-            .bind(pg_key(id))
-            .execute(&mut *conn)
-            .await?;
-        Ok(Some((id, Lease::Postgres(conn))))
+        let lock = StoreLock::acquire(store, pg_key(id)).await?;
+        Ok(Some((id, Lease::Postgres(lock))))
     }
 
     /// On SQLite, the hold on version `version_id`, whose row was just written: its lock file
@@ -91,10 +85,7 @@ impl Lease {
                 let _ = std::fs::remove_file(&path);
                 drop(file);
             }
-            Lease::Postgres(mut conn) => {
-                // Closing the session lets go of the lock even if the unlock fails.
-                conn.close_on_drop();
-            }
+            Lease::Postgres(lock) => lock.release().await,
         }
     }
 }

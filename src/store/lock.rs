@@ -12,24 +12,45 @@ pub const MIGRATIONS: i64 = 0x6f64_7173_6d69_6772;
 /// Advisory-lock key for loading the demo datasets ("odqsdemo").
 pub const DEMO: i64 = 0x6f64_7173_6465_6d6f;
 
-/// Held until dropped; dropping closes the connection, which releases the lock even if the
-/// explicit unlock never ran.
+/// Held until released or dropped. Released, the session unlocks and goes back to the pool (a
+/// new session costs a handshake); dropped without that (an error or a cancelled task on the
+/// way), it is closed, which lets go of the lock whatever else happened.
+#[derive(Debug)]
 pub struct StoreLock {
     conn: Option<PoolConnection<Postgres>>,
+    key: i64,
 }
 
 impl StoreLock {
     /// Waits for the lock `key`.
     pub async fn acquire(store: &Store, key: i64) -> Result<Self, StoreError> {
         if store.backend() != sea_orm::DatabaseBackend::Postgres {
-            return Ok(StoreLock { conn: None });
+            return Ok(StoreLock { conn: None, key });
         }
         let mut conn = store.db.get_postgres_connection_pool().acquire().await?;
         sqlx::query("SELECT pg_advisory_lock($1)")
             .bind(key)
             .execute(&mut *conn)
             .await?;
-        Ok(StoreLock { conn: Some(conn) })
+        Ok(StoreLock {
+            conn: Some(conn),
+            key,
+        })
+    }
+
+    /// Lets go of the lock and gives the session back to the pool; a session whose unlock
+    /// fails is closed instead.
+    pub async fn release(mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let unlocked: Result<bool, _> = sqlx::query_scalar("SELECT pg_advisory_unlock($1)")
+            .bind(self.key)
+            .fetch_one(&mut *conn)
+            .await;
+        if !matches!(unlocked, Ok(true)) {
+            drop(conn.detach());
+        }
     }
 }
 

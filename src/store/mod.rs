@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod gc;
 pub mod lease;
 pub mod lock;
+mod nodelay;
 pub mod pg_tls;
 pub mod url;
 
@@ -118,9 +119,18 @@ impl Store {
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(5))
-                    .connect_with(options.clone())
-                    .await
-                    .map_err(failed)?;
+                    .after_connect(|conn, _| Box::pin(nodelay::on_connect(conn)))
+                    .connect_lazy_with(options.clone());
+                // The sessions a command holds together (an import: its lease, its load, its
+                // transaction), opened at once rather than each when first needed: over TLS a
+                // handshake waits for two of the server's delayed acknowledgements (`nodelay`).
+                let (first, second, third) =
+                    tokio::join!(pool.acquire(), pool.acquire(), pool.acquire());
+                for opened in [first, second, third] {
+                    // Back in the pool before the command asks for one (a dropped session goes
+                    // back later, from a task of its own, and a new one would be opened).
+                    opened.map_err(failed)?.return_to_pool().await;
+                }
                 pg_tls::log_transport(&pool, &options).await;
                 sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(pool)
             }
@@ -148,6 +158,7 @@ impl Store {
             // already sent to it this long, until its check or a failed read marks it down,
             // so the time-out is short.
             .acquire_timeout(REPLICA_ACQUIRE_TIMEOUT)
+            .after_connect(|conn, _| Box::pin(nodelay::on_connect(conn)))
             .connect_lazy_with(options);
         Ok(sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(
             pool,
@@ -171,8 +182,9 @@ impl Store {
     /// Applies pending migrations. Several instances may start at once against one PostgreSQL
     /// database; the migration lock makes them take turns.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        let _guard = lock::StoreLock::acquire(self, lock::MIGRATIONS).await?;
+        let lock = lock::StoreLock::acquire(self, lock::MIGRATIONS).await?;
         migration::Migrator::up(&self.db, None).await?;
+        lock.release().await;
         Ok(())
     }
 

@@ -193,6 +193,26 @@ async fn encrypted(url: &str) -> Result<bool, String> {
     Ok(ssl)
 }
 
+/// Whether each TCP socket of this process connected to port `port` has `TCP_NODELAY`.
+fn nodelay_of_sockets_to(port: u16) -> Vec<bool> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        // SAFETY: borrowed for two socket calls; a descriptor closed meanwhile fails them.
+        let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let socket = socket2::SockRef::from(&borrowed);
+        let peer = socket.peer_addr().ok().and_then(|a| a.as_socket());
+        if peer.is_some_and(|a| a.port() == port)
+            && let Ok(nodelay) = socket.tcp_nodelay()
+        {
+            found.push(nodelay);
+        }
+    }
+    found
+}
+
 /// Removes the colour codes of a terminal log line.
 fn plain_text(text: &str) -> String {
     let mut out = String::new();
@@ -243,6 +263,18 @@ async fn sslmodes_against_a_local_server_with_its_own_authority() {
         "verify-full with the right authority (if this fails, see the server's log: the \
          certificate may not have been loaded)"
     );
+
+    // Every session over TLS writes without waiting for acknowledgements (src/store/nodelay.rs),
+    // the sessions opened at start among them.
+    let store = Store::connect(&StoreUrl::parse(&at("127.0.0.1", "sslmode=require")).unwrap())
+        .await
+        .unwrap();
+    let sockets = nodelay_of_sockets_to(server.cluster.port);
+    assert!(
+        sockets.len() >= 3 && sockets.iter().all(|&on| on),
+        "{sockets:?}"
+    );
+    store.db.get_postgres_connection_pool().close().await;
 
     // Refusals: clear, one line, without the password, naming the mode in effect.
     let refused = |result: Result<bool, String>, mode: &str, why: &str| {
