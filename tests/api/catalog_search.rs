@@ -462,6 +462,39 @@ async fn catalog_md_at_any_size(store: TestStore) {
         )
         .await;
     assert_eq!(forged.status, 403, "{}", forged.body);
+    mcp_guides_are_paged(&store).await;
+}
+
+/// MCP `resources/list` on [`MANY`] datasets: a page of guides as long as `catalog.md`'s, then
+/// the rest from its cursor; a cursor it did not give is refused.
+async fn mcp_guides_are_paged(store: &TestStore) {
+    let router = store.router();
+    let token = api_token(store).await;
+    let list =
+        |params: Value| crate::scopes::mcp_request(&router, &token, "resources/list", params);
+    let first = list(json!({})).await;
+    let per_page = odqs::guides::catalog::CATALOG_MD_PER_PAGE as usize;
+    let uris = |page: &Value| -> Vec<String> {
+        page["result"]["resources"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{page}"))
+            .iter()
+            .map(|r| r["uri"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut all = uris(&first);
+    assert_eq!(all.len(), per_page, "{first}");
+    let cursor = first["result"]["nextCursor"].clone();
+    assert!(cursor.is_string(), "{first}");
+    let second = list(json!({"cursor": cursor})).await;
+    assert!(second["result"].get("nextCursor").is_none(), "{second}");
+    all.extend(uris(&second));
+    let expected: Vec<String> = (0..MANY)
+        .map(|i| format!("http://odqs.test/datasets/many-{i:02}/skill.md"))
+        .collect();
+    assert_eq!(all, expected);
+    let refused = list(json!({"cursor": "not-a-cursor"})).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
 }
 
 both_stores!(

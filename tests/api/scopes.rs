@@ -196,8 +196,18 @@ pub(crate) async fn mcp_call(
     tool: &str,
     arguments: Value,
 ) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                      "params": {"name": tool, "arguments": arguments}});
+    let params = json!({"name": tool, "arguments": arguments});
+    mcp_request(router, token, "tools/call", params).await
+}
+
+/// One MCP request, as JSON-RPC over the streamable HTTP transport.
+pub(crate) async fn mcp_request(
+    router: &axum::Router,
+    token: &str,
+    method: &str,
+    params: Value,
+) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let request = crate::helpers::client::request(
         axum::http::Method::POST,
         "/api/v1/mcp",

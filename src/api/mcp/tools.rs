@@ -30,6 +30,7 @@ use super::args::{Aggregate, Describe, ExportRecords, GetRecord, ListDatasets, S
 use crate::auth::cost_gate::TokenGate;
 use crate::auth::http::gate::Authenticated;
 use crate::auth::token::Principal;
+use crate::guides::catalog::CATALOG_MD_PER_PAGE;
 use crate::guides::tools::NAMES;
 use crate::state::AppState;
 use crate::templates;
@@ -286,19 +287,38 @@ impl ServerHandler for Tools {
     }
 
     /// Each dataset's guide (`skill.md`), the per-dataset context an agent reads first: of the
-    /// datasets the token's scope may read.
+    /// datasets the token's scope may read, in the catalog's order, as many a page as
+    /// `catalog.md` lists ([`CATALOG_MD_PER_PAGE`]); `nextCursor` is where the next page starts.
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let Some(scope) = principal(&context).map(|p| p.scope) else {
             return Err(internal(ApiError::MissingToken));
         };
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().map_err(|_| {
+                ErrorData::invalid_params(
+                    format!(
+                        "The cursor {} is not one resources/list gave; start without one.",
+                        clip(&cursor)
+                    ),
+                    None,
+                )
+            })?,
+        };
+        let per_page = CATALOG_MD_PER_PAGE as usize;
         let datasets = self.state.resolver.catalog().await.map_err(internal)?;
-        let resources = datasets
+        let readable: Vec<_> = datasets
             .iter()
             .filter(|d| scope.allows(Need::Read, Some(&d.slug)))
+            .collect();
+        let resources = readable
+            .iter()
+            .skip(start)
+            .take(per_page)
             .map(|d| {
                 Resource::new(self.guide_uri(&d.slug), format!("{} guide", d.slug))
                     .with_title(format!("{} (skill.md)", d.title))
@@ -309,7 +329,10 @@ impl ServerHandler for Tools {
                     .with_mime_type("text/markdown")
             })
             .collect();
-        Ok(ListResourcesResult::with_all_items(resources))
+        let mut page = ListResourcesResult::with_all_items(resources);
+        let next = start.saturating_add(per_page);
+        page.next_cursor = (next < readable.len()).then(|| next.to_string());
+        Ok(page)
     }
 
     async fn read_resource(
