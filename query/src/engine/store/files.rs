@@ -4,7 +4,7 @@
 //! read-only and immutable (no locks, no WAL); the files opened last stay open, the others are
 //! closed as newer ones are opened.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,11 +32,13 @@ pub(crate) struct VersionFiles {
     open: Mutex<Open>,
 }
 
-/// The files open, by version, oldest opened first.
+/// The files open, by version, oldest opened first, and the versions found to have none.
 #[derive(Debug, Default)]
 struct Open {
     by_version: HashMap<i64, Arc<Opened>>,
     order: VecDeque<i64>,
+    /// Versions imported before version files: they never get one, so the disk is asked once.
+    in_store: HashSet<i64>,
 }
 
 /// One version file's readers: direct reads, and a pool for statements through sqlx, opened
@@ -89,11 +91,21 @@ impl VersionFiles {
     /// `None` when the version has no file of its own.
     fn opened(&self, version_id: i64) -> Option<Arc<Opened>> {
         let store_file = self.store_file.as_deref()?;
-        if let Some(found) = self.open_lock().by_version.get(&version_id) {
-            return Some(found.clone());
+        {
+            let open = self.open_lock();
+            if let Some(found) = open.by_version.get(&version_id) {
+                return Some(found.clone());
+            }
+            if open.in_store.contains(&version_id) {
+                return None;
+            }
         }
         let path = entity::record::version_file(store_file, version_id);
-        let direct = Arc::new(DirectSqlite::new(&path, true)?);
+        let Some(direct) = DirectSqlite::new(&path, true) else {
+            self.open_lock().in_store.insert(version_id);
+            return None;
+        };
+        let direct = Arc::new(direct);
         let opened = Arc::new(Opened {
             path,
             direct,
