@@ -451,7 +451,10 @@ fn the_image_build_context_holds_every_target_the_manifest_names() {
     assert!(files.iter().any(|f| f == "tests/api/main.rs"), "{files:?}");
     assert!(files.iter().any(|f| f == "benches/mix.rs"), "{files:?}");
     for file in &files {
-        assert!(repo_file(file).is_file(), "Cargo.toml names {file}, which does not exist");
+        assert!(
+            repo_file(file).is_file(),
+            "Cargo.toml names {file}, which does not exist"
+        );
         assert!(
             in_build_context(&ignore, file),
             ".dockerignore leaves {file} out of the image build, and Cargo cannot load the \
