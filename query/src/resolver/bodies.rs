@@ -200,6 +200,16 @@ impl Resolver {
             return Ok(Vec::new());
         }
         let reader = self.reader(schema.version_id).await;
+        if store::bodies::read_by_round_trip(&reader) {
+            let read = |positions: Vec<i64>| {
+                let reader = reader.clone();
+                async move { store::bodies::at_positions(None, &reader, schema, &positions).await }
+            };
+            return self
+                .body_reads
+                .read(schema.version_id, positions.to_vec(), read)
+                .await;
+        }
         let direct = self.direct(schema.version_id);
         store::bodies::at_positions(direct.as_deref(), &reader, schema, positions).await
     }

@@ -4,6 +4,7 @@
 
 pub(crate) mod agg;
 pub(crate) mod bodies;
+mod body_reads;
 pub(crate) mod call;
 pub(crate) mod catalog;
 pub(crate) mod catalog_search;
@@ -62,6 +63,8 @@ pub struct Resolver {
     files: Arc<VersionFiles>,
     /// Record bodies served lately, within a share of the index budget.
     bodies: bodies::Bodies,
+    /// Concurrent body reads of a version on PostgreSQL, joined ([`body_reads`]).
+    body_reads: body_reads::BodyReads<bodies::Stored>,
     /// The key cursors are signed with, read from the store once ([`cursors`]).
     cursor_key: tokio::sync::OnceCell<[u8; 32]>,
     /// The primary (`db`) and its read replicas: where the reads of records go.
@@ -112,6 +115,7 @@ impl Resolver {
             exports: export::ExportCounters::default(),
             memory: Arc::new(memory::Memory::new(memory::IndexPolicy::default(), files)),
             bodies: body_cache(memory::IndexPolicy::default()),
+            body_reads: body_reads::BodyReads::default(),
             cursor_key: tokio::sync::OnceCell::new(),
             reads: Arc::new(Replicas::new(db.clone(), Vec::new())),
             index_answers: Default::default(),

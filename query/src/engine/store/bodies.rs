@@ -62,8 +62,16 @@ pub(crate) async fn at_positions(
         .collect()
 }
 
+/// Whether a body read through `reader` is a round trip to a server (PostgreSQL), whose
+/// fixed cost joining concurrent reads into one statement saves; an SQLite file is read in
+/// this process.
+pub(crate) fn read_by_round_trip(reader: &Reader) -> bool {
+    reader.backend() == DatabaseBackend::Postgres
+}
+
 /// A record body as the store gives it (SQLite's text, PostgreSQL's JSONB read as a value), or
 /// as the body cache keeps it: already shaped, without a projection.
+#[derive(Clone)]
 pub(crate) enum Stored {
     Text(String),
     Value(Value),
