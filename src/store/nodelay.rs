@@ -44,10 +44,11 @@ fn set_on_local_port(port: u16) {
             .ok()
             .and_then(|a| a.as_socket())
             .map(|a| a.port());
-        if local_port == Some(port) && socket.r#type().ok() == Some(socket2::Type::STREAM) {
-            if let Err(e) = socket.set_tcp_nodelay(true) {
-                tracing::debug!(error = %e, fd, "cannot set TCP_NODELAY");
-            }
+        if local_port == Some(port)
+            && socket.r#type().ok() == Some(socket2::Type::STREAM)
+            && let Err(e) = socket.set_tcp_nodelay(true)
+        {
+            tracing::debug!(error = %e, fd, "cannot set TCP_NODELAY");
         }
     }
 }
