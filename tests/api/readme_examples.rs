@@ -135,6 +135,10 @@ const NOT_RUN: &[(&str, &str)] = &[
         "the benchmark: minutes of release-build load; run by hand (docs/benchmark.md)",
     ),
     (
+        "cargo bench --bench catalog",
+        "the catalog benchmark: thousands of imports in a release build; run by hand (docs/benchmark.md)",
+    ),
+    (
         "cargo build --release --bin odqs",
         "builds the release binary the flood script drives; the snippets run the binary under test",
     ),
@@ -394,6 +398,13 @@ fn run_script(script: &str, site: &str, store: &TestStore, dir: &Path) -> usize 
                         .unwrap_or_else(|e| panic!("{command}: a line is not JSON ({e}): {line}"));
                 }
             }
+            continue;
+        }
+        // A guide (`catalog.md`, `skill.md`) answers Markdown: 2xx and a page under its title.
+        if content_type.starts_with("text/markdown") {
+            let body = read("body");
+            assert!((200..300).contains(&code), "{command}: {code} {body}");
+            assert!(body.starts_with("# "), "{command}: {body}");
             continue;
         }
         let body: Value = serde_json::from_str(&read("body"))
