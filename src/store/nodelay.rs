@@ -1,8 +1,8 @@
 //! `TCP_NODELAY` on the store's PostgreSQL connections. sqlx sets none, and its TLS stream
 //! writes each TLS record with a write of its own: the second of two writes waits until the
 //! server acknowledges the first, and a server with nothing to answer yet (a statement longer
-//! than one record, 16 KiB, such as an import's batch) delays that acknowledgement by 40 ms
-//! on Linux. Once a connection is up, it asks the server which port it came from and sets the
+//! than one record, such as an import's batch) delays that acknowledgement (the wait is in
+//! docs/benchmark.md). Once a connection is up, it asks the server which port it came from and sets the
 //! option on this process's socket with that local port. The connection's own handshake still
 //! waits; every statement after it does not.
 
