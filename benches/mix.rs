@@ -56,10 +56,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    if let Err(error) = runtime.block_on(run(args)) {
-        eprintln!("bench: error: {error:#}");
-        std::process::exit(1);
-    }
+    odqs::exit_on_error(runtime.block_on(run(args)));
 }
 
 async fn run(args: Args) -> Result<()> {

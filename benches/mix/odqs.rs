@@ -183,6 +183,14 @@ pub fn import(
     })
 }
 
+/// Ends a bench whose run failed: the error with its causes, and exit status 1.
+pub fn exit_on_error(result: Result<()>) {
+    if let Err(error) = result {
+        eprintln!("bench: error: {error:#}");
+        std::process::exit(1);
+    }
+}
+
 /// `odqs token create`: the token it prints.
 pub fn token(bin: &Path, database_url: &str) -> Result<String> {
     let output = odqs(bin, database_url)
