@@ -395,7 +395,15 @@ async fn load(
     let loaded = match store.backend() {
         DatabaseBackend::Postgres => {
             let pool = store.db.get_postgres_connection_pool();
-            postgres::load(pool, version_id, plan, batches, small).await
+            postgres::load(
+                pool,
+                version_id,
+                plan,
+                batches,
+                small,
+                request.store_indexes,
+            )
+            .await
         }
         _ => {
             sqlite::load(
@@ -418,9 +426,7 @@ async fn load(
     match store.backend() {
         DatabaseBackend::Postgres => {
             let pool = store.db.get_postgres_connection_pool();
-            let keys_built = small;
-            postgres::build_indexes(pool, version_id, plan, request.store_indexes, keys_built)
-                .await?
+            postgres::build_indexes(pool, version_id, plan, request.store_indexes, small).await?
         }
         _ => {
             let pool = store.db.get_sqlite_connection_pool();
@@ -433,9 +439,8 @@ async fn load(
 }
 
 /// Stored bytes of a file small enough that its ids are checked in memory and, on PostgreSQL,
-/// its keys and indexes made with its tables: building an index after the load syncs it to
-/// disk, a fixed cost that dwarfs a small load, while keeping one up to date costs little for
-/// a few thousand rows. A compressed file counts eight times its size.
+/// its rows gathered in memory before its tables are made to fit them (`postgres::small`).
+/// A compressed file counts eight times its size.
 const SMALL_SOURCE_BYTES: u64 = 4 * MIB;
 
 /// Whether `source` is small ([`SMALL_SOURCE_BYTES`]).

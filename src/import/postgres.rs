@@ -1,7 +1,8 @@
 //! Bulk loading into PostgreSQL: `COPY … FROM STDIN` streams for the records (two, taking
 //! batches in turn, in the binary format: [`binary`]) and the text dictionary, side by side on
 //! their own connections; keys and indexes built after the load. The dictionary gets a
-//! `pg_trgm` GIN index, so substring search in any script avoids a scan.
+//! `pg_trgm` GIN index, so substring search in any script avoids a scan. A small load takes
+//! another way ([`small`]).
 //!
 //! Every statement runs on a session of the import's own whose commits do not wait for the
 //! disk ([`Unsynced`]): a small import is many commits, and waiting for each to be flushed
@@ -37,15 +38,16 @@ fn column_type(field_type: FieldType) -> &'static str {
     }
 }
 
-/// Creates the version's tables (with their keys and indexes when `keys_first`: a small
-/// load's, whose ids the reader checks) and streams every batch into them; returns the record
-/// count.
+/// Creates the version's tables and streams every batch into them; a `small` load's (whose ids
+/// the reader checks) is laid out as [`small`] says, with its indexes (ordered ones when the
+/// store's column indexes are asked for: `store_indexes`). Returns the record count.
 pub async fn load(
     pool: &PgPool,
     version_id: i64,
     plan: &Plan,
     mut batches: mpsc::Receiver<Batch>,
-    keys_first: bool,
+    small: bool,
+    store_indexes: bool,
 ) -> Result<u64, ImportError> {
     let records = records_table(version_id);
     let texts = text_table(version_id);
@@ -62,16 +64,19 @@ pub async fn load(
         column_type,
     );
     let mut first_conn = Unsynced::acquire(pool).await?;
-    exec(
-        &mut *first_conn,
-        create_tables(version_id, &columns, keys_first),
-    )
-    .await?;
-    if keys_first {
-        let count = small::insert(&mut first_conn, version_id, plan, &names, batches).await?;
+    if small {
+        let batches = small::gather(batches).await;
+        let create = small::create_tables(version_id, (&columns, &names), &batches);
+        exec(&mut *first_conn, create).await?;
+        let count = small::insert(&mut first_conn, version_id, plan, &names, &batches).await?;
+        let indexes = small::index_statements(version_id, store_indexes, &batches);
+        if !indexes.is_empty() {
+            exec(&mut *first_conn, indexes.join("; ")).await?;
+        }
         first_conn.release().await?;
         return Ok(count);
     }
+    exec(&mut *first_conn, create_tables(version_id, &columns)).await?;
     let [mut second_conn, mut text_conn] = [
         Unsynced::acquire(pool).await?,
         Unsynced::acquire(pool).await?,
@@ -128,21 +133,16 @@ pub async fn load(
     Ok(count)
 }
 
-/// The statements that create version `version_id`'s tables with their `columns`, and with
-/// `keys` their keys and indexes ([`key_statements`]), to run as one.
-fn create_tables(version_id: i64, columns: &[String], keys: bool) -> String {
-    let mut create = format!(
+/// The statements that create version `version_id`'s tables with their `columns`, to run as
+/// one.
+fn create_tables(version_id: i64, columns: &[String]) -> String {
+    format!(
         "CREATE TABLE \"{}\" ({}); \
          CREATE TABLE \"{}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)",
         records_table(version_id),
         columns.join(", "),
         text_table(version_id)
-    );
-    for statement in key_statements(version_id).into_iter().filter(|_| keys) {
-        create.push_str("; ");
-        create.push_str(&statement);
-    }
-    create
+    )
 }
 
 /// A session of the import's own whose commits do not wait for the disk (see the module's
@@ -282,24 +282,31 @@ fn key_statements(version_id: i64) -> Vec<String> {
         format!("ALTER TABLE \"{records}\" ADD PRIMARY KEY (\"pos\")"),
         format!("CREATE UNIQUE INDEX \"{records}_id\" ON \"{records}\" (\"_id\")"),
         format!("ALTER TABLE \"{texts}\" ADD PRIMARY KEY (\"tid\")"),
-        format!("CREATE INDEX \"{texts}_trgm\" ON \"{texts}\" USING gin (\"value\" gin_trgm_ops)"),
+        trigram_index(version_id),
     ]
 }
 
+/// The text dictionary's `pg_trgm` index: substring search in any script without a scan.
+fn trigram_index(version_id: i64) -> String {
+    let texts = text_table(version_id);
+    format!("CREATE INDEX \"{texts}_trgm\" ON \"{texts}\" USING gin (\"value\" gin_trgm_ops)")
+}
+
 /// The keys ([`key_statements`], naming a duplicate `_id` when the unique index fails) unless
-/// `keys_built` with the tables, with `columns` one `(column, pos)` index per typed column, and
-/// planner statistics.
+/// the load was `small` (whose indexes came with its tables), with `columns` one
+/// `(column, pos)` index per typed column, and planner statistics unless `small` without
+/// `columns`: autovacuum gathers a small table's soon after, and until then the planner takes
+/// its size from its pages, all it needs where it has no column index to choose.
 pub async fn build_indexes(
     pool: &PgPool,
     version_id: i64,
     plan: &Plan,
     columns: bool,
-    keys_built: bool,
+    small: bool,
 ) -> Result<(), ImportError> {
     let records = records_table(version_id);
     let texts = text_table(version_id);
-    let mut conn = Unsynced::acquire(pool).await?;
-    let mut statements = if keys_built {
+    let mut statements = if small {
         Vec::new()
     } else {
         key_statements(version_id)
@@ -311,6 +318,10 @@ pub async fn build_indexes(
             "CREATE INDEX \"{index}\" ON \"{records}\" (\"{column}\", \"pos\")"
         ));
     }
+    if statements.is_empty() {
+        return Ok(());
+    }
+    let mut conn = Unsynced::acquire(pool).await?;
     // Index builds are CPU-bound and independent: two sessions build two at a time.
     let mut other = match statements.len() {
         0 | 1 => None,
@@ -339,8 +350,10 @@ pub async fn build_indexes(
         }
         return Err(error.into());
     }
-    let analyze = format!("ANALYZE \"{records}\"; ANALYZE \"{texts}\"");
-    exec(&mut *conn, analyze).await?;
+    if !small || columns {
+        let analyze = format!("ANALYZE \"{records}\"; ANALYZE \"{texts}\"");
+        exec(&mut *conn, analyze).await?;
+    }
     conn.release().await?;
     if let Some(other) = other {
         other.release().await?;

@@ -172,7 +172,7 @@ async fn queries_use_indexes(store: TestStore) {
     }
 }
 
-/// Without `--store-indexes` the store keeps its primary key and the `_id` index only, and the
+/// Without `--store-indexes` the store keeps its `pos` and `_id` indexes only, and the
 /// store path (in-memory indexes off) answers exactly as it does with the column indexes,
 /// where a sorted page walks its sort column's index.
 async fn without_column_indexes_the_store_answers_alike(store: TestStore) {
@@ -223,7 +223,7 @@ async fn without_column_indexes_the_store_answers_alike(store: TestStore) {
     let without: Vec<&str> = indexes[1].iter().map(String::as_str).collect();
     let want: &[&str] = match store.kind {
         Kind::Sqlite => &["_id"],
-        Kind::Postgres => &["_id", "_pkey"],
+        Kind::Postgres => &["_id", "_pos"],
     };
     assert_eq!(without, want);
     assert!(indexes[0].len() >= without.len() + 4, "{:?}", indexes[0]);

@@ -158,3 +158,88 @@ both_stores!(a_killed_import_leaves_nothing_behind);
 async fn versions_are_files_of_their_own_on_sqlite() {
     versions_are_files_of_their_own(TestStore::new(Kind::Sqlite).await).await
 }
+
+/// A small file on PostgreSQL: its tables have no TOAST table when every row fits a page, no
+/// index when they fit a few pages, and hash indexes, not B-trees (whose builds are synced to
+/// disk), when they are larger; a small file with a value larger than a page (a long text, so
+/// in both tables) still loads, with TOAST. All answer their records by id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_loads_on_postgres_build_no_b_tree() {
+    let store = TestStore::new(Kind::Postgres).await;
+    let long = "x".repeat(20_000);
+    let mut larger = String::from("id,name\n");
+    for i in 1..=3000 {
+        larger.push_str(&format!("{i},the name of record {i}\n"));
+    }
+    let files = [
+        ("tiny", "id,name\n1,a\n2,b\n".to_string()),
+        ("long", format!("id,name\n1,a\n2,{long}\n")),
+        ("larger", larger),
+    ];
+    for (slug, csv) in &files {
+        let path = write_file(&store, &format!("{slug}.csv"), csv.as_bytes());
+        import_file(&store, &path, slug, None, Some("id"))
+            .await
+            .unwrap();
+    }
+    let router = store.router_with(query::memory::IndexPolicy::OFF);
+    let token = crate::helpers::api_token(&store).await;
+    let no_index = || None;
+    for (slug, toast, [records_methods, texts_methods], name) in [
+        ("tiny", false, [no_index(), no_index()], "b".to_string()),
+        ("long", true, [no_index(), no_index()], long.clone()),
+        (
+            "larger",
+            false,
+            [Some("hash".to_string()), Some("gin,hash".to_string())],
+            "the name of record 2".to_string(),
+        ),
+    ] {
+        let version = find_dataset(&store.store, slug)
+            .await
+            .unwrap()
+            .unwrap()
+            .version_id;
+        let records = entity::record::records_table(version);
+        let texts = entity::record::text_table(version);
+        let sql = format!(
+            "SELECT c.relname, c.reltoastrelid <> 0 AS toast, \
+             (SELECT string_agg(DISTINCT am.amname, ',') FROM pg_index i \
+              JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam \
+              WHERE i.indrelid = c.oid) AS methods \
+             FROM pg_class c WHERE c.relname IN ('{records}', '{texts}') ORDER BY c.relname"
+        );
+        let rows = store
+            .store
+            .db
+            .query_all_raw(Statement::from_string(store.store.backend(), sql))
+            .await
+            .unwrap();
+        let found: Vec<(String, bool, Option<String>)> = rows
+            .iter()
+            .map(|row| {
+                (
+                    row.try_get::<String>("", "relname").unwrap(),
+                    row.try_get::<bool>("", "toast").unwrap(),
+                    row.try_get::<Option<String>>("", "methods").unwrap(),
+                )
+            })
+            .collect();
+        let text_toast = toast && slug == "long";
+        assert_eq!(
+            found,
+            [
+                (records.clone(), toast, records_methods),
+                (texts, text_toast, texts_methods),
+            ],
+            "{slug}"
+        );
+        let path = format!("/api/v1/datasets/{slug}/records/2");
+        let answer = crate::helpers::get_with(&router, &path, Some(&token), &[]).await;
+        assert_eq!(answer.status, 200, "{path}: {}", answer.body);
+        assert_eq!(answer.body["name"], name.as_str(), "{slug}");
+        let search = format!("/api/v1/datasets/{slug}/records?q=me%20of%20record%202&per_page=1");
+        let answer = crate::helpers::get_with(&router, &search, Some(&token), &[]).await;
+        assert_eq!(answer.status, 200, "{search}: {}", answer.body);
+    }
+}

@@ -1,7 +1,19 @@
-//! A small load's rows as one `INSERT … SELECT FROM unnest(…)` a batch, each column bound as an
-//! array. sqlx writes each `COPY` message as a write of its own and sets no `TCP_NODELAY`, so
-//! over TCP every small write after the first waits for the server's delayed acknowledgement;
-//! a bound statement is one write and one answer, whatever the batch holds.
+//! A small load: its batches gathered in memory, then tables that fit what they hold, the rows
+//! as one `INSERT … SELECT FROM unnest(…)` a batch (each column bound as an array), and hash
+//! and trigram indexes built after on a table of more than a few pages (B-tree keys when the
+//! store is to answer sorts itself).
+//!
+//! Why this layout: PostgreSQL writes a B-tree (a key, a unique index, a TOAST table's index)
+//! past its buffers and syncs it to disk as it is built, a fixed cost per index that dwarfs a
+//! small load; hash and GIN indexes are built through the buffers and synced with the rest.
+//! A table whose every row fits a page needs no TOAST table, so when the gathered rows all do,
+//! the columns are stored plain and none is made. Ids need no unique index either: the reader
+//! has checked a small file's ids. A table this small is read whole in less time than an
+//! ordered index would save, so order comes from sorting it.
+//!
+//! The rows go as bound statements, not `COPY`: sqlx writes each `COPY` message as a write of
+//! its own, and over TCP a small write after the first may wait for the server's delayed
+//! acknowledgement; a bound statement is one write and one answer, whatever the batch holds.
 
 use entity::FieldType;
 use sqlx::AssertSqlSafe;
@@ -9,17 +21,157 @@ use sqlx::postgres::PgConnection;
 use tokio::sync::mpsc;
 
 use super::super::pipeline::Batch;
-use super::super::schema::plan::{Cell, Plan};
+use super::super::schema::plan::{Cell, Plan, Row};
 use super::ImportError;
 
-/// Inserts every batch into version `version_id`'s tables (the columns `names`, in the order
+/// Every batch the reader sends, once it has sent the last (or failed: its error is reported
+/// by the caller, and the rows gathered until then are loaded into a version that is dropped).
+pub async fn gather(mut batches: mpsc::Receiver<Batch>) -> Vec<Batch> {
+    let mut gathered = Vec::new();
+    while let Some(batch) = batches.recv().await {
+        gathered.push(batch);
+    }
+    gathered
+}
+
+/// A heap row's size limit, with room for the tuple's header: PostgreSQL's pages hold rows of
+/// at most 8,160 bytes, and a row with no TOAST table to spill to must fit one.
+const PLAIN_ROW_BYTES: usize = 8_000;
+
+/// A body's JSONB form against its JSON text at most: every element's entry takes four bytes,
+/// and a number two to eight more, where the text may spend two.
+const JSONB_GROWTH: usize = 4;
+
+/// The statements that create version `version_id`'s tables with their `columns` (the
+/// `RecordColumns` definitions and `names`, `pos` first): each with plain storage, and so no
+/// TOAST table, when every row `batches` hold fits a page ([`PLAIN_ROW_BYTES`]).
+pub fn create_tables(
+    version_id: i64,
+    (definitions, names): (&[String], &[String]),
+    batches: &[Batch],
+) -> String {
+    let records = entity::record::records_table(version_id);
+    let texts = entity::record::text_table(version_id);
+    let record_columns: Vec<(&str, &str)> = definitions[1..]
+        .iter()
+        .zip(&names[1..])
+        .map(|(d, n)| (d.as_str(), n.as_str()))
+        .collect();
+    let text_columns = [("\"value\" text NOT NULL", "\"value\"")];
+    [
+        create_table(
+            &records,
+            &definitions[0],
+            &record_columns,
+            records_fit(batches),
+        ),
+        create_table(
+            &texts,
+            "\"tid\" bigint NOT NULL",
+            &text_columns,
+            texts_fit(batches),
+        ),
+    ]
+    .join("; ")
+}
+
+/// `CREATE TABLE` with its fixed-size `key` column, then an `ALTER TABLE` that adds the
+/// `others` (definition, quoted name), each set to plain storage when `plain`: PostgreSQL 15
+/// takes no storage in `CREATE TABLE`, and decides whether a table needs TOAST at the end of
+/// each statement.
+fn create_table(table: &str, key: &str, others: &[(&str, &str)], plain: bool) -> String {
+    let added: Vec<String> = others
+        .iter()
+        .map(|(definition, name)| match plain {
+            true => format!("ADD COLUMN {definition}, ALTER COLUMN {name} SET STORAGE PLAIN"),
+            false => format!("ADD COLUMN {definition}"),
+        })
+        .collect();
+    format!(
+        "CREATE TABLE \"{table}\" ({key}); ALTER TABLE \"{table}\" {}",
+        added.join(", ")
+    )
+}
+
+/// Whether every record row fits a page, its body counted at its largest JSONB size.
+fn records_fit(batches: &[Batch]) -> bool {
+    batches.iter().flat_map(|b| &b.rows).all(|row| {
+        let cells: usize = row.cells.iter().map(cell_bytes).sum();
+        row.doc.len() * JSONB_GROWTH + row.id.len() + cells + 8 * (3 + row.cells.len())
+            <= PLAIN_ROW_BYTES
+    })
+}
+
+/// Whether every text-dictionary row fits a page.
+fn texts_fit(batches: &[Batch]) -> bool {
+    batches
+        .iter()
+        .flat_map(|b| &b.texts)
+        .all(|(_, text)| text.len() + 16 <= PLAIN_ROW_BYTES)
+}
+
+/// A cell's bytes in a row, with its length header.
+fn cell_bytes(cell: &Cell) -> usize {
+    match cell {
+        Cell::Str(s) | Cell::Text(s) => s.len() + 4,
+        _ => 8,
+    }
+}
+
+/// Bytes of a table below which it has no index: it fits a few pages, which a scan reads in
+/// less time than an index is descended, and the planner scans a table that small anyway.
+const INDEXED_BYTES: usize = 64 * 1024;
+
+/// The indexes of a small version, built once its rows are in: when the store is to answer
+/// sorts itself (`ordered`: its column indexes were asked for), the B-tree keys of a large
+/// load, since the `_id` key is also the id field's sort index; else, for each table larger
+/// than [`INDEXED_BYTES`], hash indexes on `pos` and `_id`, or on `tid` with the text
+/// dictionary's trigram index.
+pub fn index_statements(version_id: i64, ordered: bool, batches: &[Batch]) -> Vec<String> {
+    if ordered {
+        return super::key_statements(version_id);
+    }
+    let records = entity::record::records_table(version_id);
+    let texts = entity::record::text_table(version_id);
+    // `records_v{N}_id`, as a large load names its `_id` index.
+    let hash = |table: &str, column: &str| {
+        let name = column.trim_start_matches('_');
+        format!("CREATE INDEX \"{table}_{name}\" ON \"{table}\" USING hash (\"{column}\")")
+    };
+    let mut statements = Vec::new();
+    if records_bytes(batches) > INDEXED_BYTES {
+        statements.extend([hash(&records, "pos"), hash(&records, "_id")]);
+    }
+    if texts_bytes(batches) > INDEXED_BYTES {
+        statements.extend([hash(&texts, "tid"), super::trigram_index(version_id)]);
+    }
+    statements
+}
+
+/// The record rows' bytes, about.
+fn records_bytes(batches: &[Batch]) -> usize {
+    let row =
+        |row: &Row| row.doc.len() + row.id.len() + row.cells.iter().map(cell_bytes).sum::<usize>();
+    batches.iter().flat_map(|b| &b.rows).map(row).sum()
+}
+
+/// The text dictionary's bytes, about.
+fn texts_bytes(batches: &[Batch]) -> usize {
+    batches
+        .iter()
+        .flat_map(|b| &b.texts)
+        .map(|(_, text)| text.len() + 8)
+        .sum()
+}
+
+/// Inserts `batches` into version `version_id`'s tables (the columns `names`, in the order
 /// rows carry their cells); returns the number of records.
 pub async fn insert(
     conn: &mut PgConnection,
     version_id: i64,
     plan: &Plan,
     names: &[String],
-    mut batches: mpsc::Receiver<Batch>,
+    batches: &[Batch],
 ) -> Result<u64, ImportError> {
     let types: Vec<FieldType> = plan.columns().map(|f| f.field_type).collect();
     let records = records_statement(version_id, names, &types);
@@ -28,7 +180,7 @@ pub async fn insert(
         entity::record::text_table(version_id)
     );
     let mut count = 0;
-    while let Some(batch) = batches.recv().await {
+    for batch in batches {
         count += batch.rows.len() as u64;
         let mut statement = sqlx::query(AssertSqlSafe(records.clone()))
             .bind(batch.rows.iter().map(|r| r.pos).collect::<Vec<i64>>())
@@ -120,5 +272,54 @@ fn string(cell: &Cell) -> Option<&str> {
     match cell {
         Cell::Str(s) | Cell::Text(s) => Some(s.as_str()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(doc_bytes: usize, text_bytes: usize) -> Batch {
+        Batch {
+            rows: vec![Row {
+                pos: 1,
+                id: "1".into(),
+                doc: format!("{{\"_id\":\"1\",\"t\":\"{}\"}}", "x".repeat(doc_bytes)),
+                packed: false,
+                cells: vec![Cell::Num(1.0)],
+            }],
+            texts: vec![(1, "y".repeat(text_bytes))],
+        }
+    }
+
+    #[test]
+    fn tables_are_plain_only_when_every_row_fits_a_page() {
+        let columns = (
+            &[
+                "\"pos\" bigint NOT NULL".to_string(),
+                "\"_id\" text NOT NULL".to_string(),
+            ][..],
+            &["\"pos\"".to_string(), "\"_id\"".to_string()][..],
+        );
+        let plain = create_tables(7, columns, &[batch(100, 100)]);
+        assert_eq!(plain.matches("SET STORAGE PLAIN").count(), 2, "{plain}");
+        assert!(
+            plain.contains("ALTER COLUMN \"_id\" SET STORAGE PLAIN"),
+            "{plain}"
+        );
+        let long_body = create_tables(7, columns, &[batch(100, 100), batch(2_000, 100)]);
+        assert_eq!(
+            long_body.matches("SET STORAGE PLAIN").count(),
+            1,
+            "{long_body}"
+        );
+        assert!(long_body.contains("ALTER COLUMN \"value\" SET STORAGE PLAIN"));
+        let long_text = create_tables(7, columns, &[batch(100, 9_000)]);
+        assert_eq!(
+            long_text.matches("SET STORAGE PLAIN").count(),
+            1,
+            "{long_text}"
+        );
+        assert!(long_text.contains("ALTER COLUMN \"_id\" SET STORAGE PLAIN"));
     }
 }
