@@ -284,16 +284,20 @@ pub(crate) async fn healthz() -> impl IntoResponse {
     Json(json!({"status": "ok"}))
 }
 
-/// Store reachable, and not shutting down (a load balancer stops sending new requests).
+/// Store reachable, the catalog search's index loaded (waited for when it is not: a search
+/// would wait for it), and not shutting down (a load balancer stops sending new requests).
 #[utoipa::path(get, path = "/readyz", tag = "operations", operation_id = "readyz",
     responses(
         (status = 200, description = "The store answers", body = Health),
-        (status = 503, description = "`unavailable`: the store cannot be reached, or the process is shutting down", body = ErrorBody),
+        (status = 503, description = "`unavailable`: the store cannot be reached, the catalog search's index cannot be loaded, or the process is shutting down", body = ErrorBody),
     ),
     security(())
 )]
 pub(crate) async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     if state.draining.load(Ordering::SeqCst) {
+        return HttpError(ApiError::Unavailable).into_response();
+    }
+    if !state.resolver.catalog_loaded() && state.resolver.refresh_catalog().await.is_err() {
         return HttpError(ApiError::Unavailable).into_response();
     }
     if state.store.ping().await {

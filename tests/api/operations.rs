@@ -20,6 +20,22 @@ async fn health_and_readiness(store: TestStore) {
 
 both_stores!(health_and_readiness);
 
+/// An instance says it is ready only once its catalog search's index is loaded, so the first
+/// search a load balancer sends it does not wait for the whole catalog to be read.
+async fn readiness_waits_for_the_catalog_search(store: TestStore) {
+    let path = crate::helpers::write_file(&store, "towns.csv", b"code,name\nT1,Ayr\nT2,Elgin\n");
+    crate::helpers::import_file(&store, &path, "towns", None, Some("code"))
+        .await
+        .unwrap();
+    let state = store.state_with(query::memory::IndexPolicy::OFF);
+    assert!(!state.resolver.catalog_loaded());
+    let router = odqs::app::router(state.clone());
+    assert_eq!(get_json(&router, "/readyz").await.0, 200);
+    assert!(state.resolver.catalog_loaded());
+}
+
+both_stores!(readiness_waits_for_the_catalog_search);
+
 /// When PostgreSQL stops accepting connections, `/readyz` says 503 `unavailable` (and the
 /// process lives on); when it comes back, the pool reconnects by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

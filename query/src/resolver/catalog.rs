@@ -201,6 +201,12 @@ impl Resolver {
             .map(drop)
     }
 
+    /// Whether the catalog search's index has been loaded, so that no search waits for the
+    /// reading of the whole catalog: an instance is not ready before (`/readyz`).
+    pub fn catalog_loaded(&self) -> bool {
+        self.catalog_index.loaded()
+    }
+
     /// How many datasets are published.
     pub async fn dataset_count(&self) -> Result<u64, ApiError> {
         store::catalog::count(&self.db).await

@@ -18,6 +18,7 @@
 //! ids of all when some were removed.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
 
@@ -314,9 +315,16 @@ pub(super) struct CatalogIndex {
     held: RwLock<Option<Checked>>,
     /// One refresh at a time; others wait for it and use its result.
     refreshing: tokio::sync::Mutex<()>,
+    /// Set once the index has been read from the store: `held` is empty during each refresh.
+    loaded: AtomicBool,
 }
 
 impl CatalogIndex {
+    /// Whether the index has been read from the store once, so a search need not wait for it.
+    pub(super) fn loaded(&self) -> bool {
+        self.loaded.load(Ordering::Acquire)
+    }
+
     /// The index if checked within `fresh_for` and at `epoch`.
     fn fresh(&self, epoch: u64, fresh_for: std::time::Duration) -> Option<Arc<CatalogText>> {
         let held = self.held.read().expect("catalog index lock");
@@ -354,6 +362,7 @@ impl CatalogIndex {
             at: Instant::now(),
             epoch: at_epoch,
         });
+        self.loaded.store(true, Ordering::Release);
         Ok(text)
     }
 }
