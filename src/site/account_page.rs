@@ -59,28 +59,33 @@ struct TokenRow {
 /// best matches of the page's dataset search (`?find=`), beside a text box of slugs.
 const CHOICES_SHOWN: u64 = 20;
 
-/// A dataset the form offers to choose.
+/// A dataset the form offers to choose: ticked when the form sent back ticked it.
 #[derive(Serialize)]
 struct Choice {
     slug: String,
     title: String,
+    ticked: bool,
 }
 
-/// What the page shows beside the list: a token just minted, a notice, or a form error; and
-/// the dataset search asked for (`?find=`).
+/// What the page shows beside the list: a token just minted, a notice, or a form error; the
+/// dataset search asked for (`?find=`, or the form's Find button); and the form as it was sent
+/// back (a search or an error), so nothing typed is lost.
 #[derive(Default)]
 struct Shown {
     new_token: Option<Value>,
     notice: Option<&'static str>,
     error: Option<String>,
     find: Option<String>,
+    form: Option<NewToken>,
 }
 
-/// The datasets the form offers (see [`CHOICES_SHOWN`]): the boxes, how many datasets are
-/// published, and how many match the search.
+/// The datasets the form offers (see [`CHOICES_SHOWN`]): the boxes (those `ticked` in the form
+/// sent back first, still ticked), how many datasets are published, and how many match the
+/// search.
 async fn choices(
     state: &AppState,
     find: Option<&str>,
+    ticked: &[String],
 ) -> Result<(Vec<Choice>, u64, u64), query::ApiError> {
     let resolver = &state.resolver;
     let total = resolver.dataset_count().await?;
@@ -95,14 +100,22 @@ async fn choices(
     } else {
         (Vec::new(), 0)
     };
-    let rows = rows
-        .into_iter()
-        .map(|d| Choice {
-            slug: d.slug,
-            title: d.title,
+    // Ticked boxes the search no longer finds stay, first; the rest keep their order.
+    let mut boxes: Vec<Choice> = ticked
+        .iter()
+        .filter(|slug| !rows.iter().any(|d| &d.slug == *slug))
+        .map(|slug| Choice {
+            slug: slug.clone(),
+            title: String::new(),
+            ticked: true,
         })
         .collect();
-    Ok((rows, total, found))
+    boxes.extend(rows.into_iter().map(|d| Choice {
+        ticked: ticked.contains(&d.slug),
+        slug: d.slug,
+        title: d.title,
+    }));
+    Ok((boxes, total, found))
 }
 
 async fn account_page(state: &AppState, visitor: &Visitor, shown: Shown) -> Response {
@@ -114,7 +127,8 @@ async fn account_page(state: &AppState, visitor: &Visitor, shown: Shown) -> Resp
         Err(e) => return store_failed(e),
     };
     let mut error = shown.error;
-    let (datasets, total, found) = match choices(state, shown.find.as_deref()).await {
+    let ticked = shown.form.as_ref().map_or(&[][..], |f| &f.ticked[..]);
+    let (datasets, total, found) = match choices(state, shown.find.as_deref(), ticked).await {
         Ok(found) => found,
         Err(e) if crate::http::error::status(&e).is_client_error() => {
             error = Some(e.message());
@@ -167,6 +181,7 @@ async fn account_page(state: &AppState, visitor: &Visitor, shown: Shown) -> Resp
             notice => shown.notice,
             error,
             find => shown.find,
+            form => shown.form.as_ref().map(NewToken::sent_back),
             many => total > CHOICES_SHOWN,
             total,
             found,
@@ -246,15 +261,18 @@ fn set_flash(visitor: &Visitor, headers: &mut HeaderMap, value: &str, max_age: i
 }
 
 /// The token form as sent: `name`, `datasets` (`all` or `chosen`), `dataset` (repeated, the
-/// chosen slugs), `dataset_slugs` (more slugs typed, separated by spaces or commas), `export`
-/// (present when ticked) and `lifetime`.
-#[derive(Default)]
+/// ticked slugs), `dataset_slugs` (more slugs typed, separated by spaces or commas), `export`
+/// (present when ticked), `lifetime`, and `find` with `action=find` when its Find button sent
+/// it (a dataset search, not a token).
+#[derive(Clone, Default)]
 struct NewToken {
     name: String,
     chosen: bool,
-    datasets: Vec<String>,
+    ticked: Vec<String>,
+    typed: String,
     export: bool,
     lifetime: String,
+    find: Option<String>,
 }
 
 impl NewToken {
@@ -263,23 +281,45 @@ impl NewToken {
             lifetime: "never".into(),
             ..NewToken::default()
         };
+        let mut searched = String::new();
         for (name, value) in fields {
             match name.as_str() {
                 "name" => form.name = value,
                 "datasets" => form.chosen = value == "chosen",
-                "dataset" => form.datasets.push(value),
-                "dataset_slugs" => form.datasets.extend(
-                    value
-                        .split(|c: char| c == ',' || c.is_whitespace())
-                        .filter(|slug| !slug.is_empty())
-                        .map(str::to_string),
-                ),
+                "dataset" if !form.ticked.contains(&value) => form.ticked.push(value),
+                "dataset_slugs" => form.typed = value,
                 "export" => form.export = true,
                 "lifetime" => form.lifetime = value,
+                "action" if value == "find" => form.find = Some(String::new()),
+                "find" => searched = value,
                 _ => {}
             }
         }
+        if form.find.is_some() {
+            form.find = Some(searched);
+        }
         form
+    }
+
+    /// The slugs ticked, then those typed.
+    fn datasets(&self) -> Vec<String> {
+        let typed = self
+            .typed
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|slug| !slug.is_empty())
+            .map(str::to_string);
+        self.ticked.iter().cloned().chain(typed).collect()
+    }
+
+    /// The form's fields for the template to fill it in again.
+    fn sent_back(&self) -> Value {
+        context! {
+            name => self.name.clone(),
+            chosen => self.chosen,
+            typed => self.typed.clone(),
+            export => self.export,
+            lifetime => self.lifetime.clone(),
+        }
     }
 
     /// The scope the form asks for, as `odqs token create --scope` would write it.
@@ -288,20 +328,21 @@ impl NewToken {
         if self.export {
             words.push(Need::Export.word().into());
         }
+        let datasets = self.datasets();
         if self.chosen {
-            if self.datasets.is_empty() {
+            if datasets.is_empty() {
                 return Err(
                     "Choose at least one dataset, or let the token read every dataset.".into(),
                 );
             }
-            words.extend(self.datasets.iter().map(|slug| format!("dataset:{slug}")));
+            words.extend(datasets.iter().map(|slug| format!("dataset:{slug}")));
         }
         Ok(words.join(" "))
     }
 }
 
 /// `POST /account/tokens`: mints a token with the scope and lifetime asked for and shows it,
-/// once.
+/// once; or, sent by the Find button, shows the form again as it was with the datasets found.
 pub async fn create_token(
     State(state): State<AppState>,
     posted: Posted<Vec<(String, String)>>,
@@ -310,9 +351,18 @@ pub async fn create_token(
     let Some(signed_in) = &visitor.signed_in else {
         return see_other("/login");
     };
-    let form = NewToken::read(form);
+    let mut form = NewToken::read(form);
+    if let Some(find) = form.find.take() {
+        let shown = Shown {
+            find: Some(find).filter(|f| !f.trim().is_empty()),
+            form: Some(form),
+            ..Shown::default()
+        };
+        return account_page(&state, &visitor, shown).await;
+    }
     let refuse = |error: String| Shown {
         error: Some(error),
+        form: Some(form.clone()),
         ..Shown::default()
     };
     let lifetime = match auth_scope::lifetime(&form.lifetime) {

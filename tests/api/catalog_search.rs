@@ -444,7 +444,52 @@ async fn catalog_md_at_any_size(store: TestStore) {
         "{}",
         page.body
     );
-    // A slug nothing is published under: the form says which.
+    // The form's own Find button: what was typed stays, ticked boxes stay ticked.
+    let found = browser
+        .submit(
+            "/account",
+            "/account/tokens",
+            &[
+                ("name", "kept name"),
+                ("datasets", "chosen"),
+                ("dataset_slugs", "many-01"),
+                ("lifetime", "30d"),
+                ("find", "seven"),
+                ("action", "find"),
+            ],
+        )
+        .await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    for kept in [
+        "value=\"kept name\"",
+        "value=\"chosen\" id=\"datasets-chosen\" checked",
+        "value=\"many-01\"",
+        "value=\"30d\" selected",
+        "value=\"many-07\">",
+        "id=\"export\">",
+    ] {
+        assert!(found.body.contains(kept), "{kept}: {}", found.body);
+    }
+    let again = browser
+        .submit(
+            "/account",
+            "/account/tokens",
+            &[
+                ("datasets", "chosen"),
+                ("dataset", "many-07"),
+                ("find", "08"),
+                ("action", "find"),
+            ],
+        )
+        .await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert!(
+        again.body.contains("value=\"many-07\" checked"),
+        "{}",
+        again.body
+    );
+    assert!(again.body.contains("value=\"many-08\">"), "{}", again.body);
+    // A slug nothing is published under: the form says which, and keeps what was typed.
     let refused = browser
         .submit(
             "/account",
@@ -454,6 +499,11 @@ async fn catalog_md_at_any_size(store: TestStore) {
         .await;
     assert_eq!(refused.status, 400);
     assert!(refused.body.contains("dataset:nowhere"), "{}", refused.body);
+    assert!(
+        refused.body.contains("value=\"many-01 nowhere\""),
+        "{}",
+        refused.body
+    );
     // No CSRF token, no token.
     let forged = browser
         .post(
