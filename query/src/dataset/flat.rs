@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 /// The top-level key order of a version's records.
+#[derive(Debug)]
 pub(crate) struct FlatOrder {
     /// Each key's place in the written object: `_id` is 0, the schema's keys follow in order.
     place: HashMap<String, usize>,

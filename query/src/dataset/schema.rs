@@ -9,6 +9,7 @@ use entity::{FieldType, dataset_field};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::flat::FlatOrder;
 use super::packed::{Layout, Scan};
 
 /// Fields a dataset may have. Each field with a type other than `json` is a column of
@@ -97,6 +98,8 @@ pub struct DatasetSchema {
     pub entries: Vec<SchemaEntry>,
     /// [`Self::entries`] as JSON, written once per version: every page carries them.
     entries_json: String,
+    /// The top-level key order as [`FlatOrder`] writes a flat body's text in it.
+    flat: Arc<FlatOrder>,
 }
 
 const ID_DESCRIPTION: &str = "Record identifier; use it in /records/{id} and _ids.";
@@ -155,6 +158,9 @@ impl DatasetSchema {
         }));
         let entries_json = serde_json::to_string(&entries).expect("schema entries serialize");
         let layout = Layout::new(fields.iter().map(|f| f.name.as_str()));
+        let flat = Arc::new(FlatOrder::new(
+            order.children.iter().map(|(k, _)| k.as_str()),
+        ));
         DatasetSchema {
             version_id,
             layout,
@@ -166,6 +172,7 @@ impl DatasetSchema {
             order,
             entries,
             entries_json,
+            flat,
         }
     }
 
@@ -253,6 +260,11 @@ impl DatasetSchema {
     /// the same text (`float_roundtrip`).
     pub fn is_shaped(&self, text: &str) -> bool {
         self.order.is_shaped(text)
+    }
+
+    /// The key order [`Self::shape`] writes, for a flat body's text ([`FlatOrder`]).
+    pub(crate) fn flat_order(&self) -> &FlatOrder {
+        &self.flat
     }
 
     /// The records' top-level keys other than `_id`, in the order [`Self::shape`] writes them.

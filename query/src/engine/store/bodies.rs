@@ -43,16 +43,24 @@ pub(crate) async fn at_positions(
             .collect();
     }
     let mut sql = Sql::new(backend);
-    sql.push("SELECT \"pos\", \"doc\" FROM ")
+    // PostgreSQL's JSONB as its text: a flat body is put in order as text, not as a value.
+    let doc = match backend {
+        DatabaseBackend::Postgres => "\"doc\"::text",
+        _ => "\"doc\"",
+    };
+    sql.push("SELECT \"pos\", ")
+        .push(doc)
+        .push(" FROM ")
         .ident(&records_table(schema.version_id));
     sql.push(" WHERE ");
     in_ids(&mut sql, "pos", positions);
     let mut found: HashMap<i64, Stored> = HashMap::with_capacity(positions.len());
     for row in reader.query_all(sql.build()).await? {
         let pos: i64 = row.try_get_by_index(0)?;
+        let text: String = row.try_get_by_index(1)?;
         let doc = match backend {
-            DatabaseBackend::Postgres => Stored::Value(row.try_get_by_index::<Value>(1)?),
-            _ => Stored::text(schema, row.try_get_by_index(1)?)?,
+            DatabaseBackend::Postgres => Stored::jsonb_text(schema, text)?,
+            _ => Stored::text(schema, text)?,
         };
         found.insert(pos, doc);
     }
@@ -69,8 +77,8 @@ pub(crate) fn read_by_round_trip(reader: &Reader) -> bool {
     reader.backend() == DatabaseBackend::Postgres
 }
 
-/// A record body as the store gives it (SQLite's text, PostgreSQL's JSONB read as a value), or
-/// as the body cache keeps it: already shaped, without a projection.
+/// A record body as the store gives it (SQLite's text, PostgreSQL's JSONB text parsed), or
+/// already shaped without a projection (the body cache's, or a flat JSONB text put in order).
 #[derive(Clone)]
 pub(crate) enum Stored {
     Text(String),
@@ -86,6 +94,22 @@ impl Stored {
         }
         let doc = schema.layout.unpack(&stored).ok_or(ApiError::Internal)?;
         Ok(Stored::Text(doc))
+    }
+
+    /// A body PostgreSQL gives as JSONB's text (keys by length, `", "` between them): a flat
+    /// one put in schema order as text ([`crate::dataset::flat`]), any other parsed.
+    pub(crate) fn jsonb_text(schema: &DatasetSchema, text: String) -> Result<Stored, ApiError> {
+        let mut shaped = Vec::with_capacity(text.len());
+        if schema
+            .flat_order()
+            .shape(&text, &mut Vec::new(), &mut shaped)
+        {
+            let shaped = String::from_utf8(shaped).map_err(|_| ApiError::Internal)?;
+            return Ok(Stored::Shaped(shaped.into()));
+        }
+        serde_json::from_str(&text)
+            .map(Stored::Value)
+            .map_err(|_| ApiError::Internal)
     }
 
     /// The body as a JSON value.
@@ -124,6 +148,52 @@ impl Stored {
             stored => Ok(RecordBody::Shaped(
                 schema.shape(stored.value()?, projection),
             )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(names: &[&str]) -> DatasetSchema {
+        let rows = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| entity::dataset_field::Model {
+                id: i as i64,
+                version_id: 1,
+                position: i as i32,
+                name: (*name).into(),
+                field_type: entity::FieldType::Keyword,
+                description: None,
+                column_name: None,
+            })
+            .collect();
+        DatasetSchema::new(1, rows)
+    }
+
+    /// What a page writes for a body, whichever way it came.
+    fn written(schema: &DatasetSchema, stored: Stored) -> String {
+        stored.shaped_text(schema).unwrap().to_string()
+    }
+
+    #[test]
+    fn jsonb_text_is_shaped_as_the_value_would_be() {
+        let schema = schema(&["name", "year", "place.lat", "place.lon"]);
+        for text in [
+            r#"{"_id": "1", "name": "Ayr", "year": 100000000000000000000}"#,
+            r#"{"_id": "2", "year": 1.50, "place": {"lat": 1, "lon": 2}}"#,
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let stored = Stored::jsonb_text(&schema, text.to_string()).unwrap();
+            let flat = matches!(stored, Stored::Shaped(_));
+            assert_eq!(flat, !text.contains("place"), "{text}");
+            assert_eq!(
+                written(&schema, stored),
+                written(&schema, Stored::Value(value)),
+                "{text}"
+            );
         }
     }
 }

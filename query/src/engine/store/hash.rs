@@ -14,7 +14,6 @@ use super::direct::DirectSqlite;
 use super::replicas::Reader;
 use super::versions::rows_by_id;
 use crate::dataset::DatasetSchema;
-use crate::dataset::flat::FlatOrder;
 use crate::error::ApiError;
 
 /// The content hash of `schema`'s version: one read of every body in `_id` order (a `COPY`
@@ -104,7 +103,7 @@ async fn on_postgres(pool: &sqlx::PgPool, schema: &DatasetSchema) -> Result<Stri
         "SELECT \"doc\" FROM \"{}\" ORDER BY \"_id\"",
         entity::record::records_table(schema.version_id)
     );
-    let schema = Arc::new((schema.clone(), FlatOrder::new(schema.top_keys())));
+    let schema = Arc::new(schema.clone());
     let (sender, mut blocks) = tokio::sync::mpsc::channel(SHAPERS);
     let read = copy::send_blocks(pool, &select, HASH_CHUNK_BYTES, sender);
     let hash = async move {
@@ -117,7 +116,7 @@ async fn on_postgres(pool: &sqlx::PgPool, schema: &DatasetSchema) -> Result<Stri
                     Some(block) => {
                         let schema = Arc::clone(&schema);
                         shaping.push_back(tokio::task::spawn_blocking(move || {
-                            export_lines(&schema.0, &schema.1, &block)
+                            export_lines(&schema, &block)
                         }));
                     }
                     None => more = false,
@@ -139,8 +138,9 @@ async fn on_postgres(pool: &sqlx::PgPool, schema: &DatasetSchema) -> Result<Stri
 const SHAPERS: usize = 2;
 
 /// A block of `COPY` lines (one JSONB body each) as the export's lines: a flat body reordered
-/// as text ([`FlatOrder`]), any other parsed and shaped.
-fn export_lines(schema: &DatasetSchema, flat: &FlatOrder, block: &[u8]) -> Result<Vec<u8>, String> {
+/// as text ([`crate::dataset::flat::FlatOrder`]), any other parsed and shaped.
+fn export_lines(schema: &DatasetSchema, block: &[u8]) -> Result<Vec<u8>, String> {
+    let flat = schema.flat_order();
     let mut out = Vec::with_capacity(block.len());
     let mut values = Vec::new();
     copy::each_line(block, |line| {
