@@ -190,23 +190,6 @@ mod tests {
     use super::*;
     use crate::dataset::DatasetSchema;
 
-    fn schema(names: &[&str]) -> DatasetSchema {
-        let rows = names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| entity::dataset_field::Model {
-                id: i as i64,
-                version_id: 1,
-                position: i as i32,
-                name: (*name).into(),
-                field_type: entity::FieldType::Keyword,
-                description: None,
-                column_name: None,
-            })
-            .collect();
-        DatasetSchema::new(1, rows)
-    }
-
     /// The general path's bytes: parsed, shaped, written.
     fn general(schema: &DatasetSchema, text: &str) -> String {
         let value: Value = serde_json::from_str(text).unwrap();
@@ -215,7 +198,7 @@ mod tests {
 
     #[test]
     fn flat_bodies_come_out_as_the_general_path_writes_them() {
-        let schema = schema(&["id", "year", "name", "delay", "ok", "gone", "été"]);
+        let schema = DatasetSchema::keywords(&["id", "year", "name", "delay", "ok", "gone", "été"]);
         let order = FlatOrder::new(schema.top_keys());
         let mut values = Vec::new();
         // JSONB's text: keys by length then bytes, ", " and ": " between them; a line
@@ -244,7 +227,7 @@ mod tests {
 
     #[test]
     fn anything_else_is_left_to_the_general_path() {
-        let schema = schema(&["id", "place.lat", "place.lon"]);
+        let schema = DatasetSchema::keywords(&["id", "place.lat", "place.lon"]);
         let order = FlatOrder::new(schema.top_keys());
         let mut values = Vec::new();
         for text in [

@@ -262,6 +262,25 @@ impl DatasetSchema {
         self.order.is_shaped(text)
     }
 
+    /// Version 1's schema of keyword fields named `names`, in order (unit tests).
+    #[cfg(test)]
+    pub(crate) fn keywords(names: &[&str]) -> Self {
+        let rows = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| entity::dataset_field::Model {
+                id: i as i64,
+                version_id: 1,
+                position: i as i32,
+                name: (*name).into(),
+                field_type: entity::FieldType::Keyword,
+                description: None,
+                column_name: None,
+            })
+            .collect();
+        DatasetSchema::new(1, rows)
+    }
+
     /// The key order [`Self::shape`] writes, for a flat body's text ([`FlatOrder`]).
     pub(crate) fn flat_order(&self) -> &FlatOrder {
         &self.flat

@@ -156,23 +156,6 @@ impl Stored {
 mod tests {
     use super::*;
 
-    fn schema(names: &[&str]) -> DatasetSchema {
-        let rows = names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| entity::dataset_field::Model {
-                id: i as i64,
-                version_id: 1,
-                position: i as i32,
-                name: (*name).into(),
-                field_type: entity::FieldType::Keyword,
-                description: None,
-                column_name: None,
-            })
-            .collect();
-        DatasetSchema::new(1, rows)
-    }
-
     /// What a page writes for a body, whichever way it came.
     fn written(schema: &DatasetSchema, stored: Stored) -> String {
         stored.shaped_text(schema).unwrap().to_string()
@@ -180,7 +163,7 @@ mod tests {
 
     #[test]
     fn jsonb_text_is_shaped_as_the_value_would_be() {
-        let schema = schema(&["name", "year", "place.lat", "place.lon"]);
+        let schema = DatasetSchema::keywords(&["name", "year", "place.lat", "place.lon"]);
         for text in [
             r#"{"_id": "1", "name": "Ayr", "year": 100000000000000000000}"#,
             r#"{"_id": "2", "year": 1.50, "place": {"lat": 1, "lon": 2}}"#,
