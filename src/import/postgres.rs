@@ -63,19 +63,21 @@ pub async fn load(
         ],
         column_type,
     );
-    let mut first_conn = Unsynced::acquire(pool).await?;
     if small {
+        // Gathered before a session is taken: none is held while the file is read.
         let batches = small::gather(batches).await;
+        let mut conn = Unsynced::acquire(pool).await?;
         let create = small::create_tables(version_id, (&columns, &names), &batches);
-        exec(&mut *first_conn, create).await?;
-        let count = small::insert(&mut first_conn, version_id, plan, &names, &batches).await?;
+        exec(&mut *conn, create).await?;
+        let count = small::insert(&mut conn, version_id, plan, &names, &batches).await?;
         let indexes = small::index_statements(version_id, store_indexes, &batches);
         if !indexes.is_empty() {
-            exec(&mut *first_conn, indexes.join("; ")).await?;
+            exec(&mut *conn, indexes.join("; ")).await?;
         }
-        first_conn.release().await?;
+        conn.release().await?;
         return Ok(count);
     }
+    let mut first_conn = Unsynced::acquire(pool).await?;
     exec(&mut *first_conn, create_tables(version_id, &columns)).await?;
     let [mut second_conn, mut text_conn] = [
         Unsynced::acquire(pool).await?,
@@ -294,9 +296,10 @@ fn trigram_index(version_id: i64) -> String {
 
 /// The keys ([`key_statements`], naming a duplicate `_id` when the unique index fails) unless
 /// the load was `small` (whose indexes came with its tables), with `columns` one
-/// `(column, pos)` index per typed column, and planner statistics unless `small` without
-/// `columns`: autovacuum gathers a small table's soon after, and until then the planner takes
-/// its size from its pages, all it needs where it has no column index to choose.
+/// `(column, pos)` index per typed column, then planner statistics. A small load without
+/// `columns` has nothing built and no statistics: autovacuum gathers a small table's soon
+/// after, and until then the planner takes its size from its pages, all it needs where it has
+/// no column index to choose.
 pub async fn build_indexes(
     pool: &PgPool,
     version_id: i64,
@@ -324,7 +327,7 @@ pub async fn build_indexes(
     let mut conn = Unsynced::acquire(pool).await?;
     // Index builds are CPU-bound and independent: two sessions build two at a time.
     let mut other = match statements.len() {
-        0 | 1 => None,
+        1 => None,
         _ => Some(Unsynced::acquire(pool).await?),
     };
     let (even, odd): (Vec<_>, Vec<_>) = statements
@@ -350,10 +353,8 @@ pub async fn build_indexes(
         }
         return Err(error.into());
     }
-    if !small || columns {
-        let analyze = format!("ANALYZE \"{records}\"; ANALYZE \"{texts}\"");
-        exec(&mut *conn, analyze).await?;
-    }
+    let analyze = format!("ANALYZE \"{records}\"; ANALYZE \"{texts}\"");
+    exec(&mut *conn, analyze).await?;
     conn.release().await?;
     if let Some(other) = other {
         other.release().await?;

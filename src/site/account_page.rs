@@ -281,7 +281,7 @@ impl NewToken {
             lifetime: "never".into(),
             ..NewToken::default()
         };
-        let mut searched = String::new();
+        let (mut searched, mut find_pressed) = (String::new(), false);
         for (name, value) in fields {
             match name.as_str() {
                 "name" => form.name = value,
@@ -290,14 +290,12 @@ impl NewToken {
                 "dataset_slugs" => form.typed = value,
                 "export" => form.export = true,
                 "lifetime" => form.lifetime = value,
-                "action" if value == "find" => form.find = Some(String::new()),
+                "action" if value == "find" => find_pressed = true,
                 "find" => searched = value,
                 _ => {}
             }
         }
-        if form.find.is_some() {
-            form.find = Some(searched);
-        }
+        form.find = find_pressed.then_some(searched);
         form
     }
 

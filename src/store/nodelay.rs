@@ -2,9 +2,9 @@
 //! writes each TLS record with a write of its own: the second of two writes waits until the
 //! server acknowledges the first, and a server with nothing to answer yet (a statement longer
 //! than one record, such as an import's batch) delays that acknowledgement (the wait is in
-//! docs/benchmark.md). Once a connection is up, it asks the server which port it came from and sets the
-//! option on this process's socket with that local port. The connection's own handshake still
-//! waits; every statement after it does not.
+//! docs/benchmark.md). Once a connection is up, it asks the server which port it came from
+//! and sets the option on this process's socket with that local port. The connection's own
+//! handshake still waits; every statement after it does not.
 
 use std::os::fd::{BorrowedFd, RawFd};
 

@@ -158,9 +158,7 @@ impl DatasetSchema {
         }));
         let entries_json = serde_json::to_string(&entries).expect("schema entries serialize");
         let layout = Layout::new(fields.iter().map(|f| f.name.as_str()));
-        let flat = Arc::new(FlatOrder::new(
-            order.children.iter().map(|(k, _)| k.as_str()),
-        ));
+        let flat = Arc::new(FlatOrder::new(order.keys()));
         DatasetSchema {
             version_id,
             layout,
@@ -288,7 +286,7 @@ impl DatasetSchema {
 
     /// The records' top-level keys other than `_id`, in the order [`Self::shape`] writes them.
     pub fn top_keys(&self) -> impl Iterator<Item = &str> {
-        self.order.children.iter().map(|(key, _)| key.as_str())
+        self.order.keys()
     }
 
     /// The schema's entries as JSON, as a page writes them (`RecordPage::write_json` sends them as they are).
@@ -306,6 +304,11 @@ struct KeyTree {
 }
 
 impl KeyTree {
+    /// The children's keys, in order.
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.children.iter().map(|(key, _)| key.as_str())
+    }
+
     fn insert(&mut self, parts: &[&str]) {
         let Some((first, rest)) = parts.split_first() else {
             self.leaf = true;

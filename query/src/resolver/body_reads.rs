@@ -227,6 +227,14 @@ mod tests {
         (Arc::new(store), open)
     }
 
+    type Task = tokio::task::JoinHandle<Result<Vec<i64>, ApiError>>;
+
+    /// A read of `positions` of version 1 through `reads`, on a task of its own.
+    fn spawn_read(reads: &Arc<BodyReads<i64>>, store: &Arc<Store>, positions: Vec<i64>) -> Task {
+        let (reads, store) = (reads.clone(), store.clone());
+        tokio::spawn(async move { reads.read(1, positions, |p| store.read(p)).await })
+    }
+
     #[tokio::test]
     async fn a_lone_read_is_one_statement_of_its_own() {
         let (store, open) = store();
@@ -244,10 +252,7 @@ mod tests {
         let reads = Arc::new(BodyReads::default());
         let mut tasks = Vec::new();
         for i in 0..10i64 {
-            let (reads, reader) = (reads.clone(), store.clone());
-            tasks.push(tokio::spawn(async move {
-                reads.read(1, vec![i, 100], |p| reader.read(p)).await
-            }));
+            tasks.push(spawn_read(&reads, &store, vec![i, 100]));
             // The first RUNNING reads start their statements before the others queue.
             while store.statements.load(Ordering::SeqCst) < RUNNING.min(i as usize + 1) {
                 tokio::task::yield_now().await;
@@ -280,18 +285,12 @@ mod tests {
         let reads = Arc::new(BodyReads::default());
         let mut leaders = Vec::new();
         for i in 0..RUNNING as i64 {
-            let (reads, reader) = (reads.clone(), store.clone());
-            leaders.push(tokio::spawn(async move {
-                reads.read(1, vec![i], |p| reader.read(p)).await
-            }));
+            leaders.push(spawn_read(&reads, &store, vec![i]));
         }
         while store.statements.load(Ordering::SeqCst) < RUNNING {
             tokio::task::yield_now().await;
         }
-        let waiter = {
-            let (reads, reader) = (reads.clone(), store.clone());
-            tokio::spawn(async move { reads.read(1, vec![5], |p| reader.read(p)).await })
-        };
+        let waiter = spawn_read(&reads, &store, vec![5]);
         while reads.queues.lock().unwrap()[&1].waiting.is_empty() {
             tokio::task::yield_now().await;
         }

@@ -93,11 +93,11 @@ fn create_table(table: &str, key: &str, others: &[(&str, &str)], plain: bool) ->
     )
 }
 
-/// Whether every record row fits a page, its body counted at its largest JSONB size.
+/// Whether every record row fits a page, its body counted at its largest JSONB size and each
+/// column with room for its alignment.
 fn records_fit(batches: &[Batch]) -> bool {
     batches.iter().flat_map(|b| &b.rows).all(|row| {
-        let cells: usize = row.cells.iter().map(cell_bytes).sum();
-        row.doc.len() * JSONB_GROWTH + row.id.len() + cells + 8 * (3 + row.cells.len())
+        row_bytes(row) + row.doc.len() * (JSONB_GROWTH - 1) + 8 * (3 + row.cells.len())
             <= PLAIN_ROW_BYTES
     })
 }
@@ -107,7 +107,17 @@ fn texts_fit(batches: &[Batch]) -> bool {
     batches
         .iter()
         .flat_map(|b| &b.texts)
-        .all(|(_, text)| text.len() + 16 <= PLAIN_ROW_BYTES)
+        .all(|(_, text)| text_row_bytes(text) + 8 <= PLAIN_ROW_BYTES)
+}
+
+/// A record row's bytes, about: its body, its id and its cells.
+fn row_bytes(row: &Row) -> usize {
+    row.doc.len() + row.id.len() + row.cells.iter().map(cell_bytes).sum::<usize>()
+}
+
+/// A text-dictionary row's bytes, about: its text and its id.
+fn text_row_bytes(text: &str) -> usize {
+    text.len() + 8
 }
 
 /// A cell's bytes in a row, with its length header.
@@ -139,29 +149,19 @@ pub fn index_statements(version_id: i64, ordered: bool, batches: &[Batch]) -> Ve
         format!("CREATE INDEX \"{table}_{name}\" ON \"{table}\" USING hash (\"{column}\")")
     };
     let mut statements = Vec::new();
-    if records_bytes(batches) > INDEXED_BYTES {
+    let rows = batches.iter().flat_map(|b| &b.rows);
+    if rows.map(row_bytes).sum::<usize>() > INDEXED_BYTES {
         statements.extend([hash(&records, "pos"), hash(&records, "_id")]);
     }
-    if texts_bytes(batches) > INDEXED_BYTES {
+    let texts_bytes: usize = batches
+        .iter()
+        .flat_map(|b| &b.texts)
+        .map(|(_, text)| text_row_bytes(text))
+        .sum();
+    if texts_bytes > INDEXED_BYTES {
         statements.extend([hash(&texts, "tid"), super::trigram_index(version_id)]);
     }
     statements
-}
-
-/// The record rows' bytes, about.
-fn records_bytes(batches: &[Batch]) -> usize {
-    let row =
-        |row: &Row| row.doc.len() + row.id.len() + row.cells.iter().map(cell_bytes).sum::<usize>();
-    batches.iter().flat_map(|b| &b.rows).map(row).sum()
-}
-
-/// The text dictionary's bytes, about.
-fn texts_bytes(batches: &[Batch]) -> usize {
-    batches
-        .iter()
-        .flat_map(|b| &b.texts)
-        .map(|(_, text)| text.len() + 8)
-        .sum()
 }
 
 /// Inserts `batches` into version `version_id`'s tables (the columns `names`, in the order
