@@ -68,7 +68,7 @@ pub async fn load(
         let batches = small::gather(batches).await;
         let mut conn = Unsynced::acquire(pool).await?;
         let create = small::create_tables(version_id, (&columns, &names), &batches);
-        exec(&mut *conn, create).await?;
+        exec(&mut *conn, in_version(version_id, &create)).await?;
         let count = small::insert(&mut conn, version_id, plan, &names, &batches).await?;
         let indexes = small::index_statements(version_id, store_indexes, &batches);
         if !indexes.is_empty() {
@@ -78,7 +78,8 @@ pub async fn load(
         return Ok(count);
     }
     let mut first_conn = Unsynced::acquire(pool).await?;
-    exec(&mut *first_conn, create_tables(version_id, &columns)).await?;
+    let create = create_tables(version_id, &columns);
+    exec(&mut *first_conn, in_version(version_id, &create)).await?;
     let [mut second_conn, mut text_conn] = [
         Unsynced::acquire(pool).await?,
         Unsynced::acquire(pool).await?,
@@ -133,6 +134,20 @@ pub async fn load(
         conn.release().await?;
     }
     Ok(count)
+}
+
+/// `create`, statements that create version `version_id`'s tables, run in one transaction
+/// with the version's row locked, or failing if it is gone. The garbage collector removes a
+/// killed import's row, then its tables, in one transaction (`gc::drop_version`); the import's
+/// server session may still be running this when the collector sees the import gone, and the
+/// lock makes one wait for the other, so no table outlives its row.
+fn in_version(version_id: i64, create: &str) -> String {
+    format!(
+        "DO $$ BEGIN \
+         PERFORM 1 FROM \"dataset_versions\" WHERE \"id\" = {version_id} FOR UPDATE; \
+         IF NOT FOUND THEN RAISE EXCEPTION 'version {version_id} was removed'; END IF; \
+         END $$; {create}"
+    )
 }
 
 /// The statements that create version `version_id`'s tables with their `columns`, to run as

@@ -12,7 +12,9 @@
 use std::time::Duration;
 
 use entity::{dataset_field, dataset_version, record};
-use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set, TransactionTrait,
+};
 use time::OffsetDateTime;
 
 use super::lease::{self, Holder};
@@ -62,7 +64,7 @@ pub async fn collect_due(store: &Store, grace: Duration) -> Result<usize, StoreE
             drop_version(store, version.id).await?;
             lease::forget(store, version.id);
         } else {
-            drop_tables(store, version.id).await?;
+            drop_tables(store, &store.db, version.id).await?;
             dataset_version::ActiveModel {
                 id: Set(version.id),
                 state: Set(dataset_version::STATE_DROPPED.into()),
@@ -78,16 +80,28 @@ pub async fn collect_due(store: &Store, grace: Duration) -> Result<usize, StoreE
 
 /// Drops a version's tables and catalog rows: after a failed or abandoned import, which
 /// published nothing, and for an import that found nothing changed.
+///
+/// The row goes first, in the transaction that drops the tables: a killed import's server
+/// session may still be creating them, holding the row as it does
+/// (`import::postgres::in_version`), so this waits for it and then finds them, or
+/// comes first and that creation fails. Either way no table outlives its row.
 pub async fn drop_version(store: &Store, version_id: i64) -> Result<(), StoreError> {
-    drop_tables(store, version_id).await?;
+    let txn = store.db.begin().await?;
     dataset_version::Entity::delete_by_id(version_id)
-        .exec(&store.db)
+        .exec(&txn)
         .await?;
+    drop_tables(store, &txn, version_id).await?;
+    txn.commit().await?;
     Ok(())
 }
 
-/// Drops a version's records and text tables (its file, on SQLite) and its fields.
-async fn drop_tables(store: &Store, version_id: i64) -> Result<(), StoreError> {
+/// Drops a version's records and text tables (its file, on SQLite) and its fields, through
+/// `db` (the store, or a transaction on it).
+async fn drop_tables(
+    store: &Store,
+    db: &impl ConnectionTrait,
+    version_id: i64,
+) -> Result<(), StoreError> {
     if let Some(path) = store.version_file(version_id) {
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
@@ -99,14 +113,12 @@ async fn drop_tables(store: &Store, version_id: i64) -> Result<(), StoreError> {
         record::records_table(version_id),
         record::text_table(version_id),
     ] {
-        store
-            .db
-            .execute_unprepared(&format!("DROP TABLE IF EXISTS \"{table}\""))
+        db.execute_unprepared(&format!("DROP TABLE IF EXISTS \"{table}\""))
             .await?;
     }
     dataset_field::Entity::delete_many()
         .filter(dataset_field::Column::VersionId.eq(version_id))
-        .exec(&store.db)
+        .exec(db)
         .await?;
     Ok(())
 }

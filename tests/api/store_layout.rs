@@ -243,3 +243,70 @@ async fn small_loads_on_postgres_build_no_b_tree() {
         assert_eq!(answer.status, 200, "{search}: {}", answer.body);
     }
 }
+
+/// A killed import's server session may still be creating its tables when the collector
+/// drops the version: the collector removes the row first, so it waits for the session that
+/// holds the row, and then drops the tables that session made. No table outlives its row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_version_waits_for_its_tables_being_made() {
+    use sea_orm::{ActiveModelTrait, Set};
+    use sqlx::Connection;
+
+    let store = TestStore::new(Kind::Postgres).await;
+    let version = dataset_version::ActiveModel {
+        slug: Set("made-late".into()),
+        state: Set(dataset_version::STATE_LOADING.into()),
+        record_count: Set(0),
+        created_at: Set(time::OffsetDateTime::now_utc()),
+        retired_at: Set(None),
+        ..Default::default()
+    }
+    .insert(&store.store.db)
+    .await
+    .unwrap();
+    let table = entity::record::records_table(version.id);
+    // The import's session: the row held, the table made, not yet committed.
+    let mut import = sqlx::PgConnection::connect(&store.url).await.unwrap();
+    let exec = |sql: String| sqlx::query(sqlx::AssertSqlSafe(sql));
+    exec("BEGIN".into()).execute(&mut import).await.unwrap();
+    exec(format!(
+        "SELECT 1 FROM dataset_versions WHERE id = {} FOR UPDATE",
+        version.id
+    ))
+    .execute(&mut import)
+    .await
+    .unwrap();
+    exec(format!("CREATE TABLE \"{table}\" (pos bigint)"))
+        .execute(&mut import)
+        .await
+        .unwrap();
+    let collector = {
+        let db = store.store.clone();
+        tokio::spawn(async move { gc::drop_version(&db, version.id).await })
+    };
+    // The collector waits on the row's lock.
+    let waiting = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = '{}' AND wait_event_type = 'Lock'",
+        store.pg_database().unwrap()
+    );
+    let mut admin = sqlx::PgConnection::connect(&store.url).await.unwrap();
+    while sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(waiting.clone()))
+        .fetch_one(&mut admin)
+        .await
+        .unwrap()
+        == 0
+    {
+        assert!(!collector.is_finished(), "the collector did not wait");
+        tokio::task::yield_now().await;
+    }
+    exec("COMMIT".into()).execute(&mut import).await.unwrap();
+    collector.await.unwrap().unwrap();
+    assert!(!records_tables(&store.store).await.contains(&table));
+    assert!(
+        dataset_version::Entity::find_by_id(version.id)
+            .one(&store.store.db)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
