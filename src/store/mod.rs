@@ -2,6 +2,7 @@
 //! needs (WAL and a busy timeout for SQLite, quick acquire time-outs for PostgreSQL), migrations
 //! serialized across instances, and the catalog queries the rest of the service shares.
 
+mod alive;
 pub mod catalog;
 pub mod gc;
 pub mod lease;
@@ -119,6 +120,8 @@ impl Store {
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(5))
+                    .test_before_acquire(false)
+                    .before_acquire(|conn, meta| Box::pin(alive::before_acquire(conn, meta)))
                     .after_connect(|conn, _| Box::pin(nodelay::on_connect(conn)))
                     .connect_lazy_with(options.clone());
                 // The sessions a command holds together (an import: its lease, its load, its
@@ -158,6 +161,8 @@ impl Store {
             // already sent to it this long, until its check or a failed read marks it down,
             // so the time-out is short.
             .acquire_timeout(REPLICA_ACQUIRE_TIMEOUT)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| Box::pin(alive::before_acquire(conn, meta)))
             .after_connect(|conn, _| Box::pin(nodelay::on_connect(conn)))
             .connect_lazy_with(options);
         Ok(sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(

@@ -759,13 +759,7 @@ both_stores!(
 /// request is retried once on a fresh connection, or answered 503 `unavailable`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_store_connections_never_give_500() {
-    let store = TestStore::new(crate::helpers::Kind::Postgres).await;
-    load_demo(&store).await;
-    let token = api_token(&store).await;
-    // The store answers everything, so every request uses a pooled connection; no budget
-    // gets in the way.
-    let router = odqs::app::router(store.state_with(IndexPolicy::OFF).with_rate_limits(0, 0));
-    let database = store.pg_database().unwrap().to_string();
+    let (_store, token, router, database) = store_answering_all().await;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let killer = {
         let stop = stop.clone();
@@ -776,15 +770,7 @@ async fn killed_store_connections_never_give_500() {
                 .unwrap();
             let mut kills = 0u64;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                let killed: Vec<(bool,)> = sqlx::query_as(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                     WHERE datname = $1 AND pid <> pg_backend_pid()",
-                )
-                .bind(&database)
-                .fetch_all(&mut admin)
-                .await
-                .unwrap();
-                kills += killed.len() as u64;
+                kills += cut_sessions(&mut admin, &database).await as u64;
                 tokio::time::sleep(Duration::from_millis(150)).await;
             }
             kills
@@ -831,4 +817,77 @@ async fn killed_store_connections_never_give_500() {
         statuses.keys().all(|s| [200, 503].contains(s)),
         "{statuses:?}"
     );
+}
+
+/// Every PostgreSQL connection cut at once, just after use, costs no answer: a read that meets
+/// a dead session runs once more, and after a store fault the pool checks each session it
+/// hands out, so the second try gets a live one (`store::alive`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_of_every_store_connection_fails_no_read() {
+    use sqlx::Connection;
+    let (_store, token, router, database) = store_answering_all().await;
+    let reads = || {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                let (router, token) = (router.clone(), token.clone());
+                tokio::spawn(async move {
+                    let path = "/api/v1/datasets/flights/records?carrier=UA&per_page=3";
+                    get_with(&router, path, Some(&token), &[]).await.status
+                })
+            })
+            .collect();
+        async move {
+            let mut statuses = Vec::new();
+            for worker in workers {
+                statuses.push(worker.await.unwrap());
+            }
+            statuses
+        }
+    };
+    assert_eq!(reads().await, vec![200; 8], "before the cut");
+    let mut admin = sqlx::PgConnection::connect(&crate::helpers::pg_admin_url())
+        .await
+        .unwrap();
+    let backends =
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()";
+    let cut = cut_sessions(&mut admin, &database).await;
+    assert!(cut >= 2, "{cut} sessions cut");
+    // Gone from the server before the reads (bounded: a terminated backend exits at once).
+    for _ in 0..500 {
+        let left: Vec<(i32,)> = sqlx::query_as(backends)
+            .bind(&database)
+            .fetch_all(&mut admin)
+            .await
+            .unwrap();
+        if left.is_empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(reads().await, vec![200; 8], "after the cut");
+}
+
+/// A PostgreSQL store with the demo, a token, and a router on which the store answers
+/// everything, so every request uses a pooled session (no budget gets in the way); with the
+/// database's name.
+async fn store_answering_all() -> (TestStore, String, axum::Router, String) {
+    let store = TestStore::new(crate::helpers::Kind::Postgres).await;
+    load_demo(&store).await;
+    let token = api_token(&store).await;
+    let router = odqs::app::router(store.state_with(IndexPolicy::OFF).with_rate_limits(0, 0));
+    let database = store.pg_database().unwrap().to_string();
+    (store, token, router, database)
+}
+
+/// Terminates every session of `database` but `admin`'s own; returns how many.
+async fn cut_sessions(admin: &mut sqlx::PgConnection, database: &str) -> usize {
+    let killed: Vec<(bool,)> = sqlx::query_as(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = $1 AND pid <> pg_backend_pid()",
+    )
+    .bind(database)
+    .fetch_all(admin)
+    .await
+    .unwrap();
+    killed.len()
 }

@@ -10,7 +10,7 @@ mod message;
 mod store;
 
 pub use codes::{Answered, Code};
-pub use store::{sqlx_unreachable, unreachable};
+pub use store::{fault_within, note_fault, sqlx_unreachable, unreachable};
 
 use entity::FieldType;
 use serde_json::{Value, json};

@@ -2,6 +2,10 @@
 //! a retry later can cure it, `internal` otherwise), so nothing about SQL or files reaches a
 //! client.
 
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
 use sea_orm::{DbErr, RuntimeErr};
 
 use super::ApiError;
@@ -10,6 +14,7 @@ use crate::log_text::clip_display;
 impl From<DbErr> for ApiError {
     fn from(error: DbErr) -> Self {
         if unreachable(&error) {
+            note_fault();
             // A store's message may quote a value the client sent: clipped.
             tracing::warn!(error = %clip_display(&error), "store unreachable");
             ApiError::Unavailable
@@ -18,6 +23,30 @@ impl From<DbErr> for ApiError {
             ApiError::Internal
         }
     }
+}
+
+/// When this process last met a store fault, in milliseconds after [`faults_clock`]'s start
+/// (0: never).
+static LAST_FAULT_MS: AtomicU64 = AtomicU64::new(0);
+
+/// The instant fault times count from.
+fn faults_clock() -> Instant {
+    static START: OnceLock<Instant> = OnceLock::new();
+    *START.get_or_init(Instant::now)
+}
+
+/// Notes that a store fault was just met: the pools check every session before handing it out
+/// for a while ([`fault_within`]), so the read run once more after it gets a live one.
+pub fn note_fault() {
+    let now = faults_clock().elapsed().as_millis() as u64;
+    LAST_FAULT_MS.store(now.max(1), Ordering::Relaxed);
+}
+
+/// Whether a store fault was met within the last `window`.
+pub fn fault_within(window: Duration) -> bool {
+    let last = LAST_FAULT_MS.load(Ordering::Relaxed);
+    let now = faults_clock().elapsed().as_millis() as u64;
+    last != 0 && now.saturating_sub(last) <= window.as_millis() as u64
 }
 
 /// A direct read of the SQLite file (`query::direct`) that failed: its callers read through
@@ -61,4 +90,18 @@ pub fn sqlx_unreachable(error: &sqlx::Error) -> bool {
 /// cannot connect now, idle session timeout), 53300 (too many connections).
 fn unavailable_sqlstate(code: &str) -> bool {
     code.starts_with("08") || code.starts_with("57P") || code == "53300"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_noted_fault_is_recent_for_its_window() {
+        note_fault();
+        assert!(fault_within(Duration::from_secs(1)));
+        let last = LAST_FAULT_MS.load(Ordering::Relaxed);
+        LAST_FAULT_MS.store(last.saturating_sub(5_000).max(1), Ordering::Relaxed);
+        assert!(fault_within(Duration::from_secs(10)));
+    }
 }
