@@ -9,7 +9,8 @@
 use entity::{dataset, dataset_field, dataset_version};
 use query::{CatalogEpoch, DatasetSchema, Resolver};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set,
+    TransactionTrait,
 };
 use time::OffsetDateTime;
 
@@ -40,11 +41,11 @@ pub async fn activate(
 ) -> Result<Published, ImportError> {
     // The fields first: the hash reads the version through its schema, and nobody sees a
     // loading version's rows.
-    insert_fields(store, plan, version_id).await?;
+    let new_fields = insert_fields(store, plan, version_id).await?;
     let hasher = Resolver::new(store.db.clone(), "", CatalogEpoch::default());
-    let new_fields = fields_of(store, version_id).await?;
+    // Written with the version's going live: a version found unchanged is dropped anyway.
     let hash = hasher
-        .keep_content_hash(&DatasetSchema::new(version_id, new_fields.clone()))
+        .content_hash(&DatasetSchema::new(version_id, new_fields.clone()))
         .await
         .map_err(hash_failed)?;
     let meta = Meta::new(request, plan)?;
@@ -63,6 +64,7 @@ pub async fn activate(
         version_id,
         number,
         records: records as i64,
+        hash,
         now,
     };
     go_live(store, &request.slug, meta, &live, existing).await?;
@@ -70,28 +72,35 @@ pub async fn activate(
     Ok(Published::New(number))
 }
 
-/// The version's fields, in the plan's order.
+/// Writes the version's fields, in the plan's order, and returns them as stored: in the same
+/// statement where the store can (`RETURNING`), else read back.
 async fn insert_fields(
     store: &crate::store::Store,
     plan: &Plan,
     version_id: i64,
-) -> Result<(), ImportError> {
+) -> Result<Vec<dataset_field::Model>, ImportError> {
     let txn = super::unsynced(store).await?;
-    dataset_field::Entity::insert_many(plan.fields.iter().enumerate().map(|(position, f)| {
-        dataset_field::ActiveModel {
-            version_id: Set(version_id),
-            position: Set(position as i32),
-            name: Set(f.name.clone()),
-            field_type: Set(f.field_type),
-            description: Set(f.description.clone()),
-            column_name: Set(f.column.clone()),
-            ..Default::default()
-        }
-    }))
-    .exec(&txn)
-    .await?;
+    let insert =
+        dataset_field::Entity::insert_many(plan.fields.iter().enumerate().map(|(position, f)| {
+            dataset_field::ActiveModel {
+                version_id: Set(version_id),
+                position: Set(position as i32),
+                name: Set(f.name.clone()),
+                field_type: Set(f.field_type),
+                description: Set(f.description.clone()),
+                column_name: Set(f.column.clone()),
+                ..Default::default()
+            }
+        }));
+    if !store.db.support_returning() {
+        insert.exec(&txn).await?;
+        txn.commit().await?;
+        return fields_of(store, version_id).await;
+    }
+    let mut fields = insert.exec_with_returning(&txn).await?;
     txn.commit().await?;
-    Ok(())
+    fields.sort_by_key(|field| field.position);
+    Ok(fields)
 }
 
 /// What the dataset row says of the version beside its records: from the request, else from
@@ -202,12 +211,13 @@ async fn last_number(store: &crate::store::Store, slug: &str) -> Result<i64, Imp
         .unwrap_or(0))
 }
 
-/// The version going live: its id, its number within the dataset, its record count and the
-/// time it is published.
+/// The version going live: its id, its number within the dataset, its record count, its
+/// content hash and the time it is published.
 struct Live {
     version_id: i64,
     number: i64,
     records: i64,
+    hash: String,
     now: OffsetDateTime,
 }
 
@@ -226,6 +236,7 @@ async fn go_live(
         state: Set(dataset_version::STATE_LIVE.into()),
         record_count: Set(live.records),
         number: Set(Some(live.number)),
+        content_hash: Set(Some(live.hash.clone())),
         published_at: Set(Some(live.now)),
         ..Default::default()
     }
