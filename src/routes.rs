@@ -87,7 +87,8 @@ async fn metrics(State(state): State<AppState>) -> axum::response::Response {
         ],
         pools: pools
             .into_iter()
-            .map(|(name, (idle, in_use))| (name, idle, in_use))
+            .zip(replicas.kept_sessions())
+            .map(|((name, (idle, in_use)), kept)| (name, [idle, in_use, kept as u32]))
             .collect(),
         replicas_up: replicas
             .health()

@@ -150,7 +150,7 @@ impl Default for Metrics {
         let pool = Family::<PoolLabels, Gauge>::default();
         registry.register(
             "store_connections",
-            "Connections of the store's pools, by store and state (idle, in use)",
+            "Connections to the store, by store and state (idle or in use in its pool, kept out of it for body reads)",
             pool.clone(),
         );
         let replicas_up = Gauge::default();
@@ -182,8 +182,9 @@ pub struct Snapshot {
     pub indexes: Vec<query::memory::Held>,
     /// Reads answered by the index, replicas, the primary.
     pub reads: [(&'static str, u64); 3],
-    /// Per store (`primary`, `replica1`…): connections idle and in use.
-    pub pools: Vec<(String, u32, u32)>,
+    /// Per store (`primary`, `replica1`…): connections idle and in use in its pool, and
+    /// sessions kept out of it for body reads.
+    pub pools: Vec<(String, [u32; 3])>,
     pub replicas_up: u64,
 }
 
@@ -228,8 +229,8 @@ impl Metrics {
             counter.inc_by(n.saturating_sub(counter.get()));
         }
         self.pool.clear();
-        for (store, idle, in_use) in now.pools {
-            for (state, n) in [("idle", idle), ("in_use", in_use)] {
+        for (store, [idle, in_use, kept]) in now.pools {
+            for (state, n) in [("idle", idle), ("in_use", in_use), ("kept", kept)] {
                 self.pool
                     .get_or_create(&PoolLabels {
                         store: store.clone(),

@@ -124,6 +124,20 @@ async fn metrics_count_requests_and_read_the_state(store: TestStore) {
         .is_some(),
         "{text}"
     );
+    // On PostgreSQL the page's bodies were read on a session kept out of the pool.
+    let kept = if store.pg_database().is_some() {
+        1.0
+    } else {
+        0.0
+    };
+    assert_eq!(
+        series(
+            &text,
+            "odqs_store_connections{store=\"primary\",state=\"kept\"}"
+        ),
+        Some(kept),
+        "{text}"
+    );
     assert_eq!(series(&text, "odqs_read_replicas_up"), Some(0.0), "{text}");
     assert!(text.ends_with("# EOF\n"), "{text}");
 

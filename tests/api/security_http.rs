@@ -867,6 +867,50 @@ async fn a_cut_of_every_store_connection_fails_no_read() {
     assert_eq!(reads().await, vec![200; 8], "after the cut");
 }
 
+/// Record bodies are read on sessions kept out of the pool (`engine::store::sessions`); every
+/// session cut at once costs no record: a read that meets a dead kept session drops it and
+/// reads through the pool instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_of_the_kept_sessions_fails_no_record() {
+    use sqlx::Connection;
+    let store = TestStore::new(crate::helpers::Kind::Postgres).await;
+    load_demo(&store).await;
+    let token = api_token(&store).await;
+    let policy = IndexPolicy::waiting(query::memory::DEFAULT_BUDGET_BYTES);
+    let router = odqs::app::router(store.state_with(policy).with_rate_limits(0, 0));
+    let database = store.pg_database().unwrap().to_string();
+    // The demo's flights are every 168th flight, ids 1, 169, 337, …; each id is read once, so
+    // no kept body answers it.
+    let records = |from: usize| {
+        let workers: Vec<_> = (from..from + 8)
+            .map(|n| {
+                let (router, token) = (router.clone(), token.clone());
+                tokio::spawn(async move {
+                    let id = (1 + 168 * n).to_string();
+                    let path = format!("/api/v1/datasets/flights/records/{id}");
+                    let answer = get_with(&router, &path, Some(&token), &[]).await;
+                    (answer.status, answer.body["_id"] == id.as_str())
+                })
+            })
+            .collect();
+        async move {
+            let mut answers = Vec::new();
+            for worker in workers {
+                answers.push(worker.await.unwrap());
+            }
+            answers
+        }
+    };
+    assert_eq!(records(0).await, vec![(200, true); 8], "before the cut");
+    let mut admin = sqlx::PgConnection::connect(&crate::helpers::pg_admin_url())
+        .await
+        .unwrap();
+    let cut = cut_sessions(&mut admin, &database).await;
+    assert!(cut >= 2, "{cut} sessions cut");
+    assert_eq!(records(8).await, vec![(200, true); 8], "after the cut");
+    assert_eq!(records(16).await, vec![(200, true); 8], "later");
+}
+
 /// A PostgreSQL store with the demo, a token, and a router on which the store answers
 /// everything, so every request uses a pooled session (no budget gets in the way); with the
 /// database's name.

@@ -20,8 +20,8 @@ use crate::error::ApiError;
 pub const BATCH_RECORDS: usize = 1000;
 
 /// The bodies at `positions` of `schema`'s version, in that order: from the SQLite file when
-/// `direct` reads it, else one statement through `reader` (PostgreSQL, or a direct read that
-/// failed).
+/// `direct` reads it, on a PostgreSQL session kept out of the pool when one can be had, else one
+/// statement through `reader` (PostgreSQL, or a direct read that failed).
 pub(crate) async fn at_positions(
     direct: Option<&DirectSqlite>,
     reader: &Reader,
@@ -33,14 +33,11 @@ pub(crate) async fn at_positions(
         && let Some(read) =
             direct.and_then(|direct| direct.bodies(schema.version_id, positions).ok())
     {
-        let mut found: HashMap<i64, String> = read.into_iter().collect();
-        return positions
-            .iter()
-            .map(|pos| {
-                let text = found.remove(pos).ok_or(ApiError::Internal)?;
-                Stored::text(schema, text)
-            })
-            .collect();
+        return in_order(positions, read, |text| Stored::text(schema, text));
+    }
+    let table = records_table(schema.version_id);
+    if let Some(rows) = reader.bodies_on_kept_session(&table, positions).await {
+        return in_order(positions, rows, |text| Stored::jsonb_text(schema, text));
     }
     let mut sql = Sql::new(backend);
     // PostgreSQL's JSONB as its text: a flat body is put in order as text, not as a value.
@@ -51,22 +48,30 @@ pub(crate) async fn at_positions(
     sql.push("SELECT \"pos\", ")
         .push(doc)
         .push(" FROM ")
-        .ident(&records_table(schema.version_id));
+        .ident(&table);
     sql.push(" WHERE ");
     in_ids(&mut sql, "pos", positions);
-    let mut found: HashMap<i64, Stored> = HashMap::with_capacity(positions.len());
+    let mut rows = Vec::with_capacity(positions.len());
     for row in reader.query_all(sql.build()).await? {
-        let pos: i64 = row.try_get_by_index(0)?;
-        let text: String = row.try_get_by_index(1)?;
-        let doc = match backend {
-            DatabaseBackend::Postgres => Stored::jsonb_text(schema, text)?,
-            _ => Stored::text(schema, text)?,
-        };
-        found.insert(pos, doc);
+        rows.push((row.try_get_by_index(0)?, row.try_get_by_index(1)?));
     }
+    in_order(positions, rows, |text| match backend {
+        DatabaseBackend::Postgres => Stored::jsonb_text(schema, text),
+        _ => Stored::text(schema, text),
+    })
+}
+
+/// The texts of `rows` (position, text) at `positions`, in that order, each made a body by
+/// `body`; a position without a row is an internal error.
+fn in_order(
+    positions: &[i64],
+    rows: Vec<(i64, String)>,
+    body: impl Fn(String) -> Result<Stored, ApiError>,
+) -> Result<Vec<Stored>, ApiError> {
+    let mut found: HashMap<i64, String> = rows.into_iter().collect();
     positions
         .iter()
-        .map(|pos| found.remove(pos).ok_or(ApiError::Internal))
+        .map(|pos| body(found.remove(pos).ok_or(ApiError::Internal)?))
         .collect()
 }
 

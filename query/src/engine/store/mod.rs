@@ -30,6 +30,7 @@ pub(crate) mod points;
 pub(crate) mod record;
 pub(crate) mod replicas;
 pub(crate) mod secrets;
+pub(crate) mod sessions;
 pub(crate) mod split;
 pub(crate) mod sql;
 pub(crate) mod tally;

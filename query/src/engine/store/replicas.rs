@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 
 use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, Statement};
 
+use super::sessions::PgSessions;
+
 /// A replica not checked for this long is not read (the checks run every second).
 pub const STALE_AFTER: Duration = Duration::from_secs(5);
 /// How long one check of a replica may take before it counts as down.
@@ -31,6 +33,8 @@ pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub struct Replicas {
     primary: DatabaseConnection,
+    /// The primary's sessions kept out of its pool for body reads.
+    primary_sessions: PgSessions,
     set: Vec<Arc<Replica>>,
     /// Round-robin among the replicas that may answer.
     next: AtomicUsize,
@@ -55,6 +59,8 @@ pub(crate) struct Replica {
     /// Its URL without the password, for the logs.
     pub name: String,
     db: DatabaseConnection,
+    /// Its sessions kept out of its pool for body reads.
+    sessions: PgSessions,
     state: Mutex<ReplicaState>,
 }
 
@@ -113,12 +119,14 @@ impl Replicas {
     pub fn new(primary: DatabaseConnection, replicas: Vec<(String, DatabaseConnection)>) -> Self {
         Replicas {
             primary,
+            primary_sessions: PgSessions::default(),
             set: replicas
                 .into_iter()
                 .map(|(name, db)| {
                     Arc::new(Replica {
                         name,
                         db,
+                        sessions: PgSessions::default(),
                         state: Mutex::new(ReplicaState {
                             health: Health::Unknown,
                             replayed: 0,
@@ -132,6 +140,15 @@ impl Replicas {
             identity: tokio::sync::OnceCell::new(),
             answered: Answered::default(),
         }
+    }
+
+    /// Sessions kept out of the pools for body reads ([`PgSessions`]), open now: the
+    /// primary's, then each replica's in the order configured (for `/metrics`).
+    pub fn kept_sessions(&self) -> Vec<usize> {
+        std::iter::once(&self.primary_sessions)
+            .chain(self.set.iter().map(|replica| &replica.sessions))
+            .map(PgSessions::open)
+            .collect()
     }
 
     /// The replicas' connections, in the order configured (their pools' use, for `/metrics`).
@@ -327,6 +344,30 @@ impl Reader {
         let found = read(self.primary.clone()).await;
         self.count(|a| &a.primary);
         found
+    }
+
+    /// `(pos, doc::text)` of the PostgreSQL version table `table` at `positions`, read on a
+    /// session kept out of the chosen store's pool ([`PgSessions`]); `None` when that cannot
+    /// be done, and the caller reads through [`Self::run`].
+    pub(crate) async fn bodies_on_kept_session(
+        &self,
+        table: &str,
+        positions: &[i64],
+    ) -> Option<Vec<(i64, String)>> {
+        if self.backend() != DatabaseBackend::Postgres {
+            return None;
+        }
+        let (db, sessions, answered): (_, _, fn(&Answered) -> &AtomicU64) = match &self.replica {
+            Some(replica) => (&replica.db, &replica.sessions, |a| &a.replica),
+            None => (&self.primary, &self.replicas.primary_sessions, |a| {
+                &a.primary
+            }),
+        };
+        let rows = sessions
+            .bodies(db.get_postgres_connection_pool(), table, positions)
+            .await?;
+        self.count(answered);
+        Some(rows)
     }
 
     fn count(&self, which: impl Fn(&Answered) -> &AtomicU64) {
