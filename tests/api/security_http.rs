@@ -826,23 +826,10 @@ async fn killed_store_connections_never_give_500() {
 async fn a_cut_of_every_store_connection_fails_no_read() {
     use sqlx::Connection;
     let (_store, token, router, database) = store_answering_all().await;
-    let reads = || {
-        let workers: Vec<_> = (0..8)
-            .map(|_| {
-                let (router, token) = (router.clone(), token.clone());
-                tokio::spawn(async move {
-                    let path = "/api/v1/datasets/flights/records?carrier=UA&per_page=3";
-                    get_with(&router, path, Some(&token), &[]).await.status
-                })
-            })
-            .collect();
-        async move {
-            let mut statuses = Vec::new();
-            for worker in workers {
-                statuses.push(worker.await.unwrap());
-            }
-            statuses
-        }
+    let path = "/api/v1/datasets/flights/records?carrier=UA&per_page=3";
+    let reads = || async {
+        let answers = all_at_once(&router, &token, vec![path.to_string(); 8]).await;
+        answers.iter().map(|a| a.status).collect::<Vec<u16>>()
     };
     assert_eq!(reads().await, vec![200; 8], "before the cut");
     let mut admin = sqlx::PgConnection::connect(&crate::helpers::pg_admin_url())
@@ -881,25 +868,18 @@ async fn a_cut_of_the_kept_sessions_fails_no_record() {
     let database = store.pg_database().unwrap().to_string();
     // The demo's flights are every 168th flight, ids 1, 169, 337, …; each id is read once, so
     // no kept body answers it.
-    let records = |from: usize| {
-        let workers: Vec<_> = (from..from + 8)
-            .map(|n| {
-                let (router, token) = (router.clone(), token.clone());
-                tokio::spawn(async move {
-                    let id = (1 + 168 * n).to_string();
-                    let path = format!("/api/v1/datasets/flights/records/{id}");
-                    let answer = get_with(&router, &path, Some(&token), &[]).await;
-                    (answer.status, answer.body["_id"] == id.as_str())
-                })
-            })
+    let (router, token) = (&router, &token);
+    let records = |from: usize| async move {
+        let ids: Vec<String> = (from..from + 8)
+            .map(|n| (1 + 168 * n).to_string())
             .collect();
-        async move {
-            let mut answers = Vec::new();
-            for worker in workers {
-                answers.push(worker.await.unwrap());
-            }
-            answers
-        }
+        let paths = ids
+            .iter()
+            .map(|id| format!("/api/v1/datasets/flights/records/{id}"));
+        let answers = all_at_once(router, token, paths.collect()).await;
+        let got = answers.iter().zip(&ids);
+        got.map(|(a, id)| (a.status, a.body["_id"] == id.as_str()))
+            .collect::<Vec<_>>()
     };
     assert_eq!(records(0).await, vec![(200, true); 8], "before the cut");
     let mut admin = sqlx::PgConnection::connect(&crate::helpers::pg_admin_url())
@@ -909,6 +889,26 @@ async fn a_cut_of_the_kept_sessions_fails_no_record() {
     assert!(cut >= 2, "{cut} sessions cut");
     assert_eq!(records(8).await, vec![(200, true); 8], "after the cut");
     assert_eq!(records(16).await, vec![(200, true); 8], "later");
+}
+
+/// The answers to GETs of `paths` with `token`, all sent at once, in the order of `paths`.
+async fn all_at_once(
+    router: &axum::Router,
+    token: &str,
+    paths: Vec<String>,
+) -> Vec<crate::helpers::Answer> {
+    let workers: Vec<_> = paths
+        .into_iter()
+        .map(|path| {
+            let (router, token) = (router.clone(), token.to_string());
+            tokio::spawn(async move { get_with(&router, &path, Some(&token), &[]).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for worker in workers {
+        answers.push(worker.await.unwrap());
+    }
+    answers
 }
 
 /// A PostgreSQL store with the demo, a token, and a router on which the store answers
