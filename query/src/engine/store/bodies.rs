@@ -35,10 +35,6 @@ pub(crate) async fn at_positions(
     {
         return in_order(positions, read, |text| Stored::text(schema, text));
     }
-    let table = records_table(schema.version_id);
-    if let Some(rows) = reader.bodies_on_kept_session(&table, positions).await {
-        return in_order(positions, rows, |text| Stored::jsonb_text(schema, text));
-    }
     let mut sql = Sql::new(backend);
     // PostgreSQL's JSONB as its text: a flat body is put in order as text, not as a value.
     let doc = match backend {
@@ -48,11 +44,19 @@ pub(crate) async fn at_positions(
     sql.push("SELECT \"pos\", ")
         .push(doc)
         .push(" FROM ")
-        .ident(&table);
+        .ident(&records_table(schema.version_id));
     sql.push(" WHERE ");
     in_ids(&mut sql, "pos", positions);
+    let statement = sql.build();
+    // On PostgreSQL the statement's one parameter is `positions`, as one array.
+    if let Some(rows) = reader
+        .bodies_on_kept_session(&statement.sql, positions)
+        .await
+    {
+        return in_order(positions, rows, |text| Stored::jsonb_text(schema, text));
+    }
     let mut rows = Vec::with_capacity(positions.len());
-    for row in reader.query_all(sql.build()).await? {
+    for row in reader.query_all(statement).await? {
         rows.push((row.try_get_by_index(0)?, row.try_get_by_index(1)?));
     }
     in_order(positions, rows, |text| match backend {

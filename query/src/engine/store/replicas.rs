@@ -346,12 +346,12 @@ impl Reader {
         found
     }
 
-    /// `(pos, doc::text)` of the PostgreSQL version table `table` at `positions`, read on a
-    /// session kept out of the chosen store's pool ([`PgSessions`]); `None` when that cannot
-    /// be done, and the caller reads through [`Self::run`].
+    /// The `(position, text)` rows of `sql`, a PostgreSQL statement whose one parameter is
+    /// `positions`, read on a session kept out of the chosen store's pool ([`PgSessions`]);
+    /// `None` when that cannot be done, and the caller reads through [`Self::run`].
     pub(crate) async fn bodies_on_kept_session(
         &self,
-        table: &str,
+        sql: &str,
         positions: &[i64],
     ) -> Option<Vec<(i64, String)>> {
         if self.backend() != DatabaseBackend::Postgres {
@@ -364,7 +364,7 @@ impl Reader {
             }),
         };
         let rows = sessions
-            .bodies(db.get_postgres_connection_pool(), table, positions)
+            .bodies(db.get_postgres_connection_pool(), sql, positions)
             .await?;
         self.count(answered);
         Some(rows)

@@ -27,19 +27,17 @@ pub(crate) struct PgSessions {
 }
 
 impl PgSessions {
-    /// `(pos, doc::text)` of version table `table`'s rows whose `pos` is one of `positions`,
-    /// read on a session of `pool`'s kept here; `None` when none could be had or the read
-    /// failed (the caller reads through the pool).
+    /// The `(position, text)` rows of `sql` (built by `bodies`, with `positions` its one
+    /// parameter), read on a session of `pool`'s kept here; `None` when none could be had or
+    /// the read failed (the caller reads through the pool).
     pub(crate) async fn bodies(
         &self,
         pool: &PgPool,
-        table: &str,
+        sql: &str,
         positions: &[i64],
     ) -> Option<Vec<(i64, String)>> {
         let mut session = self.take(pool).await?;
-        // The table's name comes from an integer: nothing of the request reaches the SQL text.
-        let sql = format!("SELECT \"pos\", \"doc\"::text FROM \"{table}\" WHERE \"pos\" = ANY($1)");
-        let read = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        let read = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_string()))
             .bind(positions)
             .fetch_all(session.conn())
             .await;
