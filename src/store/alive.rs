@@ -1,6 +1,5 @@
 //! Which pooled PostgreSQL sessions are checked before use. sqlx can ping every session it hands
-//! out, a round trip each time: a small import takes a dozen sessions in turn, and the pings
-//! were a fifth of its time. A session given back less than [`ALIVE_WINDOW`] ago was alive
+//! out, a round trip each time, and a small import takes a dozen sessions in turn. A session given back less than [`ALIVE_WINDOW`] ago was alive
 //! then (sqlx pings each one as it comes back, and closes it when that fails), so it is handed
 //! out unchecked, as HikariCP does within its own window. One that waited longer is pinged, and
 //! so is every session for a while after a store fault ([`query::error::fault_within`]): a

@@ -67,6 +67,18 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
 }
 
+/// A PostgreSQL pool's options, the primary's or a replica's, waiting at most `acquire_timeout`
+/// for a session: which sessions are pinged before use ([`alive`]), and `TCP_NODELAY` on each
+/// new one ([`nodelay`]).
+fn pg_pool_options(acquire_timeout: Duration) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(acquire_timeout)
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| Box::pin(alive::before_acquire(conn, meta)))
+        .after_connect(|conn, _| Box::pin(nodelay::on_connect(conn)))
+}
+
 impl Store {
     /// Opens the store at `url`, creating an SQLite file (and its directory) when missing.
     pub async fn connect(url: &StoreUrl) -> Result<Self, StoreError> {
@@ -117,13 +129,8 @@ impl Store {
                     ),
                     source,
                 };
-                let pool = PgPoolOptions::new()
-                    .max_connections(16)
-                    .acquire_timeout(Duration::from_secs(5))
-                    .test_before_acquire(false)
-                    .before_acquire(|conn, meta| Box::pin(alive::before_acquire(conn, meta)))
-                    .after_connect(|conn, _| Box::pin(nodelay::on_connect(conn)))
-                    .connect_lazy_with(options.clone());
+                let pool =
+                    pg_pool_options(Duration::from_secs(5)).connect_lazy_with(options.clone());
                 // The sessions a command holds together (an import: its lease, its load, its
                 // transaction), opened at once rather than each when first needed: over TLS a
                 // handshake waits for two of the server's delayed acknowledgements (`nodelay`).
@@ -154,17 +161,10 @@ impl Store {
                 url: redact_url(url),
                 source: sqlx::Error::Configuration(e.into()),
             })?;
-        let pool = PgPoolOptions::new()
-            .max_connections(16)
-            // A replica that does not hand out a connection soon is passed over for the
-            // primary (the read is run again there): a stopped replica costs the reads
-            // already sent to it this long, until its check or a failed read marks it down,
-            // so the time-out is short.
-            .acquire_timeout(REPLICA_ACQUIRE_TIMEOUT)
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| Box::pin(alive::before_acquire(conn, meta)))
-            .after_connect(|conn, _| Box::pin(nodelay::on_connect(conn)))
-            .connect_lazy_with(options);
+        // A replica that does not hand out a connection soon is passed over for the primary
+        // (the read is run again there): a stopped replica costs the reads already sent to it
+        // this long, until its check or a failed read marks it down, so the time-out is short.
+        let pool = pg_pool_options(REPLICA_ACQUIRE_TIMEOUT).connect_lazy_with(options);
         Ok(sea_orm::SqlxPostgresConnector::from_sqlx_postgres_pool(
             pool,
         ))
