@@ -67,10 +67,11 @@ pub async fn load(
         // Gathered before a session is taken: none is held while the file is read.
         let batches = small::gather(batches).await;
         let mut conn = Unsynced::acquire(pool).await?;
-        let create = small::create_tables(version_id, (&columns, &names), &batches);
+        let sizes = small::Sizes::of(&batches);
+        let create = small::create_tables(version_id, (&columns, &names), &sizes);
         exec(&mut *conn, in_version(version_id, &create)).await?;
         let count = small::insert(&mut conn, version_id, plan, &names, &batches).await?;
-        let indexes = small::index_statements(version_id, store_indexes, &batches);
+        let indexes = small::index_statements(version_id, store_indexes, &sizes);
         if !indexes.is_empty() {
             exec(&mut *conn, indexes.join("; ")).await?;
         }
@@ -154,13 +155,16 @@ fn in_version(version_id: i64, create: &str) -> String {
 /// one.
 fn create_tables(version_id: i64, columns: &[String]) -> String {
     format!(
-        "CREATE TABLE \"{}\" ({}); \
-         CREATE TABLE \"{}\" (\"tid\" bigint NOT NULL, \"value\" text NOT NULL)",
+        "CREATE TABLE \"{}\" ({}); CREATE TABLE \"{}\" ({TEXT_KEY}, {TEXT_VALUE})",
         records_table(version_id),
         columns.join(", "),
         text_table(version_id)
     )
 }
+
+/// The text dictionary's columns: the id records refer to, and the lower-cased text.
+const TEXT_KEY: &str = "\"tid\" bigint NOT NULL";
+const TEXT_VALUE: &str = "\"value\" text NOT NULL";
 
 /// A session of the import's own whose commits do not wait for the disk (see the module's
 /// doc). Its settings are reset before it goes back to the pool; dropped without that (an

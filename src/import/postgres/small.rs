@@ -42,13 +42,51 @@ const PLAIN_ROW_BYTES: usize = 8_000;
 /// and a number two to eight more, where the text may spend two.
 const JSONB_GROWTH: usize = 4;
 
+/// What a small load's gathered rows take, measured once for its tables and its indexes.
+pub struct Sizes {
+    /// Whether every record row fits a page, its body counted at its largest JSONB size and
+    /// each column with room for its alignment.
+    records_fit: bool,
+    /// Whether every text-dictionary row fits a page.
+    texts_fit: bool,
+    /// The record rows' bytes, about.
+    records: usize,
+    /// The text-dictionary rows' bytes, about.
+    texts: usize,
+}
+
+impl Sizes {
+    /// The sizes of the rows `batches` hold.
+    pub fn of(batches: &[Batch]) -> Self {
+        let mut sizes = Sizes {
+            records_fit: true,
+            texts_fit: true,
+            records: 0,
+            texts: 0,
+        };
+        for row in batches.iter().flat_map(|b| &b.rows) {
+            let bytes = row_bytes(row);
+            sizes.records += bytes;
+            sizes.records_fit &=
+                bytes + row.doc.len() * (JSONB_GROWTH - 1) + 8 * (3 + row.cells.len())
+                    <= PLAIN_ROW_BYTES;
+        }
+        for (_, text) in batches.iter().flat_map(|b| &b.texts) {
+            let bytes = text_row_bytes(text);
+            sizes.texts += bytes;
+            sizes.texts_fit &= bytes + 8 <= PLAIN_ROW_BYTES;
+        }
+        sizes
+    }
+}
+
 /// The statements that create version `version_id`'s tables with their `columns` (the
 /// `RecordColumns` definitions and `names`, `pos` first): each with plain storage, and so no
-/// TOAST table, when every row `batches` hold fits a page ([`PLAIN_ROW_BYTES`]).
+/// TOAST table, when every row it gets fits a page ([`PLAIN_ROW_BYTES`]).
 pub fn create_tables(
     version_id: i64,
     (definitions, names): (&[String], &[String]),
-    batches: &[Batch],
+    sizes: &Sizes,
 ) -> String {
     let records = entity::record::records_table(version_id);
     let texts = entity::record::text_table(version_id);
@@ -57,20 +95,15 @@ pub fn create_tables(
         .zip(&names[1..])
         .map(|(d, n)| (d.as_str(), n.as_str()))
         .collect();
-    let text_columns = [("\"value\" text NOT NULL", "\"value\"")];
+    let text_columns = [(super::TEXT_VALUE, "\"value\"")];
     [
         create_table(
             &records,
             &definitions[0],
             &record_columns,
-            records_fit(batches),
+            sizes.records_fit,
         ),
-        create_table(
-            &texts,
-            "\"tid\" bigint NOT NULL",
-            &text_columns,
-            texts_fit(batches),
-        ),
+        create_table(&texts, super::TEXT_KEY, &text_columns, sizes.texts_fit),
     ]
     .join("; ")
 }
@@ -91,23 +124,6 @@ fn create_table(table: &str, key: &str, others: &[(&str, &str)], plain: bool) ->
         "CREATE TABLE \"{table}\" ({key}); ALTER TABLE \"{table}\" {}",
         added.join(", ")
     )
-}
-
-/// Whether every record row fits a page, its body counted at its largest JSONB size and each
-/// column with room for its alignment.
-fn records_fit(batches: &[Batch]) -> bool {
-    batches.iter().flat_map(|b| &b.rows).all(|row| {
-        row_bytes(row) + row.doc.len() * (JSONB_GROWTH - 1) + 8 * (3 + row.cells.len())
-            <= PLAIN_ROW_BYTES
-    })
-}
-
-/// Whether every text-dictionary row fits a page.
-fn texts_fit(batches: &[Batch]) -> bool {
-    batches
-        .iter()
-        .flat_map(|b| &b.texts)
-        .all(|(_, text)| text_row_bytes(text) + 8 <= PLAIN_ROW_BYTES)
 }
 
 /// A record row's bytes, about: its body, its id and its cells.
@@ -137,7 +153,7 @@ const INDEXED_BYTES: usize = 64 * 1024;
 /// load, since the `_id` key is also the id field's sort index; else, for each table larger
 /// than [`INDEXED_BYTES`], hash indexes on `pos` and `_id`, or on `tid` with the text
 /// dictionary's trigram index.
-pub fn index_statements(version_id: i64, ordered: bool, batches: &[Batch]) -> Vec<String> {
+pub fn index_statements(version_id: i64, ordered: bool, sizes: &Sizes) -> Vec<String> {
     if ordered {
         return super::key_statements(version_id);
     }
@@ -149,16 +165,10 @@ pub fn index_statements(version_id: i64, ordered: bool, batches: &[Batch]) -> Ve
         format!("CREATE INDEX \"{table}_{name}\" ON \"{table}\" USING hash (\"{column}\")")
     };
     let mut statements = Vec::new();
-    let rows = batches.iter().flat_map(|b| &b.rows);
-    if rows.map(row_bytes).sum::<usize>() > INDEXED_BYTES {
+    if sizes.records > INDEXED_BYTES {
         statements.extend([hash(&records, "pos"), hash(&records, "_id")]);
     }
-    let texts_bytes: usize = batches
-        .iter()
-        .flat_map(|b| &b.texts)
-        .map(|(_, text)| text_row_bytes(text))
-        .sum();
-    if texts_bytes > INDEXED_BYTES {
+    if sizes.texts > INDEXED_BYTES {
         statements.extend([hash(&texts, "tid"), super::trigram_index(version_id)]);
     }
     statements
@@ -301,20 +311,24 @@ mod tests {
             ][..],
             &["\"pos\"".to_string(), "\"_id\"".to_string()][..],
         );
-        let plain = create_tables(7, columns, &[batch(100, 100)]);
+        let plain = create_tables(7, columns, &Sizes::of(&[batch(100, 100)]));
         assert_eq!(plain.matches("SET STORAGE PLAIN").count(), 2, "{plain}");
         assert!(
             plain.contains("ALTER COLUMN \"_id\" SET STORAGE PLAIN"),
             "{plain}"
         );
-        let long_body = create_tables(7, columns, &[batch(100, 100), batch(2_000, 100)]);
+        let long_body = create_tables(
+            7,
+            columns,
+            &Sizes::of(&[batch(100, 100), batch(2_000, 100)]),
+        );
         assert_eq!(
             long_body.matches("SET STORAGE PLAIN").count(),
             1,
             "{long_body}"
         );
         assert!(long_body.contains("ALTER COLUMN \"value\" SET STORAGE PLAIN"));
-        let long_text = create_tables(7, columns, &[batch(100, 9_000)]);
+        let long_text = create_tables(7, columns, &Sizes::of(&[batch(100, 9_000)]));
         assert_eq!(
             long_text.matches("SET STORAGE PLAIN").count(),
             1,
