@@ -9,8 +9,7 @@
 use entity::{dataset, dataset_field, dataset_version};
 use query::{CatalogEpoch, DatasetSchema, Resolver};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set,
-    TransactionTrait,
+    ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait,
 };
 use time::OffsetDateTime;
 
@@ -39,9 +38,8 @@ pub async fn activate(
     version_id: i64,
     records: u64,
 ) -> Result<Published, ImportError> {
-    // The fields first: the hash reads the version through its schema, and nobody sees a
-    // loading version's rows.
-    let new_fields = insert_fields(store, plan, version_id).await?;
+    // The hash reads the version through its schema; the fields are written as it goes live.
+    let new_fields = planned_fields(plan, version_id);
     let hasher = Resolver::new(store.db.clone(), "", CatalogEpoch::default());
     // Written with the version's going live: a version found unchanged is dropped anyway.
     let hash = hasher
@@ -67,40 +65,49 @@ pub async fn activate(
         hash,
         now,
     };
-    go_live(store, &request.slug, meta, &live, existing).await?;
+    go_live(store, &request.slug, meta, &live, &new_fields, existing).await?;
     store.catalog.changed();
     Ok(Published::New(number))
 }
 
-/// Writes the version's fields, in the plan's order, and returns them as stored: in the same
-/// statement where the store can (`RETURNING`), else read back.
+/// The version's fields in the plan's order, as they will be stored (ids are the store's to
+/// give).
+fn planned_fields(plan: &Plan, version_id: i64) -> Vec<dataset_field::Model> {
+    plan.fields
+        .iter()
+        .enumerate()
+        .map(|(position, f)| dataset_field::Model {
+            id: 0,
+            version_id,
+            position: position as i32,
+            name: f.name.clone(),
+            field_type: f.field_type,
+            description: f.description.clone(),
+            column_name: f.column.clone(),
+        })
+        .collect()
+}
+
+/// Writes `fields` in `txn`.
 async fn insert_fields(
-    store: &crate::store::Store,
-    plan: &Plan,
-    version_id: i64,
-) -> Result<Vec<dataset_field::Model>, ImportError> {
-    let txn = super::unsynced(store).await?;
-    let insert =
-        dataset_field::Entity::insert_many(plan.fields.iter().enumerate().map(|(position, f)| {
-            dataset_field::ActiveModel {
-                version_id: Set(version_id),
-                position: Set(position as i32),
-                name: Set(f.name.clone()),
-                field_type: Set(f.field_type),
-                description: Set(f.description.clone()),
-                column_name: Set(f.column.clone()),
-                ..Default::default()
-            }
-        }));
-    if !store.db.support_returning() {
-        insert.exec(&txn).await?;
-        txn.commit().await?;
-        return fields_of(store, version_id).await;
+    txn: &sea_orm::DatabaseTransaction,
+    fields: &[dataset_field::Model],
+) -> Result<(), ImportError> {
+    if fields.is_empty() {
+        return Ok(());
     }
-    let mut fields = insert.exec_with_returning(&txn).await?;
-    txn.commit().await?;
-    fields.sort_by_key(|field| field.position);
-    Ok(fields)
+    dataset_field::Entity::insert_many(fields.iter().map(|f| dataset_field::ActiveModel {
+        version_id: Set(f.version_id),
+        position: Set(f.position),
+        name: Set(f.name.clone()),
+        field_type: Set(f.field_type),
+        description: Set(f.description.clone()),
+        column_name: Set(f.column_name.clone()),
+        ..Default::default()
+    }))
+    .exec(txn)
+    .await?;
+    Ok(())
 }
 
 /// What the dataset row says of the version beside its records: from the request, else from
@@ -221,13 +228,14 @@ struct Live {
     now: OffsetDateTime,
 }
 
-/// One transaction: the version live, the dataset row pointing at it (the old version
-/// retired), the versions beyond those kept expired.
+/// One transaction: the version live with its fields, the dataset row pointing at it (the old
+/// version retired), the versions beyond those kept expired.
 async fn go_live(
     store: &crate::store::Store,
     slug: &str,
     meta: Meta,
     live: &Live,
+    fields: &[dataset_field::Model],
     existing: Option<dataset::Model>,
 ) -> Result<(), ImportError> {
     let txn = store.db.begin().await?;
@@ -242,6 +250,7 @@ async fn go_live(
     }
     .update(&txn)
     .await?;
+    insert_fields(&txn, fields).await?;
     let mut row = dataset::ActiveModel {
         slug: Set(slug.to_string()),
         title: Set(meta.title),

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use entity::dataset_version;
-use sea_orm::{ActiveModelTrait, ConnectionTrait, DatabaseBackend, Set, TransactionTrait};
+use sea_orm::{ActiveModelTrait, DatabaseBackend, Set, TransactionTrait};
 use time::OffsetDateTime;
 
 use crate::store::lease::Lease;
@@ -193,18 +193,18 @@ pub async fn import(
     let plan = Plan::new(&request.schema, &inferred, id_field.as_deref())?;
     // A declared geo pair that names no number field fails before any record is loaded.
     schema::geo::geo_pair(request.schema.geo.as_ref(), &plan.fields)?;
-    let (version, lease) = loading_version(store, &request.slug).await?;
+    let (version_id, lease) = loading_version(store, &request.slug).await?;
     let loaded = load(
         store,
         &request,
         &plan,
-        version.id,
+        version_id,
         format,
         gzip,
         progress.clone(),
     )
     .await;
-    let finished = finish(store, &request, &plan, version.id, loaded, started).await;
+    let finished = finish(store, &request, &plan, version_id, loaded, started).await;
     lease.end().await;
     if finished.is_ok()
         && let Err(e) = gc::collect_due(store, gc::RETIRED_GRACE).await
@@ -266,43 +266,43 @@ fn no_nul_in_row_texts(request: &ImportRequest, id_field: Option<&str>) -> Resul
 }
 
 /// A new version of `slug`, loading: no reader sees it until it goes live. The import holds it
-/// ([`Lease`]) until it ends, so a killed import's version is found dead and removed.
-async fn loading_version(
-    store: &Store,
-    slug: &str,
-) -> Result<(dataset_version::Model, Lease), ImportError> {
-    let reserved = Lease::reserve(store).await?;
-    let txn = unsynced(store).await?;
-    let mut row = dataset_version::ActiveModel {
+/// ([`Lease`]) until it ends, so a killed import's version is found dead and removed. Returns
+/// the version's id.
+async fn loading_version(store: &Store, slug: &str) -> Result<(i64, Lease), ImportError> {
+    if let Some((id, lease)) = Lease::reserve(store).await? {
+        insert_loading_pg(store, id, slug).await?;
+        return Ok((id, lease));
+    }
+    let txn = store.db.begin().await?;
+    let version = dataset_version::ActiveModel {
         slug: Set(slug.to_string()),
         state: Set(dataset_version::STATE_LOADING.into()),
         record_count: Set(0),
         created_at: Set(OffsetDateTime::now_utc()),
         retired_at: Set(None),
         ..Default::default()
-    };
-    if let Some((id, _)) = &reserved {
-        row.id = Set(*id);
     }
-    let version = row.insert(&txn).await?;
+    .insert(&txn)
+    .await?;
     txn.commit().await?;
-    let lease = match reserved {
-        Some((_, lease)) => lease,
-        None => Lease::take(store, version.id)?,
-    };
-    Ok((version, lease))
+    Ok((version.id, Lease::take(store, version.id)?))
 }
 
-/// A transaction for an import's writes before its version goes live: on PostgreSQL its commit
-/// does not wait for the disk (see `postgres`'s module doc for why nothing is lost by it); an
-/// SQLite store's commits do not wait for it anyway (WAL, `synchronous = NORMAL`).
-async fn unsynced(store: &Store) -> Result<sea_orm::DatabaseTransaction, ImportError> {
-    let txn = store.db.begin().await?;
-    if store.backend() == DatabaseBackend::Postgres {
-        txn.execute_unprepared("SET LOCAL synchronous_commit = off")
-            .await?;
-    }
-    Ok(txn)
+/// The loading version's row on PostgreSQL, under the id its lease reserved: one statement, its
+/// own transaction, whose commit does not wait for the disk (see `postgres`'s module doc for
+/// why nothing is lost by it).
+async fn insert_loading_pg(store: &Store, id: i64, slug: &str) -> Result<(), ImportError> {
+    sqlx::query(
+        "INSERT INTO \"dataset_versions\" (\"id\", \"slug\", \"state\", \"record_count\", \"created_at\") \
+         SELECT $1, $2, $3, 0, $4 FROM (SELECT set_config('synchronous_commit', 'off', true)) AS \"unsynced\"",
+    )
+    .bind(id)
+    .bind(slug)
+    .bind(dataset_version::STATE_LOADING)
+    .bind(OffsetDateTime::now_utc())
+    .execute(store.db.get_postgres_connection_pool())
+    .await?;
+    Ok(())
 }
 
 /// Inference is needed unless a schema file lists every column of a CSV header.

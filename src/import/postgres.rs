@@ -66,21 +66,16 @@ pub async fn load(
     if small {
         // Gathered before a session is taken: none is held while the file is read.
         let batches = small::gather(batches).await;
-        let mut conn = Unsynced::acquire(pool).await?;
         let sizes = small::Sizes::of(&batches);
         let create = small::create_tables(version_id, (&columns, &names), &sizes);
-        exec(&mut *conn, in_version(version_id, &create)).await?;
+        let mut conn = Unsynced::acquire_running(pool, &in_version(version_id, &create)).await?;
         let count = small::insert(&mut conn, version_id, plan, &names, &batches).await?;
         let indexes = small::index_statements(version_id, store_indexes, &sizes);
-        if !indexes.is_empty() {
-            exec(&mut *conn, indexes.join("; ")).await?;
-        }
-        conn.release().await?;
+        conn.release_after(&indexes).await?;
         return Ok(count);
     }
-    let mut first_conn = Unsynced::acquire(pool).await?;
     let create = create_tables(version_id, &columns);
-    exec(&mut *first_conn, in_version(version_id, &create)).await?;
+    let mut first_conn = Unsynced::acquire_running(pool, &in_version(version_id, &create)).await?;
     let [mut second_conn, mut text_conn] = [
         Unsynced::acquire(pool).await?,
         Unsynced::acquire(pool).await?,
@@ -171,25 +166,46 @@ const TEXT_VALUE: &str = "\"value\" text NOT NULL";
 /// error on the way), it is closed instead, so no other use of the pool inherits them.
 struct Unsynced(Option<PoolConnection<Postgres>>);
 
+/// The settings of an [`Unsynced`] session.
+const UNSYNCED: &str = "SET synchronous_commit = off; SET maintenance_work_mem = '256MB'";
+
 impl Unsynced {
     async fn acquire(pool: &PgPool) -> Result<Self, sqlx::Error> {
-        let mut conn = pool.acquire().await?;
-        exec(
-            &mut *conn,
-            "SET synchronous_commit = off; SET maintenance_work_mem = '256MB'".into(),
-        )
-        .await?;
-        Ok(Unsynced(Some(conn)))
+        Self::acquire_running(pool, "").await
+    }
+
+    /// [`Self::acquire`], running `first` (statements this module generated) in the same round
+    /// trip as the settings.
+    async fn acquire_running(pool: &PgPool, first: &str) -> Result<Self, sqlx::Error> {
+        // Held as `Unsynced` at once: a failure below closes the session.
+        let mut unsynced = Unsynced(Some(pool.acquire().await?));
+        exec(&mut *unsynced, joined(UNSYNCED, first)).await?;
+        Ok(unsynced)
     }
 
     /// Resets the session's settings and gives it back to the pool.
-    async fn release(mut self) -> Result<(), sqlx::Error> {
+    async fn release(self) -> Result<(), sqlx::Error> {
+        self.release_after(&[]).await
+    }
+
+    /// [`Self::release`], running `last` (statements this module generated) first, in the same
+    /// round trip.
+    async fn release_after(mut self, last: &[String]) -> Result<(), sqlx::Error> {
         let mut conn = self.0.take().expect("released once");
-        let reset = exec(&mut *conn, "RESET ALL".into()).await;
+        let reset = exec(&mut *conn, joined(&last.join("; "), "RESET ALL")).await;
         if reset.is_err() {
             conn.close_on_drop();
         }
         reset
+    }
+}
+
+/// Two runs of statements as one.
+fn joined(first: &str, then: &str) -> String {
+    match (first.is_empty(), then.is_empty()) {
+        (true, _) => then.to_string(),
+        (_, true) => first.to_string(),
+        _ => format!("{first}; {then}"),
     }
 }
 

@@ -18,6 +18,11 @@ use sqlx::postgres::{PgConnection, PgPool};
 /// the read goes through the pool.
 pub(crate) const MAX_SESSIONS: usize = 4;
 
+/// Run once on each kept session: its one statement, bodies by primary key, has the same best
+/// plan whatever the positions, so the server plans it once instead of at every execution
+/// (PostgreSQL plans a prepared statement's first executions for their parameters).
+const GENERIC_PLANS: &str = "SET plan_cache_mode = force_generic_plan";
+
 /// The sessions one pool gave up, idle ones kept for the next read.
 #[derive(Debug, Default)]
 pub(crate) struct PgSessions {
@@ -74,7 +79,12 @@ impl PgSessions {
             conn: None,
             kept: false,
         };
-        taken.conn = Some(pool.acquire().await.ok()?.detach());
+        let mut conn = pool.acquire().await.ok()?.detach();
+        if let Err(error) = sqlx::raw_sql(GENERIC_PLANS).execute(&mut conn).await {
+            // Reads still work with plans made per execution; a dead session fails its read.
+            tracing::debug!(%error, "a kept session keeps PostgreSQL's default plan caching");
+        }
+        taken.conn = Some(conn);
         Some(taken)
     }
 
