@@ -7,11 +7,12 @@ use std::sync::Arc;
 use query::memory::IndexPolicy;
 
 use crate::app;
+use crate::auth::publishers;
 use crate::auth::scope as auth_scope;
 use crate::auth::token;
 use crate::config::{
-    Cli, Command, ConfigError, DatasetsCommand, ImportArgs, ServeArgs, ServeConfig, StoreArgs,
-    StoreUrl, TokenCommand,
+    Cli, Command, ConfigError, DatasetsCommand, GrantCommand, ImportArgs, ServeArgs, ServeConfig,
+    StoreArgs, StoreUrl, TokenCommand,
 };
 use crate::http::log_writer::BackgroundStderr;
 use crate::import::{self, ImportRequest, reader::Source, schema::SchemaFile};
@@ -56,6 +57,7 @@ pub fn run(cli: Cli) -> ExitCode {
             Some(Command::Migrate(args)) => migrate(args).await,
             Some(Command::Datasets { command }) => datasets(command).await,
             Some(Command::Token { command }) => token(command).await,
+            Some(Command::Grant { command }) => grant(command).await,
         }
     });
     match result {
@@ -156,6 +158,30 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
             "reads of records go to the read replicas once checked"
         );
     }
+    log_index_settings(&config);
+    let state = AppState::new(store, &config.public_url)
+        .with_replicas(replicas)
+        .with_rate_limits(config.api_rate_limit, config.address_rate_limit)
+        .with_conn_limits(config.conn_limits)
+        .with_publishing(crate::publish::Publishing {
+            max_upload_bytes: config.max_upload_bytes,
+            max_record_bytes: config.max_record_bytes,
+            upload_dir: config.upload_dir.clone(),
+            ..Default::default()
+        })
+        .with_trusted_proxies(config.trusted_proxies.clone())
+        .with_index_dir(config.index_dir.clone())
+        .with_index_policy(IndexPolicy::background(config.index_memory_bytes));
+    if let Some(listener) = metrics_listener {
+        tracing::info!(listen = %listener.local_addr()?, "metrics are served at /metrics");
+        tokio::spawn(app::serve_metrics(state.clone(), listener));
+    }
+    app::serve(state, listener, shutdown).await?;
+    Ok(())
+}
+
+/// The in-memory indexes' budget and where they are kept, as the log tells the operator.
+fn log_index_settings(config: &ServeConfig) {
     tracing::info!(
         index_memory_mib = config.index_memory_bytes >> 20,
         from = if config.index_memory_given {
@@ -173,19 +199,6 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
             tracing::info!("in-memory indexes are not kept between runs (ODQS_INDEX_DIR is empty)")
         }
     }
-    let state = AppState::new(store, &config.public_url)
-        .with_replicas(replicas)
-        .with_rate_limits(config.api_rate_limit, config.address_rate_limit)
-        .with_conn_limits(config.conn_limits)
-        .with_trusted_proxies(config.trusted_proxies.clone())
-        .with_index_dir(config.index_dir.clone())
-        .with_index_policy(IndexPolicy::background(config.index_memory_bytes));
-    if let Some(listener) = metrics_listener {
-        tracing::info!(listen = %listener.local_addr()?, "metrics are served at /metrics");
-        tokio::spawn(app::serve_metrics(state.clone(), listener));
-    }
-    app::serve(state, listener, shutdown).await?;
-    Ok(())
 }
 
 async fn import_demo(store: &Store) -> Result<(), Failure> {
@@ -302,6 +315,15 @@ async fn token(command: TokenCommand) -> Result<(), Failure> {
                     }
                     other => Failure::Runtime(other.message()),
                 })?;
+            if scope.publishes()
+                && publishers::patterns_of_email(&store, &email)
+                    .await?
+                    .is_empty()
+            {
+                return Err(Failure::Config(format!(
+                    "--scope: {email} holds no grant to publish; `odqs grant publish` gives one"
+                )));
+            }
             let user = token::find_or_create_user(&store, &email).await?;
             let expires_at = auth_scope::expiry(lifetime);
             let (secret, _) =
@@ -310,4 +332,76 @@ async fn token(command: TokenCommand) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+async fn grant(command: GrantCommand) -> Result<(), Failure> {
+    init_logging(false, "warn");
+    match command {
+        GrantCommand::Publish {
+            email,
+            datasets,
+            by,
+            store,
+        } => {
+            let email = grant_email(&email)?;
+            grant_pattern(&datasets)?;
+            let store = open(&store).await?;
+            if publishers::grant_publish(&store, &email, &datasets, &by).await? {
+                println!("{email} may publish {datasets}");
+            } else {
+                println!("{email} already may publish {datasets}");
+            }
+            Ok(())
+        }
+        GrantCommand::List(args) => {
+            let store = open(&args).await?;
+            println!(
+                "{:<40} {:<8} {:<32} {:<16} CREATED",
+                "EMAIL", "RIGHT", "DATASETS", "GRANTED BY"
+            );
+            for listed in publishers::list(&store).await? {
+                println!(
+                    "{:<40} {:<8} {:<32} {:<16} {}",
+                    listed.email,
+                    listed.right,
+                    listed.pattern,
+                    listed.granted_by,
+                    query::catalog::rfc3339(listed.created_at)
+                );
+            }
+            Ok(())
+        }
+        GrantCommand::Revoke {
+            email,
+            datasets,
+            store,
+        } => {
+            let email = grant_email(&email)?;
+            let store = open(&store).await?;
+            if publishers::revoke_publish(&store, &email, &datasets).await? {
+                println!("{email} may no longer publish {datasets}");
+                Ok(())
+            } else {
+                Err(Failure::Runtime(format!(
+                    "{email} holds no grant of {datasets:?}; `odqs grant list` shows the grants"
+                )))
+            }
+        }
+    }
+}
+
+/// `--email` of `odqs grant`, normalized.
+fn grant_email(email: &str) -> Result<String, Failure> {
+    token::normalize_email(email)
+        .ok_or_else(|| Failure::Config(format!("--email: {email:?} is not an e-mail address")))
+}
+
+/// `--datasets` of `odqs grant publish`, checked.
+fn grant_pattern(pattern: &str) -> Result<(), Failure> {
+    if publishers::valid_pattern(pattern) {
+        return Ok(());
+    }
+    Err(Failure::Config(format!(
+        "--datasets: {pattern:?} is no slug, no prefix ending in `*` and not `*`"
+    )))
 }

@@ -36,6 +36,7 @@ pub mod demo;
 pub mod guides;
 pub mod http;
 pub mod import;
+pub mod publish;
 pub mod routes;
 pub mod site;
 pub mod state;

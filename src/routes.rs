@@ -142,10 +142,15 @@ fn api(
 + 'static {
     let routes = Router::new()
         .route("/datasets", get(rest::datasets::list_datasets))
-        .route("/datasets/{slug}", get(rest::datasets::get_dataset))
+        .route(
+            "/datasets/{slug}",
+            get(rest::datasets::get_dataset)
+                .put(rest::publish::put_dataset)
+                .delete(rest::publish::delete_dataset),
+        )
         .route(
             "/datasets/{slug}/schema.json",
-            get(rest::datasets::get_schema_file),
+            get(rest::datasets::get_schema_file).put(rest::publish::put_schema_file),
         )
         .route("/datasets/{slug}/records", get(rest::records::list_records))
         .route(
@@ -210,6 +215,9 @@ fn api(
         rest::agg::aggregate,
         rest::versions::list_versions,
         rest::versions::list_changes,
+        rest::publish::put_schema_file,
+        rest::publish::put_dataset,
+        rest::publish::delete_dataset,
         openapi::graphql::graphql_get,
         openapi::graphql::graphql_post,
         crate::auth::http::device::start,
@@ -226,11 +234,19 @@ pub struct ApiPaths;
 pub fn cors() -> CorsLayer {
     CorsLayer::new()
         .allow_origin(Any)
-        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        .allow_methods([
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::DELETE,
+            Method::OPTIONS,
+        ])
         .allow_headers([
             header::AUTHORIZATION,
             header::CONTENT_TYPE,
             header::IF_NONE_MATCH,
+            header::IF_MATCH,
+            header::CONTENT_ENCODING,
         ])
         .expose_headers([
             header::ETAG,

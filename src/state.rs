@@ -72,6 +72,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// The ids of `X-Request-Id`.
     pub request_ids: Arc<RequestIds>,
+    /// Writes' settings, and the datasets being written (contract §14.2).
+    pub publishing: Arc<crate::publish::Publishing>,
     /// The resolver's index policy and read replicas, kept to make it anew.
     index_policy: IndexPolicy,
     index_dir: Option<std::path::PathBuf>,
@@ -118,6 +120,7 @@ impl AppState {
             hashing: Arc::new(Hashing::sized_to_machine()),
             metrics: Arc::default(),
             request_ids: Arc::default(),
+            publishing: Arc::default(),
             index_policy: IndexPolicy::default(),
             index_dir: None,
             replicas: Vec::new(),
@@ -191,6 +194,12 @@ impl AppState {
     /// The same state hashing passwords through `hashing` (tests: a full or closed line).
     pub fn with_hashing(mut self, hashing: Hashing) -> Self {
         self.shared_mut().hashing = Arc::new(hashing);
+        self
+    }
+
+    /// The same state publishing under `publishing`'s settings.
+    pub fn with_publishing(mut self, publishing: crate::publish::Publishing) -> Self {
+        self.shared_mut().publishing = Arc::new(publishing);
         self
     }
 

@@ -13,6 +13,8 @@ pub mod dataset_field;
 pub mod dataset_version;
 pub mod device_grant;
 pub mod field_type;
+pub mod grant;
+pub mod pending_schema;
 pub mod record;
 pub mod session;
 pub mod throttle_counter;

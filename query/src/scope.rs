@@ -1,7 +1,8 @@
-//! What a token may do (contract §13.3): its scope, OAuth style, a space-separated list of
-//! words. `read` reads metadata, records, a record, agg, GraphQL and MCP; `export` streams an
-//! export or a changes feed; `dataset:<slug>` (repeatable) limits both to the datasets named,
-//! and none means every dataset. The rule is written once here and every front end asks it the
+//! What a token may do (contract §13.3, §14.1): its scope, OAuth style, a space-separated list
+//! of words. `read` reads metadata, records, a record, agg, GraphQL and MCP; `export` streams an
+//! export or a changes feed; `publish` writes datasets, within its account's grants;
+//! `dataset:<slug>` (repeatable) limits them all to the datasets named, and none means every
+//! dataset. The rule is written once here and every front end asks it the
 //! same question ([`Scope::require`]), so REST, GraphQL, MCP and export refuse alike.
 
 use std::fmt;
@@ -23,6 +24,9 @@ pub enum Need {
     Read,
     /// An export or a changes feed.
     Export,
+    /// A write: a dataset published, replaced, changed or removed (within the account's grants,
+    /// which the store knows and this does not).
+    Publish,
 }
 
 impl Need {
@@ -31,6 +35,7 @@ impl Need {
         match self {
             Need::Read => "read",
             Need::Export => "export",
+            Need::Publish => "publish",
         }
     }
 }
@@ -40,6 +45,7 @@ impl Need {
 pub struct Scope {
     read: bool,
     export: bool,
+    publish: bool,
     /// The datasets named, sorted and without repeats; `None`: every dataset.
     datasets: Option<Arc<[String]>>,
 }
@@ -50,6 +56,7 @@ impl Default for Scope {
         Scope {
             read: true,
             export: true,
+            publish: false,
             datasets: None,
         }
     }
@@ -71,26 +78,27 @@ impl Scope {
         if text.trim().is_empty() {
             return Ok(Scope::default());
         }
-        let (mut read, mut export, mut datasets) = (false, false, Vec::new());
+        let (mut read, mut export, mut publish, mut datasets) = (false, false, false, Vec::new());
         for word in text.split_whitespace() {
             match word {
                 "read" => read = true,
                 "export" => export = true,
+                "publish" => publish = true,
                 _ => match word.strip_prefix(DATASET_PREFIX) {
                     Some(slug) if !slug.is_empty() => datasets.push(slug.to_string()),
                     _ => {
                         return Err(ApiError::InvalidScope {
                             message: format!(
-                                "The scope word {word:?} is unknown; the words are read, export and dataset:<slug>, separated by spaces."
+                                "The scope word {word:?} is unknown; the words are read, export, publish and dataset:<slug>, separated by spaces."
                             ),
                         });
                     }
                 },
             }
         }
-        if !read && !export {
+        if !read && !export && !publish {
             return Err(ApiError::InvalidScope {
-                message: "This scope grants nothing: add read, export or both (dataset:<slug> only narrows them).".into(),
+                message: "This scope grants nothing: add read, export or publish (dataset:<slug> only narrows them).".into(),
             });
         }
         datasets.sort_unstable();
@@ -98,6 +106,7 @@ impl Scope {
         Ok(Scope {
             read,
             export,
+            publish,
             datasets: (!datasets.is_empty()).then(|| datasets.into()),
         })
     }
@@ -108,8 +117,14 @@ impl Scope {
         Scope::parse(text).unwrap_or(Scope {
             read: false,
             export: false,
+            publish: false,
             datasets: Some(Arc::from([])),
         })
+    }
+
+    /// Whether the scope carries `publish`.
+    pub fn publishes(&self) -> bool {
+        self.publish
     }
 
     /// The datasets the scope names; `None` for every dataset.
@@ -122,6 +137,7 @@ impl Scope {
         let granted = match need {
             Need::Read => self.read,
             Need::Export => self.export,
+            Need::Publish => self.publish,
         };
         granted
             && match (slug, self.datasets()) {
@@ -147,11 +163,15 @@ impl Scope {
     /// What the scope grants, in words a person approving it can judge: "read and export
     /// every dataset", "read flights and towns".
     pub fn describe(&self) -> String {
-        let verbs = match (self.read, self.export) {
-            (true, true) => "read and export",
-            (true, false) => "read",
-            (false, true) => "export",
-            (false, false) => return "nothing".into(),
+        let verbs: Vec<&str> = [Need::Read, Need::Export, Need::Publish]
+            .into_iter()
+            .filter(|need| self.allows(*need, None))
+            .map(Need::word)
+            .collect();
+        let verbs = match verbs.as_slice() {
+            [] => return "nothing".into(),
+            [one] => one.to_string(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
         };
         let what = match self.datasets() {
             None => "every dataset".to_string(),
@@ -174,6 +194,9 @@ impl fmt::Display for Scope {
         }
         if self.export {
             words.push(Need::Export.word().into());
+        }
+        if self.publish {
+            words.push(Need::Publish.word().into());
         }
         for slug in self.datasets().unwrap_or_default() {
             words.push(format!("{DATASET_PREFIX}{slug}"));
@@ -227,6 +250,16 @@ mod tests {
 
     #[test]
     fn bad_scopes_are_refused() {
+        let p = Scope::parse("dataset:towns publish read").unwrap();
+        assert_eq!(p.to_string(), "read publish dataset:towns");
+        assert!(p.allows(Need::Publish, Some("towns")));
+        assert!(!p.allows(Need::Publish, Some("flights")));
+        assert!(!Scope::default().allows(Need::Publish, None));
+        assert_eq!(p.describe(), "read and publish the dataset towns only");
+        assert_eq!(
+            Scope::parse("read export publish").unwrap().describe(),
+            "read, export and publish every dataset"
+        );
         for bad in ["write", "read dataset:", "dataset:flights", "read admin"] {
             let e = Scope::parse(bad).unwrap_err();
             assert_eq!(e.code(), "invalid_scope", "{bad}");

@@ -9,6 +9,7 @@
 //! - [`account`], [`password`], [`session`], [`throttle`]: sign-up and sign-in, Argon2id on
 //!   bounded workers, server-side sessions, and the counters for logins, user codes, sign-ups and
 //!   the device flow (kept in memory, shared through the store at most once a second a key).
+//! - [`publishers`]: the operator's grants of the right to publish, and the patterns they name.
 //! - [`scope`]: the scope and lifetime a new token is asked for, checked against the store.
 //! - [`purge`]: expired grants, sessions, explorer tokens and counters, on the maintenance tick.
 //! - [`http`]: the API gate, the bearer extractor, the device-flow endpoints and the OAuth
@@ -21,6 +22,7 @@ pub mod grant;
 pub mod http;
 pub mod openapi;
 pub mod password;
+pub mod publishers;
 pub mod purge;
 pub mod rate_limit;
 pub mod scope;

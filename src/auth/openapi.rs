@@ -216,4 +216,18 @@ pub struct TokenInfo {
     pub expires_at: Option<String>,
     /// The token's last four characters, to tell tokens apart.
     pub last4: String,
+    /// What the token may publish (contract §14.1): its account's grants, each narrowed to the
+    /// token's `dataset:` words; empty without the `publish` scope.
+    pub grants: Vec<GrantInfo>,
+}
+
+/// A grant as a token may use it.
+#[derive(Serialize, ToSchema)]
+pub struct GrantInfo {
+    /// The right granted: `publish`.
+    #[schema(example = "publish")]
+    pub right: String,
+    /// The datasets: a slug, a prefix ending in `*`, or `*`.
+    #[schema(example = "city-*")]
+    pub datasets: String,
 }

@@ -14,10 +14,12 @@ use crate::store::Store;
 pub const MAX_LIFETIME_DAYS: i64 = 3650;
 
 /// A scope as asked for at minting: [`Scope::parse`], then every `dataset:<slug>` it names
-/// must be published (`invalid_scope` names the first that is not).
+/// must be published (`invalid_scope` names the first that is not), unless the scope carries
+/// `publish`, whose datasets may be yet to publish. Whether the account may publish them is
+/// asked at each write, against its grants.
 pub async fn asked(store: &Store, text: &str) -> Result<Scope, ApiError> {
     let scope = Scope::parse(text)?;
-    if let Some(named) = scope.datasets() {
+    if let Some(named) = scope.datasets().filter(|_| !scope.publishes()) {
         let published: Vec<String> = dataset::Entity::find()
             .select_only()
             .column(dataset::Column::Slug)

@@ -97,6 +97,11 @@ pub enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Grant accounts the right to publish datasets over HTTP, list and revoke grants.
+    Grant {
+        #[command(subcommand)]
+        command: GrantCommand,
+    },
     /// Apply pending migrations and exit.
     Migrate(StoreArgs),
 }
@@ -186,6 +191,16 @@ pub struct ServeArgs {
     /// `sqlite://data/odqs.db`), `data/indexes` for PostgreSQL.
     #[arg(long, env = "ODQS_INDEX_DIR")]
     pub index_dir: Option<String>,
+    /// Size, in MiB, of the largest upload a write may send (as sent, compressed or not).
+    #[arg(long, env = "ODQS_MAX_UPLOAD_MB", default_value_t = crate::publish::upload::DEFAULT_MAX_UPLOAD_MB)]
+    pub max_upload_mb: u64,
+    /// Size, in MiB, one record of an upload may take (decompressed), as for `odqs import`.
+    #[arg(long, env = "ODQS_MAX_RECORD_MB", default_value_t = crate::import::DEFAULT_MAX_RECORD_MB)]
+    pub max_record_mb: u64,
+    /// Where uploads are spooled while they are published. Default: the system's temporary
+    /// directory.
+    #[arg(long, env = "ODQS_UPLOAD_DIR")]
+    pub upload_dir: Option<PathBuf>,
     /// Reverse proxies whose `X-Forwarded-For` is believed: comma-separated addresses or CIDR
     /// ranges (`10.0.0.0/8,::1`). Empty (the default): the header is ignored and the TCP peer is
     /// the client every per-address limit counts.
@@ -307,6 +322,38 @@ pub enum TokenCommand {
     },
 }
 
+/// `odqs grant …`
+#[derive(Debug, Subcommand)]
+pub enum GrantCommand {
+    /// Let an account (made if missing) publish the datasets a pattern names: a slug, a prefix
+    /// ending in `*` (such as "city-*"), or "*" for every dataset. Its tokens publish only with
+    /// the `publish` scope, and only there.
+    Publish {
+        #[arg(long)]
+        email: String,
+        /// A slug, a prefix ending in `*`, or `*`.
+        #[arg(long)]
+        datasets: String,
+        /// Who grants it, kept with the grant.
+        #[arg(long, default_value = "cli")]
+        by: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// List every grant: account, right, datasets, who granted it and when.
+    List(StoreArgs),
+    /// Take back an account's grant of a pattern.
+    Revoke {
+        #[arg(long)]
+        email: String,
+        /// The pattern as granted.
+        #[arg(long)]
+        datasets: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
 /// Everything `serve` needs, checked.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -337,6 +384,12 @@ pub struct ServeConfig {
     pub read_replicas: Vec<String>,
     /// Where `/metrics` is served (`ODQS_METRICS_LISTEN`), if anywhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// Bytes of the largest upload (`ODQS_MAX_UPLOAD_MB`).
+    pub max_upload_bytes: u64,
+    /// Bytes of the largest record of an upload (`ODQS_MAX_RECORD_MB`).
+    pub max_record_bytes: u64,
+    /// Where uploads are spooled (`ODQS_UPLOAD_DIR`); `None`: the system's temporary directory.
+    pub upload_dir: Option<PathBuf>,
 }
 
 impl ServeConfig {
@@ -378,7 +431,18 @@ impl ServeConfig {
             })?),
         };
         let index_dir = index_dir(args.index_dir.as_deref(), &store);
+        let [max_upload_bytes, max_record_bytes] = [
+            ("ODQS_MAX_UPLOAD_MB", args.max_upload_mb),
+            ("ODQS_MAX_RECORD_MB", args.max_record_mb),
+        ]
+        .map(|(name, mb)| match mb {
+            0 => Err(ConfigError(format!("{name} must be at least 1, got 0"))),
+            mb => Ok(mb.saturating_mul(crate::import::MIB)),
+        });
         Ok(ServeConfig {
+            max_upload_bytes: max_upload_bytes?,
+            max_record_bytes: max_record_bytes?,
+            upload_dir: args.upload_dir.clone(),
             read_replicas,
             metrics_listen,
             store,

@@ -38,6 +38,23 @@ impl StoreLock {
         })
     }
 
+    /// The lock `key` if no other session holds it, else `None` (no wait). On SQLite, always the
+    /// lock: one instance serves a file.
+    pub async fn try_acquire(store: &Store, key: i64) -> Result<Option<Self>, StoreError> {
+        if store.backend() != sea_orm::DatabaseBackend::Postgres {
+            return Ok(Some(StoreLock { conn: None, key }));
+        }
+        let mut conn = store.db.get_postgres_connection_pool().acquire().await?;
+        let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(key)
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok(taken.then_some(StoreLock {
+            conn: Some(conn),
+            key,
+        }))
+    }
+
     /// Lets go of the lock and gives the session back to the pool; a session whose unlock
     /// fails is closed instead.
     pub async fn release(mut self) {

@@ -565,7 +565,76 @@ async fn public_url_follows_listen(store: TestStore) {
     assert!(clean);
 }
 
+/// `odqs grant publish|list|revoke` (contract §14.1): a grant is kept once, listed with its
+/// account, right, pattern and granter, and gone once revoked; a bad pattern or e-mail is a
+/// configuration error naming its flag, and revoking what was never granted fails.
+async fn grant_publish_list_and_revoke(store: TestStore) {
+    let dir = store.dir.path();
+    let grant = |args: &[&str]| {
+        run(odqs(dir)
+            .arg("grant")
+            .args(args)
+            .args(["--database-url", &store.url]))
+    };
+    let ada = ["--email", "Ada@Example.org", "--datasets", "city-*"];
+    let made = grant(&[&["publish"][..], &ada, &["--by", "ops"]].concat());
+    assert!(made.status.success(), "{}", stderr(&made));
+    assert_eq!(stdout(&made).trim(), "ada@example.org may publish city-*");
+    let again = grant(&[&["publish"][..], &ada].concat());
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(stdout(&again).contains("already may publish"));
+    let bob = grant(&["publish", "--email", "bob@example.org", "--datasets", "*"]);
+    assert!(bob.status.success(), "{}", stderr(&bob));
+    let listed = stdout(&grant(&["list"]));
+    let lines: Vec<Vec<&str>> = listed
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert_eq!(
+        lines[0][..4],
+        ["ada@example.org", "publish", "city-*", "ops"]
+    );
+    assert_eq!(lines[1][..4], ["bob@example.org", "publish", "*", "cli"]);
+    let revoked = grant(&[&["revoke"][..], &ada].concat());
+    assert!(revoked.status.success(), "{}", stderr(&revoked));
+    let listed = stdout(&grant(&["list"]));
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert!(!listed.contains("ada@"), "{listed}");
+    let twice = grant(&[&["revoke"][..], &ada].concat());
+    assert_eq!(twice.status.code(), Some(1));
+    assert!(
+        stderr(&twice).contains("holds no grant"),
+        "{}",
+        stderr(&twice)
+    );
+    for (args, flag) in [
+        (
+            ["--email", "ada@example.org", "--datasets", "a b"],
+            "--datasets",
+        ),
+        (
+            ["--email", "ada@example.org", "--datasets", "*x"],
+            "--datasets",
+        ),
+        (["--email", "nobody", "--datasets", "*"], "--email"),
+    ] {
+        let bad = grant(&[&["publish"][..], &args].concat());
+        assert_eq!(bad.status.code(), Some(2), "{args:?}");
+        let message = stderr(&bad);
+        assert!(message.contains(flag), "{message}");
+        assert_eq!(message.lines().count(), 1, "{message}");
+    }
+    let kept = entity::grant::Entity::find()
+        .all(&store.store.db)
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), 1, "refusals grant nothing");
+}
+
 both_stores!(
+    grant_publish_list_and_revoke,
     public_url_follows_listen,
     serve_loads_demo_into_empty_store,
     import_list_and_remove,

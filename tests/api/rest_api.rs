@@ -971,7 +971,6 @@ async fn errors_are_json(store: TestStore) {
     let api = Api::new(store).await;
     for (method, path) in [
         ("POST", "/api/v1/datasets"),
-        ("DELETE", "/api/v1/datasets/places"),
         ("PUT", "/api/v1/datasets/places/records"),
         ("PATCH", "/api/v1/datasets/places/records/p1"),
         ("POST", "/api/v1/datasets/places/agg"),

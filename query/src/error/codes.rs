@@ -94,6 +94,9 @@ make_error_codes! {
     MethodNotAllowed,       "method_not_allowed",        405, Api,             "A write method on the read API.";
     RequestTimeout,         "request_timeout",           408, Api,             "A request body that arrived slower than the server's floor (the connection closes).";
     PayloadTooLarge,        "payload_too_large",         413, Api,             "A request body over the limit.";
+    InvalidFile,            "invalid_file",              400, Api,             "A file sent to publish that the import refuses: a malformed line or record, a duplicate `_id`, no records, a record over the size limit, or a schema file that does not fit; `message` names the place.";
+    PublishInProgress,      "publish_in_progress",       409, Api,             "Another write to the dataset is running; nothing was published. Retry once it has ended.";
+    PreconditionFailed,     "precondition_failed",       412, Api,             "`If-Match` no longer names the dataset's current version; nothing was published.";
     RateLimited,            "rate_limited",              429, Api,             "Too many requests, or an export the whole budget cannot cover; retry after the seconds given.";
     Unavailable,            "unavailable",               503, Api,             "The store cannot be reached; the process keeps running and recovers when it returns.";
     Internal,               "internal",                  500, Api,             "A bug or an unexpected store error, logged where it happened.";
@@ -109,7 +112,7 @@ make_error_codes! {
     OperationNameRequired,  "operation_name_required",   400, GraphqlDocument, "A document of several operations, and a request naming none.";
     InvalidRequest,         "invalid_request",           400, Transport,       "A request the endpoint cannot read: to GraphQL, a body that is no GraphQL request, a batch of the wrong size or a GET without `query`; to the device flow, a parameter missing, repeated, malformed or too long.";
     NotAcceptable,          "not_acceptable",            406, Transport,       "An `Accept` that allows none of the media types GraphQL answers.";
-    UnsupportedMediaType,   "unsupported_media_type",    415, Transport,       "A GraphQL POST whose `Content-Type` is not JSON.";
+    UnsupportedMediaType,   "unsupported_media_type",    415, Api,             "A GraphQL POST whose `Content-Type` is not JSON; a write whose body is none of CSV, NDJSON and JSON (in the API's body).";
     AuthorizationPending,   "authorization_pending",     400, OAuth,           "The device code is not approved yet; poll again after the interval (RFC 8628 §3.5).";
     SlowDown,               "slow_down",                 400, OAuth,           "Polled sooner than the interval; the interval grows by five seconds (RFC 8628 §3.5).";
     AccessDenied,           "access_denied",             400, OAuth,           "The account holder refused the device (RFC 8628 §3.5).";

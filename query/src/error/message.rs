@@ -15,6 +15,11 @@ impl ApiError {
             ApiError::InsufficientScope { scope } => format!(
                 "This token's scope does not cover this request, which needs {scope:?}; GET /api/v1/token shows the token's scope, and a token with more can be made on the account page."
             ),
+            ApiError::NotGranted { .. }
+            | ApiError::InvalidFile { .. }
+            | ApiError::UnsupportedMediaType { .. }
+            | ApiError::PublishInProgress { .. }
+            | ApiError::PreconditionFailed { .. } => write_message(self),
             ApiError::MissingParameter { parameter } => {
                 format!("The parameter {parameter} is required.")
             }
@@ -169,4 +174,32 @@ fn export_over_budget(records: u64, limit: u32) -> String {
         "This export would send {records} records, which counts as {} requests (one plus one per {per} records): more than the whole budget of {limit} requests a minute. Narrow it with filters to at most {most} records.",
         1 + crate::cost::extra_requests(records)
     )
+}
+
+/// The message of an error of a write (contract §14.2).
+fn write_message(error: &ApiError) -> String {
+    match error {
+        ApiError::NotGranted { slug } => format!(
+            "This token's account holds no grant to publish {slug:?}; the operator grants one (odqs grant publish), and GET /api/v1/token lists the token's grants."
+        ),
+        ApiError::InvalidFile { message } => {
+            format!("The file cannot be published: {message}.")
+        }
+        ApiError::UnsupportedMediaType { content_type } => format!(
+            "A body of type {content_type:?} cannot be published; send text/csv, application/x-ndjson or application/json, optionally with Content-Encoding: gzip."
+        ),
+        ApiError::PublishInProgress { slug } => format!(
+            "Another write to {slug:?} is running; nothing was published. Retry once it has ended."
+        ),
+        ApiError::PreconditionFailed { current } => match current {
+            Some(tag) => format!(
+                "If-Match does not name the dataset's current version, {tag}; nothing was published."
+            ),
+            None => {
+                "If-Match names a version, and the dataset has none; nothing was published.".into()
+            }
+        },
+        // Asked of the writes' errors only.
+        other => other.code().into(),
+    }
 }

@@ -71,6 +71,27 @@ pub enum ApiError {
     InsufficientScope {
         scope: String,
     },
+    /// A write by a token whose account holds no grant naming the dataset (contract §14.1).
+    NotGranted {
+        slug: String,
+    },
+    /// A file sent to publish that the import refuses; `message` names the place and reason.
+    InvalidFile {
+        message: String,
+    },
+    /// A write whose body is none of the types the import reads.
+    UnsupportedMediaType {
+        content_type: String,
+    },
+    /// Another write to the dataset is running.
+    PublishInProgress {
+        slug: String,
+    },
+    /// `If-Match` no longer names the current version; `current` is its tag, `None` when the
+    /// dataset has none.
+    PreconditionFailed {
+        current: Option<String>,
+    },
     /// A cursor altered, or used with another request than the one that gave it.
     InvalidCursor {
         reason: &'static str,
@@ -152,7 +173,13 @@ impl ApiError {
             ApiError::InvalidOperator { .. } => Code::InvalidOperator,
             ApiError::InvalidCursor { .. } => Code::InvalidCursor,
             ApiError::InvalidScope { .. } => Code::InvalidScope,
-            ApiError::InsufficientScope { .. } => Code::InsufficientScope,
+            ApiError::InsufficientScope { .. } | ApiError::NotGranted { .. } => {
+                Code::InsufficientScope
+            }
+            ApiError::InvalidFile { .. } => Code::InvalidFile,
+            ApiError::UnsupportedMediaType { .. } => Code::UnsupportedMediaType,
+            ApiError::PublishInProgress { .. } => Code::PublishInProgress,
+            ApiError::PreconditionFailed { .. } => Code::PreconditionFailed,
             ApiError::TooManyGroups { .. } => Code::TooManyGroups,
             ApiError::MissingToken => Code::MissingToken,
             ApiError::InvalidToken => Code::InvalidToken,
@@ -226,6 +253,14 @@ impl ApiError {
             ApiError::InvalidCursor { .. } => vec![("parameter", json!("cursor"))],
             ApiError::InvalidScope { .. } => vec![("parameter", json!("scope"))],
             ApiError::InsufficientScope { scope } => vec![("scope", json!(scope))],
+            ApiError::NotGranted { slug } => {
+                vec![("scope", json!(format!("publish dataset:{slug}")))]
+            }
+            ApiError::UnsupportedMediaType { .. } => vec![(
+                "allowed",
+                json!(["text/csv", "application/x-ndjson", "application/json"]),
+            )],
+            ApiError::PreconditionFailed { current } => vec![("current", json!(current))],
             ApiError::PayloadTooLarge { limit_bytes } => vec![("limit_bytes", json!(limit_bytes))],
             ApiError::VersionNotFound { version } => vec![("version", json!(version))],
             ApiError::VersionGone { version, retained } => {

@@ -6,6 +6,7 @@ pub(crate) mod agg;
 pub(crate) mod datasets;
 pub mod export;
 pub mod parameters;
+pub(crate) mod publish;
 mod query_string;
 pub(crate) mod records;
 pub mod responses;

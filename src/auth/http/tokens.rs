@@ -18,7 +18,7 @@ use sea_orm::EntityTrait;
 use super::device::{OAuthError, parameters, take_budget};
 use crate::auth::openapi::TokenInfo;
 use crate::auth::token::{Principal, hash};
-use crate::auth::{account, throttle};
+use crate::auth::{account, publishers, throttle};
 use crate::http::client_addr::ClientAddr;
 use crate::http::error::{ApiError, HttpError};
 use crate::state::AppState;
@@ -30,7 +30,7 @@ const REVOKE_PARAMETERS: &[&str] = &["token", "token_type_hint"];
 
 /// The calling token: its name, scope, creation, expiry and last four characters.
 #[utoipa::path(get, path = "/token", tag = "auth", operation_id = "describe_token",
-    summary = "Describes the calling token: name, scope, created_at, expires_at, last4 (never the token)",
+    summary = "Describes the calling token: name, scope, created_at, expires_at, last4 (never the token), grants",
     responses(
         (status = 200, description = "The calling token", body = TokenInfo),
         (status = 401, response = crate::http::error::openapi::Unauthorized),
@@ -47,12 +47,14 @@ pub async fn describe(
         .one(&state.store.db)
         .await?
         .ok_or(ApiError::InvalidToken)?;
+    let grants = publishers::token_grants(&state.store, &principal).await?;
     Ok(Json(TokenInfo {
         name: token.name,
         scope: principal.scope.to_string(),
         created_at: rfc3339(token.created_at),
         expires_at: token.expires_at.map(rfc3339),
         last4: token.last4,
+        grants,
     })
     .into_response())
 }

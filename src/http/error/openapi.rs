@@ -69,6 +69,9 @@ pub struct ErrorBody {
     /// names it.
     #[schema(nullable = false)]
     pub scope: Option<String>,
+    /// The dataset's current version as `If-Match` names it, `"v<n>"` (`precondition_failed`);
+    /// `null` when it has none.
+    pub current: Option<String>,
 }
 
 /// The codes answered in [`ErrorBody`], in the table's order.
@@ -101,6 +104,9 @@ pub fn code_schema(codes: impl IntoIterator<Item = Code>) -> ObjectBuilder {
 fn example(code: Code) -> Option<ApiError> {
     if code.answered() != Answered::Api {
         return None;
+    }
+    if let Some(error) = write_example(code) {
+        return Some(error);
     }
     Some(match code {
         Code::InvalidParameter => ApiError::invalid(
@@ -143,7 +149,7 @@ fn example(code: Code) -> Option<ApiError> {
             max: MAX_GROUPS,
         },
         Code::InvalidScope => ApiError::InvalidScope {
-            message: "The scope word \"write\" is unknown; the words are read, export and dataset:<slug>, separated by spaces.".into(),
+            message: "The scope word \"write\" is unknown; the words are read, export, publish and dataset:<slug>, separated by spaces.".into(),
         },
         Code::InsufficientScope => ApiError::InsufficientScope {
             scope: "read dataset:towns".into(),
@@ -182,9 +188,14 @@ fn summary(status: u16) -> String {
         401 => "No bearer token, or an unknown, revoked or expired one".into(),
         403 => "The token is valid, but its scope does not cover this request".into(),
         404 => "No such dataset, record or version".into(),
+        409 => "Another write to the dataset is running; nothing was published".into(),
         410 => "The version asked for is no longer kept".into(),
+        412 => "`If-Match` no longer names the dataset's current version; nothing was published".into(),
+        415 => "The body is none of CSV, NDJSON and JSON".into(),
         408 => "The request body arrived slower than the server's floor (8 KiB per window); the connection is closed".into(),
-        413 => format!("The request body is larger than {MAX_BODY_BYTES} bytes"),
+        413 => format!(
+            "The request body is larger than {MAX_BODY_BYTES} bytes (an upload to publish: than ODQS_MAX_UPLOAD_MB)"
+        ),
         429 => "Over the rate limit: wait `Retry-After` seconds".into(),
         503 => {
             "The data store cannot be reached right now; the service recovers when it returns"
@@ -261,6 +272,25 @@ fn error_response(status: u16) -> RefOr<utoipa::openapi::Response> {
     response.into()
 }
 
+/// The examples of the writes' codes (contract §14.2).
+fn write_example(code: Code) -> Option<ApiError> {
+    Some(match code {
+        Code::InvalidFile => ApiError::InvalidFile {
+            message: "line 7 has 3 fields where the header has 4".into(),
+        },
+        Code::PublishInProgress => ApiError::PublishInProgress {
+            slug: "city-parks".into(),
+        },
+        Code::PreconditionFailed => ApiError::PreconditionFailed {
+            current: Some("\"v4\"".into()),
+        },
+        Code::UnsupportedMediaType => ApiError::UnsupportedMediaType {
+            content_type: "text/plain".into(),
+        },
+        _ => return None,
+    })
+}
+
 /// One documented response per status of error, named as the document's components name them.
 macro_rules! error_responses {
     ($($(#[doc = $doc:literal])* $name:ident: $status:literal;)*) => {
@@ -292,6 +322,12 @@ error_responses! {
     RequestTimeout: 408;
     /// 413: a body over [`MAX_BODY_BYTES`].
     PayloadTooLarge: 413;
+    /// 409: another write to the dataset runs.
+    Conflict: 409;
+    /// 412: `If-Match` no longer holds.
+    PreconditionFailed: 412;
+    /// 415: a write's body of another type.
+    UnsupportedMediaType: 415;
     /// 429: over the rate limit, with `Retry-After`.
     TooManyRequests: 429;
     /// 503: the store cannot be reached right now.
@@ -343,6 +379,15 @@ mod tests {
             ApiError::InsufficientScope {
                 scope: "read".into(),
             },
+            ApiError::NotGranted { slug: "a".into() },
+            ApiError::InvalidFile {
+                message: "x".into(),
+            },
+            ApiError::UnsupportedMediaType {
+                content_type: "text/plain".into(),
+            },
+            ApiError::PublishInProgress { slug: "a".into() },
+            ApiError::PreconditionFailed { current: None },
             ApiError::DatasetNotFound { slug: "a".into() },
             ApiError::RecordNotFound { id: "a".into() },
             ApiError::NotFound,

@@ -1,0 +1,57 @@
+//! Publishing over HTTP (contract §14.1, §14.2): who may write ([`require`]), one write per
+//! dataset at a time ([`serial`]), a request body spooled to a file for the import
+//! ([`upload`]), the schema kept for a dataset's next version ([`pending`]) and `If-Match`
+//! ([`precondition`]). The import itself is the one `odqs import` runs.
+
+pub mod pending;
+pub mod precondition;
+pub mod serial;
+pub mod upload;
+
+use std::path::PathBuf;
+
+use query::scope::Need;
+
+use crate::auth::publishers;
+use crate::auth::token::Principal;
+use crate::store::Store;
+use query::ApiError;
+
+/// The settings and state of writes on one instance.
+#[derive(Debug)]
+pub struct Publishing {
+    /// Bytes one upload may take as sent (compressed, with `Content-Encoding: gzip`).
+    pub max_upload_bytes: u64,
+    /// Bytes one record may take, decompressed, as for `odqs import`.
+    pub max_record_bytes: u64,
+    /// Where uploads are spooled while they are imported; `None`: the system's temporary
+    /// directory.
+    pub upload_dir: Option<PathBuf>,
+    /// The datasets being written on this instance.
+    pub writes: serial::Writes,
+}
+
+impl Default for Publishing {
+    fn default() -> Self {
+        Publishing {
+            max_upload_bytes: upload::DEFAULT_MAX_UPLOAD_MB * crate::import::MIB,
+            max_record_bytes: crate::import::DEFAULT_MAX_RECORD_MB * crate::import::MIB,
+            upload_dir: None,
+            writes: serial::Writes::default(),
+        }
+    }
+}
+
+/// The token may write `slug`: its scope carries `publish` for it (403 `insufficient_scope`
+/// naming that scope), and one of its account's grants names it (403 `insufficient_scope`
+/// saying so).
+pub async fn require(store: &Store, principal: &Principal, slug: &str) -> Result<(), ApiError> {
+    principal.require(Need::Publish, slug)?;
+    let patterns = publishers::publish_patterns(store, principal.user_id).await?;
+    if patterns.iter().any(|p| publishers::matches(p, slug)) {
+        return Ok(());
+    }
+    Err(ApiError::NotGranted {
+        slug: slug.to_string(),
+    })
+}
