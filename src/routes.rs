@@ -167,6 +167,7 @@ fn api(
             "/datasets/{slug}/changes",
             get(rest::versions::list_changes),
         )
+        .route("/jobs/{id}", get(rest::jobs::get_job))
         .route("/token", get(crate::auth::http::tokens::describe))
         .route("/graphql", get(graphql::endpoint).post(graphql::endpoint))
         .route(
@@ -218,6 +219,7 @@ fn api(
         rest::publish::put_schema_file,
         rest::publish::put_dataset,
         rest::publish::delete_dataset,
+        rest::jobs::get_job,
         openapi::graphql::graphql_get,
         openapi::graphql::graphql_post,
         crate::auth::http::device::start,

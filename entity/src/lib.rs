@@ -15,6 +15,7 @@ pub mod device_grant;
 pub mod field_type;
 pub mod grant;
 pub mod pending_schema;
+pub mod publish_job;
 pub mod record;
 pub mod session;
 pub mod throttle_counter;

@@ -14,6 +14,7 @@ mod m20261127_000005_versions;
 mod m20261127_000006_secrets;
 mod m20261128_000007_scopes;
 mod m20261130_000008_grants;
+mod m20261130_000009_jobs;
 
 /// Every migration, oldest first; `odqs migrate` and `odqs serve` apply the pending ones.
 pub struct Migrator;
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261127_000006_secrets::Migration),
             Box::new(m20261128_000007_scopes::Migration),
             Box::new(m20261130_000008_grants::Migration),
+            Box::new(m20261130_000009_jobs::Migration),
         ]
     }
 }

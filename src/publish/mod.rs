@@ -3,6 +3,7 @@
 //! ([`upload`]), the schema kept for a dataset's next version ([`pending`]) and `If-Match`
 //! ([`precondition`]). The import itself is the one `odqs import` runs.
 
+pub mod jobs;
 pub mod pending;
 pub mod precondition;
 pub mod serial;

@@ -5,7 +5,7 @@
 //! covers every instance of a cluster (SQLite has one instance).
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
@@ -19,24 +19,21 @@ const PG_KEY_BASE: i64 = 0x6f64_7177 << 32;
 /// The datasets being written on this instance.
 #[derive(Debug, Default)]
 pub struct Writes {
-    running: Mutex<HashSet<String>>,
+    running: Arc<Mutex<HashSet<String>>>,
 }
 
-/// A write's hold on its dataset; let go with [`Held::end`] (or by dropping it).
+/// A write's hold on its dataset, which may outlive the request (an asynchronous write); let go
+/// with [`Held::end`] (or by dropping it).
 #[derive(Debug)]
-pub struct Held<'w> {
-    writes: &'w Writes,
+pub struct Held {
+    running: Arc<Mutex<HashSet<String>>>,
     slug: String,
     store_lock: Option<StoreLock>,
 }
 
 impl Writes {
     /// The hold on `slug`, or `None` when another write to it runs.
-    pub async fn try_hold(
-        &self,
-        store: &Store,
-        slug: &str,
-    ) -> Result<Option<Held<'_>>, StoreError> {
+    pub async fn try_hold(&self, store: &Store, slug: &str) -> Result<Option<Held>, StoreError> {
         if !self
             .running
             .lock()
@@ -46,7 +43,7 @@ impl Writes {
             return Ok(None);
         }
         let mut held = Held {
-            writes: self,
+            running: self.running.clone(),
             slug: slug.to_string(),
             store_lock: None,
         };
@@ -58,7 +55,7 @@ impl Writes {
     }
 }
 
-impl Held<'_> {
+impl Held {
     /// Lets go of the dataset.
     pub async fn end(mut self) {
         if let Some(lock) = self.store_lock.take() {
@@ -67,13 +64,9 @@ impl Held<'_> {
     }
 }
 
-impl Drop for Held<'_> {
+impl Drop for Held {
     fn drop(&mut self) {
-        self.writes
-            .running
-            .lock()
-            .expect("writes lock")
-            .remove(&self.slug);
+        self.running.lock().expect("writes lock").remove(&self.slug);
     }
 }
 

@@ -378,7 +378,97 @@ async fn one_write_per_dataset_at_a_time(store: TestStore) {
     }
 }
 
+/// The job `location` names, polled until it ends (its owner's `token`).
+async fn ended_job(client: &Client, api: &str, location: &str, token: &str) -> Value {
+    let site = api.trim_end_matches("/api/v1");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (status, job) = get(client, &format!("{site}{location}"), token).await;
+        assert_eq!(status, StatusCode::OK, "{job}");
+        if job["state"] != "running" {
+            return job;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running: {job}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// `Prefer: respond-async`: 202 with the job in `Location` once the upload is received; the
+/// job ends done with the write's answer, or failed with the error a synchronous write would
+/// have had; another account's token, or an unknown id, finds no job.
+async fn asynchronous_writes_are_jobs(store: TestStore) {
+    let token = publisher(&store, "*", "read publish").await;
+    let (api, _stop) = serve_state(state(&store)).await;
+    let client = Client::new();
+    let dataset = format!("{api}/datasets/parks");
+    let prefer = [("prefer", "respond-async")];
+    let (status, headers, started) = put(
+        &client,
+        &dataset,
+        &token,
+        "text/csv",
+        PARKS.to_vec(),
+        &prefer,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
+    assert_eq!(headers["preference-applied"], "respond-async");
+    assert_eq!(started["state"], "running");
+    assert_eq!(started["bytes_read"], PARKS.len());
+    let location = headers["location"].to_str().unwrap().to_string();
+    assert!(location.starts_with("/api/v1/jobs/job_"), "{location}");
+    let done = ended_job(&client, &api, &location, &token).await;
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["result"]["version"], 1);
+    assert_eq!(done["result"]["record_count"], 2);
+    assert_eq!(done["records_read"], 2);
+    let (status, _) = get(&client, &format!("{dataset}/records/1"), &token).await;
+    assert_eq!(status, StatusCode::OK);
+
+    let (status, headers, _) = put(
+        &client,
+        &dataset,
+        &token,
+        "text/csv",
+        b"code,name
+a,b,c
+"
+        .to_vec(),
+        &prefer,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let location = headers["location"].to_str().unwrap().to_string();
+    let failed = ended_job(&client, &api, &location, &token).await;
+    assert_eq!(failed["state"], "failed", "{failed}");
+    assert_eq!(failed["error"]["error"], "invalid_file", "{failed}");
+    let (_, meta) = get(&client, &dataset, &token).await;
+    assert_eq!(meta["version"], 1, "a failed job publishes nothing");
+
+    let site = api.trim_end_matches("/api/v1");
+    let other = {
+        let user = odqs::auth::token::find_or_create_user(&store.store, "other@example.org")
+            .await
+            .unwrap();
+        let scope = query::Scope::parse("read").unwrap();
+        let (secret, _) =
+            odqs::auth::token::mint(&store.store, user.id, "other", "cli", &scope, None)
+                .await
+                .unwrap();
+        secret.expose().to_string()
+    };
+    for (url, who) in [
+        (format!("{site}{location}"), &other),
+        (format!("{api}/jobs/job_nothing"), &token),
+    ] {
+        let (status, missing) = get(&client, &url, who).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
+        assert_eq!(missing["error"], "job_not_found");
+    }
+}
+
 both_stores!(
+    asynchronous_writes_are_jobs,
     uploads_publish_versions,
     writes_need_the_scope_and_a_grant,
     bad_uploads_publish_nothing,

@@ -89,6 +89,7 @@ make_error_codes! {
     DatasetNotFound,        "dataset_not_found",         404, Api,             "No dataset of that slug.";
     RecordNotFound,         "record_not_found",          404, Api,             "No record of that `_id` in the dataset.";
     NotFound,               "not_found",                 404, Api,             "A path nothing answers.";
+    JobNotFound,            "job_not_found",             404, Api,             "No job of that id belongs to the token's account.";
     VersionNotFound,        "version_not_found",         404, Api,             "`version=` (or `from`, `to`) names a version of the dataset never published.";
     VersionGone,            "version_gone",              410, Api,             "`version=` (or `from`, `to`) names a version no longer retained; `retained` lists those that are.";
     MethodNotAllowed,       "method_not_allowed",        405, Api,             "A write method on the read API.";

@@ -19,7 +19,8 @@ impl ApiError {
             | ApiError::InvalidFile { .. }
             | ApiError::UnsupportedMediaType { .. }
             | ApiError::PublishInProgress { .. }
-            | ApiError::PreconditionFailed { .. } => write_message(self),
+            | ApiError::PreconditionFailed { .. }
+            | ApiError::JobNotFound { .. } => write_message(self),
             ApiError::MissingParameter { parameter } => {
                 format!("The parameter {parameter} is required.")
             }
@@ -187,6 +188,9 @@ fn write_message(error: &ApiError) -> String {
         }
         ApiError::UnsupportedMediaType { content_type } => format!(
             "A body of type {content_type:?} cannot be published; send text/csv, application/x-ndjson or application/json, optionally with Content-Encoding: gzip."
+        ),
+        ApiError::JobNotFound { id } => format!(
+            "No job {id:?} belongs to this token's account; a write sent with Prefer: respond-async names its job in Location."
         ),
         ApiError::PublishInProgress { slug } => format!(
             "Another write to {slug:?} is running; nothing was published. Retry once it has ended."

@@ -83,6 +83,10 @@ pub enum ApiError {
     UnsupportedMediaType {
         content_type: String,
     },
+    /// No asynchronous write of that id belongs to the token's account.
+    JobNotFound {
+        id: String,
+    },
     /// Another write to the dataset is running.
     PublishInProgress {
         slug: String,
@@ -179,6 +183,7 @@ impl ApiError {
             ApiError::InvalidFile { .. } => Code::InvalidFile,
             ApiError::UnsupportedMediaType { .. } => Code::UnsupportedMediaType,
             ApiError::PublishInProgress { .. } => Code::PublishInProgress,
+            ApiError::JobNotFound { .. } => Code::JobNotFound,
             ApiError::PreconditionFailed { .. } => Code::PreconditionFailed,
             ApiError::TooManyGroups { .. } => Code::TooManyGroups,
             ApiError::MissingToken => Code::MissingToken,

@@ -22,6 +22,8 @@ use crate::import::schema::SchemaFile;
 use crate::import::{self, ImportError, ImportRequest, valid_slug};
 use crate::publish::serial::Held;
 use crate::publish::{self, pending, precondition, upload};
+
+use super::jobs;
 use crate::state::AppState;
 use crate::store::{Store, catalog};
 
@@ -130,29 +132,55 @@ pub async fn put_dataset(
         settings.upload_dir.as_deref(),
     )
     .await?;
-    let kept = pending::kept(&state.store, &slug).await?;
-    let schema = match (&kept, current) {
-        (Some(text), _) => SchemaFile::parse(text).map_err(refused)?,
-        (None, Some(_)) => current_schema(&state, &slug).await?,
-        (None, None) => SchemaFile::default(),
+    if jobs::prefers_async(&headers) {
+        return jobs::start(state, principal.user_id, slug, current, spooled, held).await;
+    }
+    let published =
+        publish_upload(&state, &slug, &spooled, Arc::new(import::progress::Silent)).await;
+    held.end().await;
+    let published = published?;
+    let status = match current {
+        None => StatusCode::CREATED,
+        Some(_) => StatusCode::OK,
+    };
+    let version = published.version;
+    let mut response = (status, Json(published)).into_response();
+    tag(&mut response, version);
+    Ok(response)
+}
+
+/// Publishes the upload `spooled` as `slug`'s next version, with the schema kept for it (then
+/// forgotten), else the current version's, else the types the file shows.
+pub(crate) async fn publish_upload(
+    state: &AppState,
+    slug: &str,
+    spooled: &upload::Spooled,
+    progress: Arc<dyn import::Progress>,
+) -> Result<Published, HttpError> {
+    let kept = pending::kept(&state.store, slug).await?;
+    let schema = match &kept {
+        Some(text) => SchemaFile::parse(text).map_err(refused)?,
+        None => match current_version(&state.store, slug).await? {
+            Some(_) => current_schema(state, slug).await?,
+            None => SchemaFile::default(),
+        },
     };
     let request = ImportRequest {
         source: spooled.source.clone(),
-        slug: slug.clone(),
+        slug: slug.to_string(),
         schema,
         id_field: None,
         title: None,
         description: None,
-        max_record_bytes: settings.max_record_bytes,
+        max_record_bytes: state.publishing.max_record_bytes,
         store_indexes: false,
     };
-    let summary = import::import(&state.store, request, Arc::new(import::progress::Silent))
+    let summary = import::import(&state.store, request, progress)
         .await
         .map_err(refused)?;
     if let Some(text) = &kept {
-        pending::used(&state.store, &slug, text).await?;
+        pending::used(&state.store, slug, text).await?;
     }
-    held.end().await;
     tracing::info!(
         dataset = %slug,
         version = summary.version,
@@ -161,24 +189,13 @@ pub async fn put_dataset(
         bytes = spooled.bytes,
         "published over HTTP"
     );
-    let status = match current {
-        None => StatusCode::CREATED,
-        Some(_) => StatusCode::OK,
-    };
-    let version = summary.version;
-    let mut response = (
-        status,
-        Json(Published {
-            slug,
-            version,
-            record_count: summary.records,
-            unchanged: summary.unchanged,
-            seconds: summary.seconds,
-        }),
-    )
-        .into_response();
-    tag(&mut response, version);
-    Ok(response)
+    Ok(Published {
+        slug: summary.slug,
+        version: summary.version,
+        record_count: summary.records,
+        unchanged: summary.unchanged,
+        seconds: summary.seconds,
+    })
 }
 
 /// Unpublishes the dataset, as `odqs datasets remove` does.
@@ -233,7 +250,7 @@ fn checked_slug(slug: &str) -> Result<(), ApiError> {
 
 /// The hold on `slug` for a write (409 `publish_in_progress` while another runs) and, under
 /// it, the number of the dataset's current version.
-async fn hold<'s>(state: &'s AppState, slug: &str) -> Result<(Held<'s>, Option<i64>), HttpError> {
+async fn hold(state: &AppState, slug: &str) -> Result<(Held, Option<i64>), HttpError> {
     let held = state
         .publishing
         .writes
@@ -282,7 +299,7 @@ fn refused(error: ImportError) -> HttpError {
 }
 
 /// `Dataset-Version` and the `ETag` `If-Match` compares.
-fn tag(response: &mut Response, version: i64) {
+pub(crate) fn tag(response: &mut Response, version: i64) {
     crate::http::caching::set_dataset_version(response, version);
     if let Ok(value) = HeaderValue::from_str(&precondition::version_tag(version)) {
         response.headers_mut().insert(header::ETAG, value);

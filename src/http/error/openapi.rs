@@ -187,7 +187,7 @@ fn summary(status: u16) -> String {
         }
         401 => "No bearer token, or an unknown, revoked or expired one".into(),
         403 => "The token is valid, but its scope does not cover this request".into(),
-        404 => "No such dataset, record or version".into(),
+        404 => "No such dataset, record, version or job".into(),
         409 => "Another write to the dataset is running; nothing was published".into(),
         410 => "The version asked for is no longer kept".into(),
         412 => "`If-Match` no longer names the dataset's current version; nothing was published".into(),
@@ -277,6 +277,9 @@ fn write_example(code: Code) -> Option<ApiError> {
     Some(match code {
         Code::InvalidFile => ApiError::InvalidFile {
             message: "line 7 has 3 fields where the header has 4".into(),
+        },
+        Code::JobNotFound => ApiError::JobNotFound {
+            id: "job_3b1c…".into(),
         },
         Code::PublishInProgress => ApiError::PublishInProgress {
             slug: "city-parks".into(),
@@ -387,6 +390,7 @@ mod tests {
                 content_type: "text/plain".into(),
             },
             ApiError::PublishInProgress { slug: "a".into() },
+            ApiError::JobNotFound { id: "a".into() },
             ApiError::PreconditionFailed { current: None },
             ApiError::DatasetNotFound { slug: "a".into() },
             ApiError::RecordNotFound { id: "a".into() },
