@@ -22,7 +22,7 @@ use time::OffsetDateTime;
 
 use super::pages::{Empty, message_page, page, store_failed};
 use super::visitor::{Posted, Visitor, cookie, see_other};
-use crate::auth::{account, scope as auth_scope, token};
+use crate::auth::{account, publishers, scope as auth_scope, token};
 use crate::guides::when;
 use crate::state::AppState;
 
@@ -126,6 +126,10 @@ async fn account_page(state: &AppState, visitor: &Visitor, shown: Shown) -> Resp
         Ok(t) => t,
         Err(e) => return store_failed(e),
     };
+    let publishes = match publishers::publish_patterns(&state.store, signed_in.user.id).await {
+        Ok(patterns) => patterns,
+        Err(e) => return store_failed(e),
+    };
     let mut error = shown.error;
     let ticked = shown.form.as_ref().map_or(&[][..], |f| &f.ticked[..]);
     let (datasets, total, found) = match choices(state, shown.find.as_deref(), ticked).await {
@@ -187,9 +191,13 @@ async fn account_page(state: &AppState, visitor: &Visitor, shown: Shown) -> Resp
             found,
             shown_most => CHOICES_SHOWN,
             max_find => query::params::MAX_CATALOG_QUERY_CHARS,
+            publishes,
         },
     )
 }
+
+/// Why a token may not publish: the account holds no grant.
+const NO_GRANT: &str = "This account holds no grant to publish datasets: the operator of this service grants one (odqs grant publish).";
 
 /// `?revoked=1` after a revocation's redirect; `?find=words`, the datasets to offer.
 #[derive(Deserialize)]
@@ -271,6 +279,7 @@ struct NewToken {
     ticked: Vec<String>,
     typed: String,
     export: bool,
+    publish: bool,
     lifetime: String,
     find: Option<String>,
 }
@@ -289,6 +298,7 @@ impl NewToken {
                 "dataset" if !form.ticked.contains(&value) => form.ticked.push(value),
                 "dataset_slugs" => form.typed = value,
                 "export" => form.export = true,
+                "publish" => form.publish = true,
                 "lifetime" => form.lifetime = value,
                 "action" if value == "find" => find_pressed = true,
                 "find" => searched = value,
@@ -316,6 +326,7 @@ impl NewToken {
             chosen => self.chosen,
             typed => self.typed.clone(),
             export => self.export,
+            publish => self.publish,
             lifetime => self.lifetime.clone(),
         }
     }
@@ -325,6 +336,9 @@ impl NewToken {
         let mut words = vec![Need::Read.word().to_string()];
         if self.export {
             words.push(Need::Export.word().into());
+        }
+        if self.publish {
+            words.push(Need::Publish.word().into());
         }
         let datasets = self.datasets();
         if self.chosen {
@@ -381,6 +395,16 @@ pub async fn create_token(
             return super::visitor::unavailable();
         }
     };
+    if scope.publishes() {
+        match publishers::publish_patterns(&state.store, signed_in.user.id).await {
+            Ok(patterns) if patterns.is_empty() => {
+                let refused = refuse(NO_GRANT.into());
+                return account_page(&state, &visitor, refused).await;
+            }
+            Ok(_) => {}
+            Err(e) => return store_failed(e),
+        }
+    }
     let mut name: String = form.name.trim().chars().take(MAX_NAME_CHARS).collect();
     if name.is_empty() {
         name = format!("token of {}", when(OffsetDateTime::now_utc()));

@@ -158,4 +158,41 @@ async fn account_tokens(store: TestStore) {
     assert!(row.revoked_at.is_some());
 }
 
-both_stores!(account_tokens);
+/// The form offers `publish` only to an account that holds a grant, naming what it may
+/// publish; a token minted with it carries the scope, and a form asking for it without a grant
+/// mints nothing.
+async fn publish_is_offered_with_a_grant(store: TestStore) {
+    let mut browser = Browser::new(store.router());
+    browser.sign_up("ada@example.org").await;
+    let page = browser.get("/account").await;
+    assert!(!page.body.contains("name=\"publish\""), "no grant, no box");
+    let fields = [("name", "publisher"), ("publish", "on")];
+    let refused = browser.submit("/account", "/account/tokens", &fields).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body.contains("no grant to publish"),
+        "{}",
+        refused.body
+    );
+    let minted = api_token::Entity::find()
+        .all(&store.store.db)
+        .await
+        .unwrap();
+    assert!(minted.is_empty(), "nothing minted");
+    odqs::auth::publishers::grant_publish(&store.store, "ada@example.org", "city-*", "tests")
+        .await
+        .unwrap();
+    let page = browser.get("/account").await;
+    assert!(page.body.contains("name=\"publish\""), "{}", page.body);
+    assert!(page.body.contains("<code>city-*</code>"));
+    let posted = browser.submit("/account", "/account/tokens", &fields).await;
+    assert_eq!(posted.status, 303, "{}", posted.body);
+    let row = api_token::Entity::find()
+        .one(&store.store.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.scope, "read publish");
+}
+
+both_stores!(account_tokens, publish_is_offered_with_a_grant);

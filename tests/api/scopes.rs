@@ -419,7 +419,10 @@ async fn an_oauth_client_asks_for_a_scope(store: TestStore) {
         .json()
         .await
         .unwrap();
-    assert_eq!(doc["scopes_supported"], json!(["read", "export"]));
+    assert_eq!(
+        doc["scopes_supported"],
+        json!(["read", "export", "publish"])
+    );
     assert_eq!(
         doc["revocation_endpoint"],
         format!("{site}/api/v1/auth/revoke")

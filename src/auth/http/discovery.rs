@@ -28,7 +28,7 @@ pub async fn metadata(State(state): State<AppState>) -> Response {
         "token_endpoint_auth_methods_supported": ["none"],
         "revocation_endpoint": format!("{site}{REVOKE_PATH}"),
         "revocation_endpoint_auth_methods_supported": ["none"],
-        "scopes_supported": [Need::Read.word(), Need::Export.word()],
+        "scopes_supported": [Need::Read.word(), Need::Export.word(), Need::Publish.word()],
         "service_documentation": format!("{site}/catalog.md"),
     }))
     .into_response();
