@@ -213,6 +213,26 @@ pub async fn explorer_token(
     .await
 }
 
+/// A token for the site's Publish page to upload `slug` with: `publish dataset:<slug>`, as
+/// short-lived as an explorer token and ended with them at log-out.
+pub async fn upload_token(
+    store: &Store,
+    user_id: i64,
+    slug: &str,
+) -> Result<(super::token::Secret, api_token::Model), StoreError> {
+    let scope = query::Scope::parse(&format!("publish dataset:{slug}"))
+        .map_err(|e| StoreError::Io(std::io::Error::other(e.message())))?;
+    super::token::mint(
+        store,
+        user_id,
+        "publish page (site)",
+        EXPLORER_SOURCE,
+        &scope,
+        Some(OffsetDateTime::now_utc() + EXPLORER_LIFETIME),
+    )
+    .await
+}
+
 /// Ends the account's explorer tokens (at log-out: the pages that held them are done).
 pub async fn end_explorer_tokens(store: &Store, user_id: i64) -> Result<(), StoreError> {
     api_token::Entity::delete_many()

@@ -15,7 +15,7 @@ use query::scope::Need;
 
 use crate::auth::publishers;
 use crate::auth::token::Principal;
-use crate::store::Store;
+use crate::store::{Store, StoreError, catalog};
 use query::ApiError;
 
 /// The settings and state of writes on one instance.
@@ -55,4 +55,30 @@ pub async fn require(store: &Store, principal: &Principal, slug: &str) -> Result
     Err(ApiError::NotGranted {
         slug: slug.to_string(),
     })
+}
+
+/// Unpublishes `slug`, as `odqs datasets remove` does, and forgets any schema kept for its next
+/// version; `false` when it was not published.
+pub async fn remove(store: &Store, slug: &str) -> Result<bool, StoreError> {
+    let removed = catalog::remove(store, slug).await?;
+    if removed {
+        pending::forget(store, slug).await?;
+    }
+    Ok(removed)
+}
+
+/// The published datasets `patterns` name, by slug: `(slug, title, current version, records)`.
+pub async fn publishable(
+    resolver: &query::Resolver,
+    patterns: &[String],
+) -> Result<Vec<(String, String, i64, i64)>, ApiError> {
+    let mut rows: Vec<_> = resolver
+        .catalog()
+        .await?
+        .into_iter()
+        .filter(|d| patterns.iter().any(|p| publishers::matches(p, &d.slug)))
+        .map(|d| (d.slug, d.title, d.version, d.record_count))
+        .collect();
+    rows.sort();
+    Ok(rows)
 }

@@ -48,3 +48,11 @@ pub async fn used(store: &Store, slug: &str, body: &str) -> Result<(), StoreErro
         .await?;
     Ok(())
 }
+
+/// Forgets any schema kept for `slug` (the dataset was removed).
+pub async fn forget(store: &Store, slug: &str) -> Result<(), StoreError> {
+    pending_schema::Entity::delete_by_id(slug.to_string())
+        .exec(&store.db)
+        .await?;
+    Ok(())
+}

@@ -20,6 +20,7 @@ pub mod guides;
 pub mod ide;
 pub mod markdown;
 pub mod pages;
+pub mod publish_page;
 pub mod visitor;
 
 use axum::Router;
@@ -53,4 +54,12 @@ pub fn routes() -> Router<AppState> {
             get(account_page::confirm_revoke).post(account_page::revoke_token),
         )
         .route("/device", get(device_page::show).post(device_page::decide))
+        .route("/publish", get(publish_page::home))
+        .route("/publish/{slug}", get(publish_page::dataset))
+        .route(
+            "/publish/{slug}/remove",
+            get(publish_page::confirm_remove).post(publish_page::remove),
+        )
+        .route("/publish/{slug}/token", post(publish_page::upload_token))
+        .route("/assets/publish.js", get(publish_page::script))
 }

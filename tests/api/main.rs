@@ -49,6 +49,7 @@ mod operations;
 mod parity;
 mod places;
 mod property;
+mod publish_page;
 mod publishing;
 mod query_power;
 mod raw_query;

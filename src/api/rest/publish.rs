@@ -25,7 +25,7 @@ use crate::publish::{self, pending, precondition, upload};
 
 use super::jobs;
 use crate::state::AppState;
-use crate::store::{Store, catalog};
+use crate::store::Store;
 
 /// What a published upload did.
 #[derive(Debug, Serialize, ToSchema)]
@@ -228,7 +228,7 @@ pub async fn delete_dataset(
         return Err(ApiError::DatasetNotFound { slug }.into());
     }
     precondition::check(&headers, current)?;
-    let removed = catalog::remove(&state.store, &slug).await?;
+    let removed = publish::remove(&state.store, &slug).await?;
     held.end().await;
     if !removed {
         return Err(ApiError::DatasetNotFound { slug }.into());
