@@ -228,9 +228,10 @@ async fn schemathesis_finds_nothing(store: TestStore) {
             .join("\n")
     );
     py::check("schemathesis", &output);
-    // 17 operations: the export is the twelfth, the schema file the thirteenth, a dataset's
-    // versions and its changes the next two, token revocation and the calling token the last.
-    assert!(out.contains("Tested: 17"), "every operation tested:\n{out}");
+    // 21 operations: the reads, token revocation and the calling token, and the four of
+    // publishing (refused to this token, which has no `publish`: their answers are checked
+    // against the document all the same).
+    assert!(out.contains("Tested: 21"), "every operation tested:\n{out}");
     assert!(!out.contains("failures"), "{out}");
     served.stop().await;
 }
@@ -259,8 +260,17 @@ async fn generated_python_client_works(store: TestStore) {
     let output = served.run(generate).await;
     py::check("openapi-python-client generate", &output);
     let generated = text(&output);
+    // The one operation it leaves out is the upload, whose body is a CSV, NDJSON or JSON file:
+    // the generator takes no `text/csv` body, and the document says what the server reads
+    // rather than a type a generated client could send but the server would refuse.
+    let dropped: Vec<&str> = generated
+        .lines()
+        .filter(|line| line.contains("will not be generated"))
+        .collect();
     assert!(
-        !generated.contains("will not be generated"),
+        dropped
+            .iter()
+            .all(|line| line.contains("PUT /datasets/{slug} within publishing")),
         "the generator dropped an operation:\n{generated}"
     );
     for module in [

@@ -35,8 +35,8 @@ use crate::http::error::ErrorBody;
 use crate::state::AppState;
 
 pub use crate::http::error::openapi::{
-    BadRequest, Forbidden, Gone, NotFound, PayloadTooLarge, RequestTimeout, TooManyRequests,
-    Unauthorized, Unavailable,
+    BadRequest, Conflict, Forbidden, Gone, NotFound, PayloadTooLarge, PreconditionFailed,
+    RequestTimeout, TooManyRequests, Unauthorized, Unavailable, UnsupportedMediaType,
 };
 pub use docs::docs_page;
 
@@ -44,11 +44,11 @@ pub use docs::docs_page;
 #[openapi(
     info(
         title = "odqs: Open Dataset Query Service",
-        description = "A read-only API over published open datasets. Every endpoint under the base URL needs `Authorization: Bearer <token>` (the device flow, token revocation and the health checks excepted); get a token on the account page or through the device flow. A token's scope (`read`, `export`, `dataset:<slug>`) bounds what it may do: outside it, 403 `insufficient_scope`; `GET /token` shows it. Errors are `{\"error\": code, \"message\": …}` with extra members where useful; every API answer announces the caller's rate limit in `RateLimit-Policy` and `RateLimit`."
+        description = "An API over published open datasets: reads for every token, and writes (tag `publishing`) for tokens with the `publish` scope whose account the operator granted the right. Every endpoint under the base URL needs `Authorization: Bearer <token>` (the device flow, token revocation and the health checks excepted); get a token on the account page or through the device flow. A token's scope (`read`, `export`, `publish`, `dataset:<slug>`) bounds what it may do: outside it, 403 `insufficient_scope`; `GET /token` shows it. Errors are `{\"error\": code, \"message\": …}` with extra members where useful; every API answer announces the caller's rate limit in `RateLimit-Policy` and `RateLimit`."
     ),
     components(
         schemas(ErrorBody, OAuthErrorBody, query::views::Record),
-        responses(BadRequest, Unauthorized, Forbidden, NotFound, Gone, RequestTimeout, PayloadTooLarge, TooManyRequests, Unavailable),
+        responses(BadRequest, Unauthorized, Forbidden, NotFound, Conflict, Gone, RequestTimeout, PreconditionFailed, PayloadTooLarge, UnsupportedMediaType, TooManyRequests, Unavailable),
     ),
     modifiers(&BearerAuth),
     tags(
@@ -56,6 +56,7 @@ pub use docs::docs_page;
         (name = "records", description = "Search, filter, sort and page through records"),
         (name = "agg", description = "Grouped statistics"),
         (name = "graphql", description = "The same queries in GraphQL"),
+        (name = "publishing", description = "Writes, with the `publish` scope within the account's grants: a schema for the next version, a file published as a version (or as a job with `Prefer: respond-async`), removal"),
         (name = "auth", description = "Tokens: device authorization (RFC 8628) to get one from a program, the calling token described, revocation (RFC 7009)"),
         (name = "operations", description = "Health checks, at the site's root"),
     )
@@ -208,4 +209,47 @@ pub async fn openapi_json(state: AppState, paths: utoipa::openapi::OpenApi) -> R
         &state.resolver.base_url(),
     ))
     .into_response()
+}
+
+#[cfg(test)]
+mod refs {
+    use serde_json::Value;
+
+    /// Every `$ref` of the document names a component it holds (validators and client
+    /// generators refuse the document otherwise).
+    #[test]
+    fn every_reference_resolves() {
+        use utoipa::OpenApi;
+        let doc = super::document(
+            crate::routes::ApiPaths::openapi(),
+            "http://127.0.0.1",
+            "http://127.0.0.1/api/v1",
+        );
+        let json = serde_json::to_value(&doc).unwrap();
+        let mut refs = Vec::new();
+        collect(&json, &mut refs);
+        assert!(!refs.is_empty());
+        for reference in refs {
+            let pointer = reference.trim_start_matches('#');
+            assert!(
+                json.pointer(pointer).is_some(),
+                "{reference} does not resolve"
+            );
+        }
+    }
+
+    fn collect(value: &Value, refs: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, item) in map {
+                    match (key.as_str(), item) {
+                        ("$ref", Value::String(reference)) => refs.push(reference.clone()),
+                        _ => collect(item, refs),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| collect(item, refs)),
+            _ => {}
+        }
+    }
 }
