@@ -109,11 +109,8 @@ pub async fn dataset(
     Path(slug): Path<String>,
     visitor: Visitor,
 ) -> Response {
-    let Some(signed_in) = &visitor.signed_in else {
-        return see_other("/login?next=/publish");
-    };
-    if let Some(refused) = refusal(&state, &visitor, signed_in.user.id, &slug).await {
-        return refused;
+    if let Err(answer) = publisher(&state, &visitor, &slug).await {
+        return answer;
     }
     let versions = match versions(&state, &slug).await {
         Ok(versions) => versions,
@@ -132,6 +129,18 @@ pub async fn dataset(
             versions => minijinja::Value::from(minijinja::value::Serde(&versions)),
         },
     )
+}
+
+/// The signed-in account's id if it may publish `slug`; else the answer: the log-in page, or
+/// the page refusing it ([`refusal`]).
+async fn publisher(state: &AppState, visitor: &Visitor, slug: &str) -> Result<i64, Response> {
+    let Some(signed_in) = &visitor.signed_in else {
+        return Err(see_other("/login?next=/publish"));
+    };
+    match refusal(state, visitor, signed_in.user.id, slug).await {
+        Some(refused) => Err(refused),
+        None => Ok(signed_in.user.id),
+    }
 }
 
 /// The page refusing `slug` to account `user_id`: not a slug, or no grant names it.
@@ -225,11 +234,8 @@ pub async fn confirm_remove(
     Path(slug): Path<String>,
     visitor: Visitor,
 ) -> Response {
-    let Some(signed_in) = &visitor.signed_in else {
-        return see_other("/login?next=/publish");
-    };
-    if let Some(refused) = refusal(&state, &visitor, signed_in.user.id, &slug).await {
-        return refused;
+    if let Err(answer) = publisher(&state, &visitor, &slug).await {
+        return answer;
     }
     page(
         &visitor,
@@ -246,11 +252,8 @@ pub async fn remove(
     posted: Posted<Empty>,
 ) -> Response {
     let visitor = posted.visitor;
-    let Some(signed_in) = &visitor.signed_in else {
-        return see_other("/login?next=/publish");
-    };
-    if let Some(refused) = refusal(&state, &visitor, signed_in.user.id, &slug).await {
-        return refused;
+    if let Err(answer) = publisher(&state, &visitor, &slug).await {
+        return answer;
     }
     match publish::remove(&state.store, &slug).await {
         Ok(_) => {

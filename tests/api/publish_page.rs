@@ -123,15 +123,7 @@ async fn publish_page_in_a_browser(store: TestStore) {
     let (site, stop) = serve(&store).await;
     let driver = Driver::start().await;
     let browser = driver.session().await;
-    browser.goto(&format!("{site}/signup")).await;
-    browser.type_into("#email", &email).await;
-    browser
-        .type_into("#password", "correct horse battery")
-        .await;
-    browser
-        .click("css selector", "form[action='/signup'] button[type=submit]")
-        .await;
-    browser.goto(&format!("{site}/publish")).await;
+    browser.sign_up(&site, &email, "/publish").await;
     browser.wait_for("city-*").await;
     browser.type_into("#slug", "city-parks").await;
     browser

@@ -36,14 +36,7 @@ pub async fn rest(site: &str, token: &str, path: &str) -> Value {
 
 /// Signs up in `browser` and lands on `/explore` with its dataset list loaded.
 pub async fn sign_up_for_the_explorer(browser: &webdriver::Browser, site: &str, email: &str) {
-    browser.goto(&format!("{site}/signup?next=/explore")).await;
-    browser.type_into("#email", email).await;
-    browser
-        .type_into("#password", "correct horse battery")
-        .await;
-    browser
-        .click("css selector", "form[action='/signup'] button[type=submit]")
-        .await;
+    browser.sign_up(site, email, "/explore").await;
     browser
         .wait_until("document.querySelector(\"#dataset option[value='flights']\")")
         .await;

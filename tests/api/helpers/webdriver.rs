@@ -193,6 +193,15 @@ impl Browser {
         .await;
     }
 
+    /// Signs up on `site`'s form as `email` (the helpers' password), going on to `next`.
+    pub async fn sign_up(&self, site: &str, email: &str, next: &str) {
+        self.goto(&format!("{site}/signup?next={next}")).await;
+        self.type_into("#email", email).await;
+        self.type_into("#password", "correct horse battery").await;
+        self.click("css selector", "form[action='/signup'] button[type=submit]")
+            .await;
+    }
+
     /// Waits (at most 20 s) until the page's source contains `text`.
     pub async fn wait_for(&self, text: &str) {
         let deadline = Instant::now() + Duration::from_secs(20);
