@@ -141,6 +141,7 @@ fn api(
 + Sync
 + 'static {
     let routes = Router::new()
+        .route("/", get(rest::index::index))
         .route("/datasets", get(rest::datasets::list_datasets))
         .route(
             "/datasets/{slug}",
@@ -220,6 +221,7 @@ fn api(
         rest::publish::put_dataset,
         rest::publish::delete_dataset,
         rest::jobs::get_job,
+        rest::index::index,
         openapi::graphql::graphql_get,
         openapi::graphql::graphql_post,
         crate::auth::http::device::start,

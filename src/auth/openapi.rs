@@ -23,7 +23,7 @@ const SCOPE_PATTERN: &str = r"^\s*$|^(?=[\s\S]*(?:^|\s)(?:read|export)(?:\s|$))\
 /// A label: any text without a NUL character.
 const VALUE_PATTERN: &str = r"^[^\u0000]*$";
 
-/// An error of the device flow, in OAuth's shape (RFC 6749 §5.2, RFC 8628 §3.5; contract §8).
+/// An error of the device flow, in OAuth's shape (RFC 6749 §5.2, RFC 8628 §3.5).
 #[derive(Serialize, ToSchema)]
 pub struct OAuthErrorBody {
     /// The code, from the error table: the device flow's own, and those it shares with the
@@ -171,7 +171,7 @@ pub struct TokenAnswer {
     pub token_type: String,
     /// Seconds the token lives.
     pub expires_in: i64,
-    /// What the token may do (contract §13.3): the scope asked for, in canonical order.
+    /// What the token may do: the scope asked for, in canonical order.
     #[schema(example = "read dataset:flights")]
     pub scope: String,
 }
@@ -207,7 +207,7 @@ impl ToSchema for RevokeRequest {}
 pub struct TokenInfo {
     /// The token's label, as the account page shows it.
     pub name: String,
-    /// What the token may do (contract §13.3).
+    /// What the token may do.
     #[schema(example = "read export")]
     pub scope: String,
     /// When it was minted (RFC 3339).
@@ -216,7 +216,7 @@ pub struct TokenInfo {
     pub expires_at: Option<String>,
     /// The token's last four characters, to tell tokens apart.
     pub last4: String,
-    /// What the token may publish (contract §14.1): its account's grants, each narrowed to the
+    /// What the token may publish: its account's grants, each narrowed to the
     /// token's `dataset:` words; empty without the `publish` scope.
     pub grants: Vec<GrantInfo>,
 }

@@ -117,8 +117,8 @@ pub struct StoreArgs {
         hide_env_values = true
     )]
     pub database_url: String,
-    /// Versions of each dataset kept readable with `version=`, the current one included
-    /// (contract §13.1); `1` keeps only the current. An older one's tables are dropped a
+    /// Versions of each dataset kept readable with `version=`, the current one included; `1`
+    /// keeps only the current. An older one's tables are dropped a
     /// minute after it leaves this window.
     #[arg(long, env = "ODQS_KEEP_VERSIONS", default_value_t = crate::store::DEFAULT_KEEP_VERSIONS,
         value_parser = clap::value_parser!(u64).range(1..))]
@@ -249,7 +249,8 @@ pub struct ImportArgs {
     /// The dataset's slug (one URL path segment; letters, digits, `-`, `_`, `.`, `~`).
     #[arg(long)]
     pub slug: String,
-    /// A schema file (contract §1) with title, description, licence, id field and field types.
+    /// A schema file with title, description, licence, id field and field types (the format
+    /// of `GET /api/v1/datasets/{slug}/schema.json`).
     #[arg(long)]
     pub schema: Option<PathBuf>,
     /// The field whose values become `_id`; default: the schema's `id_field`, else the row number.

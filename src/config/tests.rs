@@ -215,3 +215,17 @@ fn the_index_dir_sits_beside_the_store_unless_given() {
     );
     assert_eq!(config(&["--index-dir", ""]), None, "empty turns it off");
 }
+
+/// `--help` of every command speaks for itself: it cites no section of a document users do
+/// not have.
+#[test]
+fn help_cites_no_contract_section() {
+    fn check(mut command: clap::Command, path: &str) {
+        let help = command.render_long_help().to_string();
+        assert!(!help.contains("contract §"), "odqs {path} --help: {help}");
+        for sub in command.get_subcommands() {
+            check(sub.clone(), &format!("{path} {}", sub.get_name()));
+        }
+    }
+    check(Cli::command(), "");
+}

@@ -228,10 +228,10 @@ async fn schemathesis_finds_nothing(store: TestStore) {
             .join("\n")
     );
     py::check("schemathesis", &output);
-    // 21 operations: the reads, token revocation and the calling token, and the four of
-    // publishing (refused to this token, which has no `publish`: their answers are checked
-    // against the document all the same).
-    assert!(out.contains("Tested: 21"), "every operation tested:\n{out}");
+    // 22 operations: the reads, the base URL's index, token revocation and the calling token,
+    // and the four of publishing (refused to this token, which has no `publish`: their answers
+    // are checked against the document all the same).
+    assert!(out.contains("Tested: 22"), "every operation tested:\n{out}");
     assert!(!out.contains("failures"), "{out}");
     served.stop().await;
 }

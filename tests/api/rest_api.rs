@@ -1631,3 +1631,27 @@ both_stores!(
     demo_data,
     catalog_search,
 );
+
+/// `GET /api/v1` (and with a trailing slash) lists the entry points, without a token; each is
+/// a URL the service answers.
+#[tokio::test]
+async fn the_base_url_lists_the_entry_points() {
+    let store = TestStore::new(crate::helpers::Kind::Sqlite).await;
+    let router = store.router();
+    for path in ["/api/v1", "/api/v1/"] {
+        let (status, index) = crate::helpers::client::get_json(&router, path).await;
+        assert_eq!(status, 200, "{path}: {index}");
+        for key in [
+            "openapi", "docs", "datasets", "graphql", "mcp", "token", "catalog", "account",
+        ] {
+            assert!(
+                index[key].as_str().is_some_and(|u| u.starts_with("http")),
+                "{key}: {index}"
+            );
+        }
+        let openapi = index["openapi"].as_str().unwrap();
+        let at = openapi.find("/api/v1/").unwrap();
+        let (status, doc) = crate::helpers::client::get_json(&router, &openapi[at..]).await;
+        assert_eq!((status, doc["openapi"].as_str()), (200, Some("3.1.0")));
+    }
+}

@@ -37,11 +37,11 @@ pub struct DatasetLinks {
     pub records: String,
     pub agg: String,
     pub skill: String,
-    /// The dataset's versions (contract §13.1).
+    /// The dataset's versions.
     pub versions: String,
 }
 
-/// `GET /datasets/{slug}/versions` (contract §13.1): every version ever published, newest
+/// `GET /datasets/{slug}/versions`: every version ever published, newest
 /// first.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -78,7 +78,7 @@ pub struct DatasetDetail {
     pub id_field: Option<String>,
     /// RFC 3339.
     pub created_at: String,
-    /// The number of the version answered: the live one (contract §13.1).
+    /// The number of the version answered: the live one.
     pub version: i64,
     pub fields: Vec<SchemaEntry>,
     pub links: DatasetLinks,

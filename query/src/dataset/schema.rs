@@ -51,7 +51,7 @@ pub struct SchemaEntry {
     pub filter: FilterInfo,
 }
 
-/// How a field can be used (contract §4 `filter`).
+/// How a field can be used (its `filter`).
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FilterInfo {

@@ -43,7 +43,7 @@ pub struct GraphqlError {
     pub locations: Option<Value>,
     #[schema(value_type = Option<Vec<Object>>, nullable = false)]
     pub path: Option<Value>,
-    /// `code`: the REST error code (contract §10).
+    /// `code`: the REST error code.
     #[schema(value_type = Option<Object>, nullable = false)]
     pub extensions: Option<Value>,
 }

@@ -5,6 +5,7 @@
 pub(crate) mod agg;
 pub(crate) mod datasets;
 pub mod export;
+pub(crate) mod index;
 pub(crate) mod jobs;
 pub mod parameters;
 pub(crate) mod publish;

@@ -18,7 +18,7 @@ use utoipa::{ToResponse, ToSchema};
 
 use crate::http::limits::MAX_BODY_BYTES;
 
-/// The JSON body of every API error (contract §7): `error` and `message` always, and the
+/// The JSON body of every API error: `error` and `message` always, and the
 /// members [`ApiError::extra`] adds for some codes.
 #[derive(Serialize, ToSchema)]
 pub struct ErrorBody {
