@@ -17,7 +17,7 @@ use crate::config::{
 use crate::http::log_writer::BackgroundStderr;
 use crate::import::{self, ImportRequest, reader::Source, schema::SchemaFile};
 use crate::state::AppState;
-use crate::store::{Store, StoreError, catalog, redact_url};
+use crate::store::{Store, StoreError, redact_url};
 
 /// A failed command: what to print, and whether it was the configuration's fault.
 #[derive(Debug)]
@@ -280,7 +280,7 @@ async fn datasets(command: DatasetsCommand) -> Result<(), Failure> {
         }
         DatasetsCommand::Remove { slug, store } => {
             let store = open(&store).await?;
-            if catalog::remove(&store, &slug).await? {
+            if crate::publish::remove(&store, &slug).await? {
                 println!("removed {slug}");
                 Ok(())
             } else {

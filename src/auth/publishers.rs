@@ -100,6 +100,12 @@ pub async fn publish_patterns(store: &Store, user_id: i64) -> Result<Vec<String>
         .collect())
 }
 
+/// Whether a grant of account `user_id` names `slug`.
+pub async fn may_publish(store: &Store, user_id: i64, slug: &str) -> Result<bool, StoreError> {
+    let patterns = publish_patterns(store, user_id).await?;
+    Ok(patterns.iter().any(|p| matches(p, slug)))
+}
+
 /// The patterns the account of `email` may publish; none for an address without an account.
 pub async fn patterns_of_email(store: &Store, email: &str) -> Result<Vec<String>, StoreError> {
     let account = user::Entity::find()
@@ -141,11 +147,7 @@ pub async fn token_grants(
 
 /// Every grant, by account and pattern.
 pub async fn list(store: &Store) -> Result<Vec<Listed>, StoreError> {
-    let rows = grant::Entity::find()
-        .order_by_asc(grant::Column::UserId)
-        .order_by_asc(grant::Column::Pattern)
-        .all(&store.db)
-        .await?;
+    let rows = grant::Entity::find().all(&store.db).await?;
     let accounts = user::Entity::find()
         .filter(user::Column::Id.is_in(rows.iter().map(|g| g.user_id)))
         .all(&store.db)

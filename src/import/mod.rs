@@ -58,9 +58,7 @@ pub enum ImportError {
     Malformed { location: Location, message: String },
     #[error("{0}")]
     Schema(String),
-    #[error(
-        "invalid slug {0:?}: use letters, digits, '-', '_', '.' and '~' (at most 100), starting with a letter or digit"
-    )]
+    #[error("invalid slug {0:?}: {SLUG_RULE}")]
     InvalidSlug(String),
     #[error(
         "{0}: the file name must end in .csv, .json, .ndjson or .jsonl, optionally followed by .gz"
@@ -153,6 +151,10 @@ pub struct ImportSummary {
     pub fields: usize,
     pub seconds: f64,
 }
+
+/// What [`valid_slug`] allows, as messages say it.
+pub const SLUG_RULE: &str =
+    "use letters, digits, '-', '_', '.' and '~' (at most 100), starting with a letter or digit";
 
 /// Whether `slug` can be one URL path segment (contract §3: dots and tildes allowed).
 pub fn valid_slug(slug: &str) -> bool {

@@ -155,26 +155,35 @@ pub async fn view(store: &Store, id: &str, user_id: i64) -> Result<JobView, ApiE
         .await?
         .filter(|job| job.user_id == user_id)
         .ok_or_else(|| ApiError::JobNotFound { id: id.to_string() })?;
-    let stale =
-        job.state == STATE_RUNNING && OffsetDateTime::now_utc() - job.updated_at > STALE_AFTER;
-    let parse = |text: &Option<String>| text.as_deref().and_then(|t| serde_json::from_str(t).ok());
-    let (state, error) = if stale {
-        let stopped = serde_json::json!({
-            "error": ApiError::Internal.code(),
-            "message": "The instance that ran this job stopped before it ended; nothing was published. Send the upload again.",
-        });
-        (STATE_FAILED.to_string(), Some(stopped))
-    } else {
-        (job.state.clone(), parse(&job.error))
-    };
-    Ok(JobView {
-        id: job.id,
-        slug: job.slug,
-        state,
-        phase: job.phase,
-        records_read: job.records_read,
-        bytes_read: job.bytes_read,
-        result: parse(&job.result),
-        error,
-    })
+    Ok(JobView::of(job))
+}
+
+impl JobView {
+    /// A job's row as its owner sees it; a running one not written for [`STALE_AFTER`] is
+    /// failed.
+    pub fn of(job: publish_job::Model) -> JobView {
+        let stale =
+            job.state == STATE_RUNNING && OffsetDateTime::now_utc() - job.updated_at > STALE_AFTER;
+        let parse =
+            |text: &Option<String>| text.as_deref().and_then(|t| serde_json::from_str(t).ok());
+        let (state, error) = if stale {
+            let stopped = serde_json::json!({
+                "error": ApiError::Internal.code(),
+                "message": "The instance that ran this job stopped before it ended; nothing was published. Send the upload again.",
+            });
+            (STATE_FAILED.to_string(), Some(stopped))
+        } else {
+            (job.state.clone(), parse(&job.error))
+        };
+        JobView {
+            id: job.id,
+            slug: job.slug,
+            state,
+            phase: job.phase,
+            records_read: job.records_read,
+            bytes_read: job.bytes_read,
+            result: parse(&job.result),
+            error,
+        }
+    }
 }

@@ -48,8 +48,7 @@ impl Default for Publishing {
 /// saying so).
 pub async fn require(store: &Store, principal: &Principal, slug: &str) -> Result<(), ApiError> {
     principal.require(Need::Publish, slug)?;
-    let patterns = publishers::publish_patterns(store, principal.user_id).await?;
-    if patterns.iter().any(|p| publishers::matches(p, slug)) {
+    if publishers::may_publish(store, principal.user_id, slug).await? {
         return Ok(());
     }
     Err(ApiError::NotGranted {

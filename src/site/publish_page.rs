@@ -155,12 +155,12 @@ async fn refusal(
             StatusCode::BAD_REQUEST,
             Some(visitor),
             "Not a slug",
-            "A slug is letters, digits, '-', '_', '.' and '~' (at most 100), starting with a letter or digit.",
+            &format!("A slug must {}.", crate::import::SLUG_RULE),
         ));
     }
-    match publishers::publish_patterns(&state.store, user_id).await {
-        Ok(patterns) if patterns.iter().any(|p| publishers::matches(p, slug)) => None,
-        Ok(_) => Some(message_page(
+    match publishers::may_publish(&state.store, user_id, slug).await {
+        Ok(true) => None,
+        Ok(false) => Some(message_page(
             StatusCode::FORBIDDEN,
             Some(visitor),
             "Not yours to publish",

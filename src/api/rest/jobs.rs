@@ -47,7 +47,7 @@ pub(crate) async fn start(
     held: Held,
 ) -> Result<Response, HttpError> {
     let job = store_jobs::start(&state.store, user_id, &slug, spooled.bytes).await?;
-    let view = store_jobs::view(&state.store, &job.id, user_id).await?;
+    let view = store_jobs::JobView::of(job.clone());
     let id = job.id.clone();
     tokio::spawn(async move {
         let progress = Arc::new(JobProgress::default());
@@ -56,7 +56,7 @@ pub(crate) async fn start(
             id.clone(),
             progress.clone(),
         ));
-        let published = publish_upload(&state, &slug, &spooled, progress.clone()).await;
+        let published = publish_upload(&state, &slug, current, &spooled, progress.clone()).await;
         held.end().await;
         drop(spooled);
         beat.abort();

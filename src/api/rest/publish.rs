@@ -135,8 +135,8 @@ pub async fn put_dataset(
     if jobs::prefers_async(&headers) {
         return jobs::start(state, principal.user_id, slug, current, spooled, held).await;
     }
-    let published =
-        publish_upload(&state, &slug, &spooled, Arc::new(import::progress::Silent)).await;
+    let silent = Arc::new(import::progress::Silent);
+    let published = publish_upload(&state, &slug, current, &spooled, silent).await;
     held.end().await;
     let published = published?;
     let status = match current {
@@ -150,20 +150,20 @@ pub async fn put_dataset(
 }
 
 /// Publishes the upload `spooled` as `slug`'s next version, with the schema kept for it (then
-/// forgotten), else the current version's, else the types the file shows.
+/// forgotten), else the current version's (`current`, read under the write's hold), else the
+/// types the file shows.
 pub(crate) async fn publish_upload(
     state: &AppState,
     slug: &str,
+    current: Option<i64>,
     spooled: &upload::Spooled,
     progress: Arc<dyn import::Progress>,
 ) -> Result<Published, HttpError> {
     let kept = pending::kept(&state.store, slug).await?;
     let schema = match &kept {
         Some(text) => SchemaFile::parse(text).map_err(refused)?,
-        None => match current_version(&state.store, slug).await? {
-            Some(_) => current_schema(state, slug).await?,
-            None => SchemaFile::default(),
-        },
+        None if current.is_some() => current_schema(state, slug).await?,
+        None => SchemaFile::default(),
     };
     let request = ImportRequest {
         source: spooled.source.clone(),
@@ -244,7 +244,7 @@ fn checked_slug(slug: &str) -> Result<(), ApiError> {
     }
     Err(ApiError::invalid(
         "slug",
-        "A slug is letters, digits, '-', '_', '.' and '~' (at most 100), starting with a letter or digit.",
+        format!("{slug:?} is no slug: {}.", import::SLUG_RULE),
     ))
 }
 
